@@ -1,0 +1,5 @@
+import sys
+
+from agentreview.cli.entry import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""Built-in (filled by its issue)."""

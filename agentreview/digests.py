@@ -1,0 +1,90 @@
+"""Canonical JSON and every digest agentreview/v1 defines.
+
+* ``canonical_json``: RFC 8785 (JCS), which is exactly the spec's canonical form
+  (keys by UTF-16 code units, no whitespace, ``JSON.stringify`` strings and
+  numbers). Members whose value is ``None`` are omitted (the spec's "undefined");
+  NaN, infinities and integers beyond 2**53 are refused, never silently changed.
+* ``manifest_sha``, ``range_sha``, rubric digests and ``agentproto-pack-digest/v1``.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+PACK_DIGEST_ALG = "agentproto-pack-digest/v1"
+
+
+class CanonicalJsonError(ValueError):
+    """A value cannot be represented in canonical JSON."""
+
+
+def sha256_hex(data: bytes | str) -> str:
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    return hashlib.sha256(data).hexdigest()
+
+
+def _drop_none(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _drop_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, (list, tuple)):
+        return [_drop_none(v) for v in value]
+    return value
+
+
+def canonical_json(value: Any) -> bytes:
+    """The canonical JSON bytes of ``value`` (UTF-8)."""
+    import rfc8785
+
+    try:
+        return rfc8785.dumps(_drop_none(value))
+    except (rfc8785.CanonicalizationError, TypeError, ValueError) as exc:
+        raise CanonicalJsonError(f"value cannot be written as canonical JSON: {exc}") from exc
+
+
+def signed_bytes_of(attestation: Mapping[str, Any]) -> bytes:
+    """Canonical JSON of an attestation document with ``attestor.signature`` removed."""
+    data = copy.deepcopy(dict(attestation))
+    attestor = data.get("attestor")
+    if isinstance(attestor, dict):
+        attestor.pop("signature", None)
+    return canonical_json(data)
+
+
+def attestation_sha256_of(attestation: Mapping[str, Any]) -> str:
+    """SHA-256 of the canonical JSON of the whole document, signature included."""
+    return sha256_hex(canonical_json(attestation))
+
+
+def manifest_sha(source: bytes) -> str:
+    """SHA-256 of the REVIEW.md source bytes exactly as read."""
+    return sha256_hex(source)
+
+
+def range_sha(base_sha: str, head_sha: str) -> str:
+    return sha256_hex(f"{base_sha}..{head_sha}")
+
+
+def js_sort_key(text: str) -> bytes:
+    """Order strings by UTF-16 code units, as JavaScript's default sort does."""
+    return text.encode("utf-16-be")
+
+
+def pack_digest_sha256(review_md: bytes, rubrics: Iterable[tuple[str, bytes]]) -> str:
+    """``agentproto-pack-digest/v1`` over a pack's REVIEW.md and its selected agent checks' rubrics.
+
+    ``rubrics`` holds one ``(path as declared in the pack, raw bytes)`` per selected
+    agent check; a rubric shared by two checks appears twice, as the recipe requires.
+    """
+    lines = [f"REVIEW.md\0{sha256_hex(review_md)}"]
+    lines.extend(f"{path}\0{sha256_hex(data)}" for path, data in rubrics)
+    lines.sort(key=js_sort_key)
+    return sha256_hex("\n".join(lines))
+
+
+def multiset_key(items: Iterable[Iterable[str]]) -> str:
+    """The cache rule's multiset form: each item joined with NUL, sorted, joined with newlines."""
+    return "\n".join(sorted(("\0".join(item) for item in items), key=js_sort_key))

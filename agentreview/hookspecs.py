@@ -1,0 +1,86 @@
+"""The four extension points of agentreview, as pluggy hook specifications.
+
+Every hook follows the *register callback* pattern: the core calls the hook with
+a ``register`` function, and the plugin calls ``register(obj)`` once per object it
+provides. The core calls each plugin's implementation separately, so it always
+knows which distribution registered what; two plugins that claim the same lane
+kind, pack reference form, provider name or signer name are a configuration
+error naming both, never a silent override.
+
+A plugin module implements hooks with the marker::
+
+    from agentreview import hookimpl
+
+    @hookimpl
+    def agentreview_register_lane_executors(register):
+        register(MyExecutor())
+
+and declares itself in its ``pyproject.toml``::
+
+    [project.entry-points.agentreview]
+    my-plugin = "my_package.plugin"
+
+``docs/plugins.md`` documents each hook; a test keeps it in sync with this file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import pluggy
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agentreview.contracts import LaneExecutor, PackLoader, ReviewerProvider, Signer
+
+hookspec = pluggy.HookspecMarker("agentreview")
+
+
+@hookspec
+def agentreview_register_lane_executors(register: Callable[[LaneExecutor], None]) -> None:
+    """Register lane executors, one per check ``kind``.
+
+    Each object has a ``kind`` attribute (``"command"``, ``"agent"``) and a
+    ``run_lane(request: LaneRequest) -> LaneOutcome`` method. ``run_lane`` must not
+    raise, must honour ``request.cancel`` and the check's ``timeoutMs``, and must
+    not leave a process behind. The core derives the lane status from the outcome.
+
+    A check whose kind has no executor becomes a ``skipped`` lane that says which
+    plugin to install.
+    """
+
+
+@hookspec
+def agentreview_register_pack_loaders(register: Callable[[PackLoader], None]) -> None:
+    """Register pack loaders, one per reference form.
+
+    Each object has a ``form`` attribute (``"path"``, ``"npm"`` or
+    ``"git+https"``) and a ``load(ref: str, ctx: PackLoadContext) -> LoadedPack``
+    method that raises ``PackLoadError`` (or ``PackUnavailableError`` when the
+    pack cannot be obtained here). The core classifies a reference into its form,
+    parses the pack, confines its rubrics and computes its digest; the loader
+    only fetches bytes and decides trust. A loader never runs pack code.
+    """
+
+
+@hookspec
+def agentreview_register_reviewer_providers(register: Callable[[ReviewerProvider], None]) -> None:
+    """Register reviewer-session providers, one per provider ``name``.
+
+    Each object has a ``name`` (``"claude"``, ``"codex"``, ``"exec"``, ...), a
+    ``status() -> ProviderStatus`` method (is the CLI installed and usable) and a
+    ``review(request: ReviewerRequest) -> ReviewerResult`` method that runs one
+    read-only, isolated reviewer attempt and leaves the verdict file at
+    ``request.verdict_path``. A provider's name is also a built-in preset name.
+    """
+
+
+@hookspec
+def agentreview_register_signers(register: Callable[[Signer], None]) -> None:
+    """Register attestation signers, one per ``name`` (the built-in one is ``"ssh"``).
+
+    Each object has ``sign(payload, ctx) -> dict`` (the ``attestor.signature``
+    member; raises ``SigningError``), ``verify(payload, signature, allowed_signers)
+    -> principal`` (raises ``SignatureInvalidError``) and ``key_info(ctx) -> KeyInfo``.
+    Signing never fails a review: a ``SigningError`` leaves the attestation unsigned.
+    """

@@ -1,0 +1,1 @@
+"""agentreview-agent plugin."""

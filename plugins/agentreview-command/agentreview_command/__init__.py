@@ -1,0 +1,1 @@
+"""agentreview-command plugin."""

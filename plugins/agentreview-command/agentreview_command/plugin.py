@@ -1,0 +1,1 @@
+"""Plugin entry module (filled by its issue)."""

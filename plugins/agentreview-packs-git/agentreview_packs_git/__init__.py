@@ -1,0 +1,1 @@
+"""agentreview-packs-git plugin."""
