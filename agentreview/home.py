@@ -1,0 +1,59 @@
+"""Where this host keeps its state, and its small configuration file.
+
+``$AGENTREVIEW_HOME`` (default ``~/.agentproto``) holds the ledger
+(``reviews/``), the signing key (``keys/``), the git pack cache
+(``review-packs/``), user presets (``presets.toml``) and ``config.toml``::
+
+    [signing]
+    principal = "ci@example.com"   # the identity the host key vouches for
+    signer = "ssh"                 # which registered signer to use
+
+Nothing here is ever read from the reviewed repository.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import tomllib
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+ENV_HOME = "AGENTREVIEW_HOME"
+
+
+def home_dir() -> Path:
+    value = os.environ.get(ENV_HOME)
+    return Path(value).expanduser().resolve() if value else (Path.home() / ".agentproto").resolve()
+
+
+def ledger_root(home: Path | None = None) -> Path:
+    return (home or home_dir()) / "reviews"
+
+
+def keys_dir(home: Path | None = None) -> Path:
+    return (home or home_dir()) / "keys"
+
+
+def pack_cache_dir(home: Path | None = None) -> Path:
+    return (home or home_dir()) / "review-packs"
+
+
+@lru_cache(maxsize=1)
+def hostname() -> str:
+    return socket.gethostname() or "localhost"
+
+
+def load_config(home: Path | None = None) -> dict[str, Any]:
+    """Read ``config.toml``; a missing file is an empty configuration."""
+    path = (home or home_dir()) / "config.toml"
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except FileNotFoundError:
+        return {}
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        from agentreview.errors import AgentreviewError
+
+        raise AgentreviewError(f"{path}: cannot read configuration: {exc} — fix or remove the file") from exc

@@ -1,0 +1,173 @@
+"""Git facts a review needs: root, remote identity, commits, ancestry, dirtiness.
+
+Plain ``git`` with fixed argument lists and a timeout: fast to start (GitPython
+costs ~0.1 s to import and is not needed for these reads) and never steered by
+user input into an option (refs are passed after ``--end-of-options`` where git
+accepts it, and validated otherwise).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+GIT_TIMEOUT_S = 30.0
+
+
+class GitError(Exception):
+    """A git command failed; the message carries git's own words."""
+
+
+def _git_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.setdefault("GIT_TERMINAL_PROMPT", "0")
+    env["GIT_OPTIONAL_LOCKS"] = "0"  # reads must not take the index lock from a running user command
+    return env
+
+
+def git(
+    args: Sequence[str],
+    cwd: Path | str,
+    *,
+    timeout: float = GIT_TIMEOUT_S,
+    input_bytes: bytes | None = None,
+    check: bool = True,
+) -> subprocess.CompletedProcess[str]:
+    """Run ``git <args>`` in ``cwd``; raise :class:`GitError` on failure when ``check``."""
+    try:
+        proc = subprocess.run(
+            ["git", *args],
+            cwd=str(cwd),
+            input=input_bytes.decode() if input_bytes is not None else None,
+            stdin=None if input_bytes is not None else subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=_git_env(),
+        )
+    except FileNotFoundError as exc:
+        raise GitError("git is not installed or not on PATH") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise GitError(f"git {' '.join(args[:2])} did not finish within {timeout:.0f}s") from exc
+    if check and proc.returncode != 0:
+        msg = (proc.stderr or proc.stdout).strip().splitlines()
+        raise GitError(msg[-1] if msg else f"git {args[0]} exited with {proc.returncode}")
+    return proc
+
+
+def repo_root(cwd: Path | str) -> Path:
+    try:
+        out = git(["rev-parse", "--show-toplevel"], cwd).stdout.strip()
+    except GitError as exc:
+        raise GitError(f"{cwd} is not inside a git repository ({exc})") from exc
+    return Path(out).resolve()
+
+
+def origin_url(root: Path) -> str | None:
+    proc = git(["remote", "get-url", "origin"], root, check=False)
+    url = proc.stdout.strip()
+    return url if proc.returncode == 0 and url else None
+
+
+_SCP = re.compile(r"^[^@/]+@([^:/]+):(.+)$")
+_SCHEME = re.compile(r"^[a-z+]+://", re.IGNORECASE)
+_CREDENTIALS = re.compile(r"^[^@/]+@")
+
+
+def normalize_remote(url: str) -> str:
+    """Normalize an origin URL: scheme and credentials removed, scp form to host/path,
+    one trailing ``.git`` and then trailing slashes removed (reference-notes 2.12)."""
+    url = url.strip()
+    match = _SCP.match(url)
+    if match:
+        url = f"{match.group(1)}/{match.group(2)}"
+    else:
+        url = _SCHEME.sub("", url, count=1)
+        url = _CREDENTIALS.sub("", url, count=1)
+    if url.endswith(".git"):
+        url = url[: -len(".git")]
+    return url.rstrip("/")
+
+
+def repo_remote(root: Path) -> str:
+    url = origin_url(root)
+    return normalize_remote(url) if url else f"local:{root}"
+
+
+def repo_slug(remote: str) -> str:
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", remote).strip("_")
+    return slug or "repo"
+
+
+_SAFE_REF = re.compile(r"^[^\s\x00-\x1f~^:?*\[\\]+(?:[~^]\d*)*$")
+
+
+def _check_ref(ref: str) -> str:
+    if not ref or ref.startswith("-") or not _SAFE_REF.match(ref):
+        raise GitError(f"'{ref}' is not a valid git revision")
+    return ref
+
+
+def rev_parse_commit(root: Path, ref: str) -> str:
+    """The full sha of the commit ``ref`` names, or :class:`GitError`."""
+    _check_ref(ref)
+    proc = git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"], root, check=False)
+    sha = proc.stdout.strip()
+    if proc.returncode != 0 or not sha:
+        raise GitError(f"cannot resolve '{ref}' to a commit in {root}")
+    return sha
+
+
+def merge_base(root: Path, base_ref: str, head: str) -> str:
+    _check_ref(base_ref)
+    _check_ref(head)
+    try:
+        return git(["merge-base", "--end-of-options", base_ref, head], root).stdout.strip()
+    except GitError as exc:
+        raise GitError(
+            f"cannot compute merge-base({base_ref}, {head}) — pass --base explicitly or fetch the base ref ({exc})"
+        ) from exc
+
+
+def is_dirty(root: Path) -> bool:
+    """Uncommitted changes to tracked files (untracked files never count)."""
+    out = git(["status", "--porcelain", "--untracked-files=no"], root).stdout
+    return bool(out.strip())
+
+
+def is_ancestor(root: Path, ancestor: str, descendant: str) -> bool:
+    """Strict ancestry: equal shas are not an ancestor."""
+    if ancestor == descendant:
+        return False
+    proc = git(["merge-base", "--is-ancestor", ancestor, descendant], root, check=False)
+    return proc.returncode == 0
+
+
+def is_tracked(root: Path, relpath: str) -> bool:
+    proc = git(["ls-files", "--error-unmatch", "--", relpath], root, check=False)
+    return proc.returncode == 0
+
+
+def commit_author(root: Path, sha: str) -> tuple[str, str] | None:
+    proc = git(["log", "-1", "--format=%an%x00%ae", sha], root, check=False)
+    if proc.returncode != 0 or "\0" not in proc.stdout:
+        return None
+    name, email = proc.stdout.rstrip("\n").split("\0", 1)
+    return name, email
+
+
+def user_email(root: Path | None) -> str | None:
+    proc = git(["config", "user.email"], root or Path.cwd(), check=False)
+    value = proc.stdout.strip()
+    return value or None
+
+
+def files_changed_by(root: Path, sha: str) -> list[str]:
+    """Paths the commit ``sha`` touches relative to its first parent (empty for a root commit)."""
+    proc = git(["diff-tree", "--no-commit-id", "--name-only", "-r", "-z", f"{sha}^", sha], root, check=False)
+    if proc.returncode != 0:
+        return []
+    return [p for p in proc.stdout.split("\0") if p]
