@@ -139,6 +139,9 @@ class LaneRequest:
     placeholders: Mapping[str, str]
     run_dir: Path
     cancel: threading.Event
+    # Command lanes and prepare steps: the ``run`` line with every placeholder already bound
+    # by the core (unbound names are compile errors before anything runs).
+    command: str | None = None
     # Absolute rubric path for an agent check (None for a command check or an unreadable rubric).
     rubric_path: Path | None = None
     # Composition: set when the core found a prior passing attestation for this agent lane.
