@@ -3,7 +3,7 @@
 * ``canonical_json``: RFC 8785 (JCS), which is exactly the spec's canonical form
   (keys by UTF-16 code units, no whitespace, ``JSON.stringify`` strings and
   numbers). Members whose value is ``None`` are omitted (the spec's "undefined");
-  NaN, infinities and integers beyond 2**53 are refused, never silently changed.
+  NaN, infinities and integers outside ±(2**53 - 1) are refused, never silently changed.
 * ``manifest_sha``, ``range_sha``, rubric digests and ``agentproto-pack-digest/v1``.
 """
 

@@ -2,10 +2,14 @@
 
 Two invariants are enforced by construction:
 
-* ``verdict`` is always the fold of ``lanes``. :meth:`Attestation.build` computes it,
-  and validating a document whose verdict differs from its lanes' fold raises,
-  unless the caller reads it for verification (``Attestation.read``), where the
-  mismatch is reported as a problem instead.
+* ``verdict`` is always the fold of ``lanes`` and ``rangeSha`` always the digest of
+  ``target``. :meth:`Attestation.build` computes both, and validating a document
+  whose derived members disagree raises, unless the caller reads it for verification
+  (``Attestation.read``), where the mismatch is reported as a problem instead. The
+  paths that skip validation are closed too: ``model_copy(update=...)`` re-checks,
+  and serializing (``to_json_dict``, ``signed_bytes``, ``model_dump``) a document
+  that was not read for verification re-checks, so a verdict forged by copying,
+  ``model_construct`` or mutating ``lanes`` can never be signed or exported.
 * The signed bytes and the attestation digest are methods of the document, so no
   caller can hash a different serialization.
 
@@ -17,11 +21,22 @@ written by a newer host are computed over what that host signed.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
+    ValidationInfo,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from agentreview.digests import attestation_sha256_of, range_sha, signed_bytes_of
 from agentreview.fold import fold_verdict
@@ -37,8 +52,18 @@ LaneStatus = Literal["pass", "fail", "skipped", "timeout"]
 Verdict = Literal["pass", "block", "incomplete"]
 
 
+_ISO_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}(?::?\d{2})?)$")
+
+
+class AttestationInconsistentError(ValueError):
+    """A derived member (``verdict``, ``rangeSha``) does not follow from the members it is derived from."""
+
+
 def _iso(value: str) -> str:
-    # ISO 8601 datetime, offset allowed ("Z" included).
+    # ISO 8601 date-time with a time zone ("Z" or an offset), as the reference's schema requires;
+    # fromisoformat alone would also take a bare date or a time without a zone.
+    if not _ISO_DATETIME.match(value):
+        raise ValueError(f"'{value}' is not an ISO 8601 date-time with a time zone (e.g. 2025-01-31T12:00:00.000Z)")
     datetime.fromisoformat(value.replace("Z", "+00:00"))
     return value
 
@@ -170,18 +195,51 @@ class Attestation(Member):
 
     model_config = ConfigDict(extra="allow", frozen=True, populate_by_name=True)
 
+    # True only for a document read for verification: its derived members are whatever the
+    # file says, and the verifier reports a mismatch instead of refusing to read it.
+    _read_for_verification: bool = PrivateAttr(default=False)
+
     _created_at = field_validator("createdAt")(classmethod(lambda cls, v: _iso(v)))
 
     @model_validator(mode="after")
-    def _verdict_is_the_fold(self, info: ValidationInfo) -> Attestation:
+    def _derived_members_follow(self, info: ValidationInfo) -> Attestation:
         if info.context and info.context.get("reading"):
+            self._read_for_verification = True
             return self
-        expected = fold_verdict((lane.blocking, lane.status) for lane in self.lanes)
-        if self.verdict != expected:
-            raise ValueError(
-                f"verdict '{self.verdict}' does not follow from its lanes (expected '{expected}')"
-            )
+        self._require_consistent()
         return self
+
+    @model_serializer(mode="wrap")
+    def _serialize_consistent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Every dump path (model_dump, model_dump_json, to_json_dict) passes here, including
+        # those of a document made without validation (model_construct) or mutated after it.
+        if not self._read_for_verification:
+            self._require_consistent()
+        return handler(self)
+
+    def inconsistency(self) -> str | None:
+        """Why ``verdict`` or ``rangeSha`` does not follow from the document, or None."""
+        expected = self.refold()
+        if self.verdict != expected:
+            return f"verdict '{self.verdict}' does not follow from its lanes (expected '{expected}')"
+        expected_range = range_sha(self.target.baseSha, self.target.headSha)
+        if self.rangeSha != expected_range:
+            return f"rangeSha '{self.rangeSha}' is not sha256('<baseSha>..<headSha>') of its target"
+        return None
+
+    def _require_consistent(self) -> None:
+        problem = self.inconsistency()
+        if problem is not None:
+            raise AttestationInconsistentError(problem)
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Attestation:
+        """A copy; with ``update`` it is a new document, so its derived members must follow
+        (pydantic's copy does not validate, which would let a caller set any verdict)."""
+        copied = super().model_copy(update=update, deep=deep)
+        if update:
+            copied._read_for_verification = False
+            copied._require_consistent()
+        return copied
 
     # ------------------------------------------------------------------ building
 
@@ -260,6 +318,9 @@ class Attestation(Member):
     # ------------------------------------------------------------------ bytes and digests
 
     def to_json_dict(self) -> dict[str, Any]:
+        """The JSON members; raises :class:`AttestationInconsistentError` for a forged document."""
+        if not self._read_for_verification:
+            self._require_consistent()
         return self.model_dump(mode="json", exclude_none=True, by_alias=True)
 
     def signed_bytes(self) -> bytes:
@@ -274,7 +335,7 @@ class Attestation(Member):
         """The export form: two-space indent, trailing newline (key order as built)."""
         return json.dumps(self.to_json_dict(), indent=2, ensure_ascii=False) + "\n"
 
-    def refold(self) -> str:
+    def refold(self) -> Verdict:
         return fold_verdict((lane.blocking, lane.status) for lane in self.lanes)
 
 
