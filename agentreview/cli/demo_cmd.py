@@ -1,0 +1,209 @@
+"""``agentreview demo``: the whole cycle on a throw-away repository, one visible step at a time.
+
+It builds a small repository with a REVIEW.md, commits a change on a branch,
+reviews it (signed, recorded, exported), verifies the export as a CI gate would,
+commits the export and verifies again, shows that a tampered export is refused,
+and shows the cache answering an unchanged range. Every step is the real command
+a user would type, run as a subprocess, with a private ``AGENTREVIEW_HOME`` so the
+demo leaves the user's own ledger and key untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from agentreview.errors import AgentreviewError
+
+DEMO_FILES = Path(__file__).resolve().parent.parent / "demo"
+
+RISKY_CHANGE = '''
+
+def evaluate(expression: str) -> float:
+    """Evaluate a user-supplied arithmetic expression."""
+    return eval(expression)
+'''
+
+SAFE_CHANGE = """
+
+def multiply(a: float, b: float) -> float:
+    return a * b
+"""
+
+SAFE_TEST = """
+
+class MultiplyTest(unittest.TestCase):
+    def test_multiply(self):
+        from calc import multiply
+
+        self.assertEqual(multiply(2, 3), 6)
+"""
+
+
+class Demo:
+    def __init__(self, workdir: Path):
+        self.workdir = workdir
+        self.repo = workdir / "demo-repo"
+        self.home = workdir / "home"
+        self.env = {
+            **os.environ,
+            "AGENTREVIEW_HOME": str(self.home),
+            "GIT_AUTHOR_NAME": "Demo Author",
+            "GIT_AUTHOR_EMAIL": "author@demo.invalid",
+            "GIT_COMMITTER_NAME": "Demo Author",
+            "GIT_COMMITTER_EMAIL": "author@demo.invalid",
+            "NO_COLOR": "1",
+        }
+        self.env.pop("AGENTREVIEW_SESSION_ID", None)
+        self.step_no = 0
+
+    def step(self, title: str) -> None:
+        self.step_no += 1
+        typer.secho(f"\n== {self.step_no}. {title}", bold=True)
+
+    def git(self, *args: str) -> str:
+        proc = subprocess.run(["git", *args], cwd=self.repo, env=self.env, capture_output=True, text=True, timeout=60)
+        if proc.returncode != 0:
+            raise AgentreviewError(f"demo: git {' '.join(args)} failed: {proc.stderr.strip()}")
+        return proc.stdout
+
+    def agentreview(self, *args: str, expect: set[int] | None = None) -> int:
+        shown = " ".join(args)
+        typer.secho(f"$ agentreview {shown}", fg=typer.colors.CYAN)
+        proc = subprocess.run(
+            [sys.executable, "-m", "agentreview", *args],
+            cwd=self.repo,
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            timeout=300,
+        )
+        if expect is not None and proc.returncode not in expect:
+            raise AgentreviewError(f"demo: 'agentreview {shown}' exited {proc.returncode}, expected {sorted(expect)}")
+        return proc.returncode
+
+    def build(self, with_agent: bool) -> None:
+        self.step("a repository with a REVIEW.md on main")
+        shutil.copytree(DEMO_FILES / "files", self.repo)
+        manifest = (self.repo / "REVIEW.md").read_text()
+        if not with_agent:
+            manifest = manifest.replace(
+                "  - id: correctness\n    kind: agent\n    preset: demo-reviewer\n"
+                "    rubric: ./rubrics/correctness.md\n    blockOn: high\n    timeoutMs: 60000\n",
+                "",
+            ).replace("changelog, correctness]", "changelog]")
+            typer.echo("(agentreview-agent is not installed: the demo runs command lanes only)")
+        (self.repo / "REVIEW.md").write_text(manifest)
+        self.home.mkdir(parents=True, exist_ok=True)
+        reviewer = DEMO_FILES / "reviewer.py"
+        (self.home / "presets.toml").write_text(
+            "# Host-local presets: never read from the reviewed repository.\n"
+            "[presets.demo-reviewer]\n"
+            'provider = "exec"\n'
+            f"command = {json.dumps([sys.executable, str(reviewer)])}\n"
+        )
+        self.git("init", "-q", "-b", "main")
+        self.git("config", "user.email", "author@demo.invalid")
+        self.git("config", "user.name", "Demo Author")
+        self.git("add", "-A")
+        self.git("commit", "-q", "-m", "calc: add()")
+        typer.echo((self.repo / "REVIEW.md").read_text().split("\n---\n", 1)[0] + "\n---")
+
+    def commit(self, message: str, edits: dict[str, str]) -> None:
+        for rel, text in edits.items():
+            path = self.repo / rel
+            path.write_text(path.read_text() + text)
+        self.git("commit", "-q", "-am", message)
+        typer.echo(f"committed: {message}")
+
+    def run(self, with_agent: bool) -> None:
+        self.build(with_agent)
+        self.step("a change on a feature branch")
+        self.git("switch", "-q", "-c", "feature")
+        self.commit("calc: multiply()", {"calc/__init__.py": SAFE_CHANGE, "tests/test_calc.py": SAFE_TEST})
+
+        self.step("review main..feature: lanes run in parallel, the verdict is signed and recorded")
+        self.agentreview("run", "--export", expect={0})
+
+        self.step("trust this host's key for reviews (allowed_signers, committed with the repo)")
+        self.agentreview("key")
+        key_line = subprocess.run(
+            [sys.executable, "-m", "agentreview", "key", "--json"],
+            cwd=self.repo,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        signers = self.repo / ".agentproto" / "allowed_signers"
+        signers.parent.mkdir(exist_ok=True)
+        signers.write_text(json.loads(key_line.stdout)["allowedSignersLine"] + "\n")
+
+        self.step("the CI gate: verify the export without re-running anything")
+        self.agentreview("verify", "--require-signed", expect={0})
+
+        self.step("commit the export; verify still finds it (HEAD touches only .reviews/)")
+        self.git("add", ".agentproto/allowed_signers")
+        self.git("commit", "-q", "-m", "trust the review host key")
+        self.agentreview("run", "--export", expect={0})
+        self.git("add", ".reviews")
+        self.git("commit", "-q", "-m", "review: attest main..feature")
+        self.agentreview("verify", "--require-signed", expect={0})
+
+        self.step("a forged export (a lane's record edited by hand) is refused")
+        exports = sorted((self.repo / ".reviews").glob("*.json"))
+        forged = self.workdir / "forged.json"
+        data = json.loads(exports[-1].read_text())
+        data["lanes"][0]["durationMs"] = 1
+        data["lanes"][0]["findings"] = []
+        forged.write_text(json.dumps(data, indent=2) + "\n")
+        self.agentreview("verify", str(forged), "--require-signed", "--head", "HEAD^", expect={1, 6})
+
+        self.step("an unchanged range is answered from the ledger cache")
+        self.agentreview("run", "--head", "HEAD^", expect={0})
+
+        if with_agent:
+            self.step("a risky change: the reviewer blocks it")
+            self.commit("calc: evaluate()", {"calc/__init__.py": RISKY_CHANGE})
+            self.agentreview("run", expect={1})
+
+        self.step("the ledger of this host")
+        self.agentreview("ledger", "--limit", "10")
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("demo")
+    def demo(
+        directory: Annotated[
+            Path | None, typer.Option("--dir", help="Where to build the demo (default: a temporary folder).")
+        ] = None,
+        keep: Annotated[bool, typer.Option("--keep", help="Keep the demo folder afterwards.")] = False,
+    ) -> int:
+        """Build a throw-away repository and walk through run, sign, export and verify."""
+        from agentreview.plugins import load_registry
+
+        registry = load_registry()
+        if "command" not in registry.lane_executors:
+            raise AgentreviewError("the demo needs the agentreview-command plugin (pip install agentreview-command)")
+        with_agent = "agent" in registry.lane_executors and "exec" in registry.providers
+        workdir = Path(directory).resolve() if directory else Path(tempfile.mkdtemp(prefix="agentreview-demo-"))
+        workdir.mkdir(parents=True, exist_ok=True)
+        if (workdir / "demo-repo").exists():
+            raise AgentreviewError(f"{workdir / 'demo-repo'} already exists — choose another --dir")
+        try:
+            Demo(workdir).run(with_agent)
+            typer.secho("\nThe whole cycle ran: review → sign → record → export → verify.", bold=True)
+        finally:
+            if keep or directory:
+                typer.echo(f"demo files kept in {workdir}")
+            else:
+                shutil.rmtree(workdir, ignore_errors=True)
+        return 0

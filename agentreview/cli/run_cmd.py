@@ -1,0 +1,137 @@
+"""``agentreview run``: review a range, sign and record the attestation, optionally export it.
+
+Exit codes: 0 pass, 1 block, 2 incomplete or cancelled, 3 could not run, 64 usage.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from agentreview.errors import UsageError
+
+PR_URL = re.compile(r"^(?:https?://)?github\.com/([^/]+/[^/]+)/pull/(\d+)(?:[/?#].*)?$")
+
+
+def parse_pr_url(url: str) -> dict[str, Any]:
+    match = PR_URL.match(url.strip())
+    if not match or int(match.group(2)) < 1:
+        raise UsageError("--pr must be https://github.com/<owner>/<repo>/pull/<n>")
+    repo, number = match.group(1), int(match.group(2))
+    return {"provider": "github", "repo": repo, "number": number, "url": f"https://github.com/{repo}/pull/{number}"}
+
+
+def render_summary(result: Any) -> str:
+    """The final table of lanes with status and duration, and the verdict line."""
+    lines: list[str] = []
+    att = result.attestation
+    if att is not None:
+        width = max([len(lane.id) for lane in att.lanes] + [4])
+        lines.append(f"{'lane'.ljust(width)}  {'kind':7}  {'role':8}  {'status':8}  time")
+        for lane in att.lanes:
+            role = "blocking" if lane.blocking else "advisory"
+            lines.append(
+                f"{lane.id.ljust(width)}  {lane.kind:7}  {role:8}  {lane.status:8}  {lane.durationMs / 1000:.1f}s"
+                + (f"  (delta since {lane.composedFrom.headSha[:10]})" if lane.composedFrom else "")
+            )
+            for finding in lane.findings:
+                where = (
+                    f" {finding.file}:{finding.line}"
+                    if finding.file and finding.line
+                    else (f" {finding.file}" if finding.file else "")
+                )
+                lines.append(f"  - [{finding.severity}]{where} {finding.title}")
+            if lane.error and lane.status in ("skipped", "timeout"):
+                lines.append(f"  ! {lane.error.splitlines()[0]}")
+        origin = " (cached)" if result.cached else (" (joined an identical run)" if result.joined else "")
+        target = att.target
+        signed = "signed" if att.attestor.signature else "unsigned"
+        lines.append(
+            f"verdict: {att.verdict}{origin} — {att.reviewId}/{att.binding} "
+            f"{target.baseSha[:10]}..{target.headSha[:10]} ({signed}{', dirty' if att.dirty else ''})"
+        )
+        if result.ledger_path:
+            lines.append(f"ledger:  {result.ledger_path}")
+        if result.export_path:
+            lines.append(f"export:  {result.export_path}")
+        if result.signing_error:
+            lines.append(f"signing: {result.signing_error}")
+    elif result.status == "cancelled":
+        lines.append(f"cancelled: {result.error}" + (f" ({result.superseded_by})" if result.superseded_by else ""))
+    else:
+        lines.append(f"could not run: {result.error}")
+    return "\n".join(lines)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("run")
+    def run(
+        cwd: Annotated[Path, typer.Option("--cwd", help="Repository to review (default: here).")] = Path("."),
+        manifest: Annotated[
+            Path | None, typer.Option("--manifest", help="REVIEW.md path (default: repo root).")
+        ] = None,
+        binding: Annotated[str | None, typer.Option("--binding", help="Binding to run.")] = None,
+        base: Annotated[
+            str | None, typer.Option("--base", help="Base ref (default: merge-base with target.base).")
+        ] = None,
+        head: Annotated[str | None, typer.Option("--head", help="Head ref (default: HEAD).")] = None,
+        no_cache: Annotated[
+            bool, typer.Option("--no-cache", help="Ignore the verdict cache (and composition).")
+        ] = False,
+        no_compose: Annotated[bool, typer.Option("--no-compose", help="Never reuse a prior agent verdict.")] = False,
+        headless: Annotated[
+            bool, typer.Option("--headless", help="No reviewer host: agent lanes are skipped.")
+        ] = False,
+        supersede: Annotated[
+            bool, typer.Option("--supersede", help="Cancel older in-flight runs of this line.")
+        ] = False,
+        export: Annotated[bool, typer.Option("--export", help="Write the export to verdict.exportDir.")] = False,
+        export_to: Annotated[Path | None, typer.Option("--export-to", help="Write the export to PATH.")] = None,
+        as_json: Annotated[bool, typer.Option("--json", help="Print one JSON result object on stdout.")] = False,
+        annotate: Annotated[str | None, typer.Option("--annotate", help="Emit CI annotations: 'github'.")] = None,
+        pr: Annotated[str | None, typer.Option("--pr", help="Pull request URL known at review time.")] = None,
+    ) -> int:
+        """Review base..head: prepare, freeze, run every lane in parallel, fold, sign, record."""
+        from agentreview.engine import RunOptions, run_review
+        from agentreview.progress import make_reporter
+
+        if annotate is not None and annotate != "github":
+            raise UsageError(f"--annotate supports only 'github', not '{annotate}'")
+        pr_ref = parse_pr_url(pr) if pr else None
+        options = RunOptions(
+            cwd=cwd,
+            manifest=manifest,
+            binding=binding,
+            base=base,
+            head=head,
+            no_cache=no_cache,
+            no_compose=no_compose,
+            headless=headless,
+            supersede=supersede,
+            export=export,
+            export_to=export_to,
+            pr=pr_ref,
+            session_id=os.environ.get("AGENTREVIEW_SESSION_ID") or None,
+        )
+        reporter = make_reporter(quiet=as_json)
+        result = run_review(options, reporter)
+        if annotate == "github":
+            from agentreview.annotate import github_annotations
+
+            for line in github_annotations(result):
+                sys.stdout.write(line + "\n")
+        if as_json:
+            sys.stdout.write(json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n")
+        else:
+            summary = render_summary(result)
+            stream = sys.stderr if result.status == "failed" else sys.stdout
+            if result.status == "failed":
+                summary = f"agentreview run: {result.error}"
+            stream.write(summary + "\n")
+        return result.exit_code

@@ -1,0 +1,5 @@
+"""A tiny calculator the demo reviews."""
+
+
+def add(a: float, b: float) -> float:
+    return a + b

@@ -1,0 +1,67 @@
+"""A deterministic stand-in reviewer for ``agentreview demo`` (the ``exec`` provider runs it).
+
+It is not an AI model: it reads the committed range's diff, reports a high finding
+for every added line that calls ``eval(``/``exec(`` and a low one for a new function
+without a test, and writes the verdict file the agent-lane contract defines. A real
+setup points a preset at Claude Code, Codex, OpenCode or Kimi instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+
+def main() -> int:
+    sys.stdin.read()  # the prompt; this stand-in does not need it
+    base, head = os.environ["AGENTREVIEW_BASE"], os.environ["AGENTREVIEW_HEAD"]
+    diff = subprocess.run(
+        ["git", "diff", "--unified=0", f"{base}..{head}"], capture_output=True, text=True, check=True, timeout=30
+    ).stdout
+    findings = []
+    current, line_no = None, 0
+    for line in diff.splitlines():
+        if line.startswith("+++ "):
+            current = line[6:] if line.startswith("+++ b/") else None
+        elif line.startswith("@@"):
+            match = re.search(r"\+(\d+)", line)
+            line_no = int(match.group(1)) if match else 0
+        elif line.startswith("+") and current:
+            if re.search(r"\b(eval|exec)\(", line):
+                findings.append(
+                    {
+                        "severity": "high",
+                        "title": "eval/exec on input",
+                        "detail": "Evaluating text as code lets whoever controls the text run code.",
+                        "file": current,
+                        "line": line_no,
+                    }
+                )
+            if re.match(r"\+def \w+", line) and "test" not in current:
+                name = re.match(r"\+def (\w+)", line).group(1)
+                if name not in diff.split("tests/", 1)[-1]:
+                    findings.append(
+                        {
+                            "severity": "low",
+                            "title": f"{name}() has no test",
+                            "detail": "",
+                            "file": current,
+                            "line": line_no,
+                        }
+                    )
+            line_no += 1
+    verdict = {
+        "decision": "request_changes" if any(f["severity"] == "high" for f in findings) else "approve",
+        "summary": f"{len(findings)} finding(s) in {base[:7]}..{head[:7]}",
+        "findings": findings,
+    }
+    with open(os.environ["AGENTREVIEW_VERDICT_PATH"], "w", encoding="utf-8") as fh:
+        json.dump(verdict, fh)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,127 @@
+"""Coordination between concurrent runs on one host.
+
+* **Joining.** Identical requests (same ledger key) serialize on a per-key file
+  lock. The first runs; a second one waits for the lock and, when the first
+  recorded an attestation meanwhile, returns that instead of running the lanes
+  again. The key includes the head, so a new commit never joins an old run.
+* **Superseding.** Every run advertises itself in ``inflight/<runId>.json`` and
+  holds an exclusive lock on ``inflight/<runId>.lock`` while alive. ``--supersede``
+  cancels in-flight runs of the same repository, binding and base whose head
+  differs, when they are the same checkout or their head is an ancestor of the
+  new head: it records who superseded them and sends SIGTERM, which the victim
+  handles like Ctrl-C (kill lanes, record nothing, exit 2). A stale file (its
+  lock is free: the process died) is removed instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import signal
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from agentreview.digests import sha256_hex
+
+
+def join_lock_path(slug_dir: Path, key: tuple[str, str, str, str]) -> Path:
+    return slug_dir / "locks" / f"{sha256_hex(chr(0).join(key))[:32]}.lock"
+
+
+@dataclass
+class InflightRun:
+    run_id: str
+    pid: int
+    repo_root: str
+    binding: str
+    base_sha: str
+    head_sha: str
+
+
+class InflightRegistry:
+    """This host's record of running reviews for one repository."""
+
+    def __init__(self, slug_dir: Path):
+        self.dir = slug_dir / "inflight"
+
+    @contextlib.contextmanager
+    def advertise(self, run: InflightRun) -> Iterator[None]:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        lock_path = self.dir / f"{run.run_id}.lock"
+        info_path = self.dir / f"{run.run_id}.json"
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            tmp = info_path.with_suffix(".json.tmp")
+            tmp.write_text(json.dumps(run.__dict__))
+            os.replace(tmp, info_path)
+            yield
+        finally:
+            for path in (info_path, lock_path):
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+            os.close(fd)
+
+    def superseded_by(self, run_id: str) -> str | None:
+        marker = self.dir / f"{run_id}.superseded"
+        try:
+            return marker.read_text().strip() or None
+        except FileNotFoundError:
+            return None
+
+    def clear_marker(self, run_id: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            (self.dir / f"{run_id}.superseded").unlink()
+
+    def _alive(self, run_id: str) -> bool:
+        lock_path = self.dir / f"{run_id}.lock"
+        try:
+            fd = os.open(lock_path, os.O_RDWR)
+        except FileNotFoundError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        else:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return False
+        finally:
+            os.close(fd)
+
+    def running(self) -> list[InflightRun]:
+        runs: list[InflightRun] = []
+        if not self.dir.is_dir():
+            return runs
+        for path in self.dir.glob("*.json"):
+            try:
+                data = json.loads(path.read_text())
+                run = InflightRun(**data)
+            except (OSError, ValueError, TypeError):
+                continue
+            if self._alive(run.run_id):
+                runs.append(run)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+        return runs
+
+    def supersede(self, me: InflightRun, is_ancestor) -> list[str]:
+        """Cancel older runs this one replaces; returns their run ids."""
+        cancelled: list[str] = []
+        for other in self.running():
+            if other.run_id == me.run_id or other.binding != me.binding or other.base_sha != me.base_sha:
+                continue
+            if other.head_sha == me.head_sha:
+                continue
+            same_line = other.repo_root == me.repo_root or is_ancestor(other.head_sha, me.head_sha)
+            if not same_line:
+                continue
+            (self.dir / f"{other.run_id}.superseded").write_text(me.run_id)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(other.pid, signal.SIGTERM)
+            cancelled.append(other.run_id)
+        return cancelled
