@@ -1,0 +1,121 @@
+"""``agentreview verify``: decide, in CI, whether a range carries a valid attestation.
+
+Exit codes: 0 verified, 1 invalid, 3 could not run, 4 not found, 5 not exported
+(``--if-exported`` and no ``verdict.exportDir``), 6 signature required or invalid,
+64 usage. The report lists every check with its expected and actual value, so a
+failing gate says exactly what differed.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agentreview.verify import VerifyResult
+
+
+def _final_line(result: VerifyResult) -> str:
+    att = result.attestation or {}
+    target = att.get("target") if isinstance(att.get("target"), dict) else {}
+    base = str(target.get("baseSha", "?"))[:10]
+    head = str(target.get("headSha", "?"))[:10]
+    subject = f"{att.get('reviewId', '?')}/{att.get('binding', '?')} {base}..{head} → {att.get('verdict', '?')}"
+    where = f" ({result.path})" if result.path else ""
+    if result.ok:
+        signed = f" [signed: {result.principal}]" if result.principal else ""
+        return f"verified: {subject}{where}{signed}"
+    if result.reason in ("not_found", "not_exported"):
+        return f"not verified ({result.reason.replace('_', ' ')}): {result.error}"
+    count = len(result.problems)
+    return f"NOT verified ({result.reason}, {count} problem{'s' if count != 1 else ''}): {subject}{where}"
+
+
+def render_text(result: VerifyResult) -> str:
+    """Every check (✓/✗ with expected and actual), then problems, notes and the final line."""
+    lines: list[str] = []
+    if result.path:
+        lines.append(f"attestation: {result.path}")
+    if result.base_sha and result.head_sha:
+        lines.append(f"expected range: {result.base_sha}..{result.head_sha}")
+    width = max((len(c.name) for c in result.checks), default=0)
+    for check in result.checks:
+        mark = "✓" if check.ok else "✗"
+        if check.ok:
+            lines.append(f"  {mark} {check.name.ljust(width)}  {check.actual}")
+        else:
+            lines.append(f"  {mark} {check.name.ljust(width)}  expected {check.expected}, got {check.actual}")
+    if result.problems:
+        lines.append("problems:")
+        lines.extend(f"  - {p}" for p in result.problems)
+    if result.notes:
+        lines.append("notes:")
+        lines.extend(f"  - {n}" for n in result.notes)
+    if result.ok and result.principal:
+        lines.append(f"signature verified: principal {result.principal}")
+    lines.append(_final_line(result))
+    return "\n".join(lines)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("verify")
+    def verify_command(
+        path: Annotated[
+            Path | None,
+            typer.Argument(help="An attestation .json file, or a directory of exports (default: verdict.exportDir)."),
+        ] = None,
+        cwd: Annotated[
+            Path, typer.Option("--cwd", help="Repository to verify; relative paths are resolved against it.")
+        ] = Path("."),
+        manifest: Annotated[Path | None, typer.Option("--manifest", help="REVIEW.md (default: at the root).")] = None,
+        base: Annotated[
+            str | None, typer.Option("--base", help="Base ref (default: merge-base(target.base, head)).")
+        ] = None,
+        head: Annotated[str | None, typer.Option("--head", help="Head ref (default: HEAD).")] = None,
+        binding: Annotated[str | None, typer.Option("--binding", help="Require this binding.")] = None,
+        verdict: Annotated[
+            str, typer.Option("--verdict", help="Expected verdict: pass, block, incomplete or any.")
+        ] = "pass",
+        if_exported: Annotated[
+            bool, typer.Option("--if-exported", help="No verdict.exportDir is 'not exported' (exit 5), not an error.")
+        ] = False,
+        allowed_signers: Annotated[
+            Path | None,
+            typer.Option(
+                "--allowed-signers", help="OpenSSH allowed_signers file (default: .agentproto/allowed_signers)."
+            ),
+        ] = None,
+        require_signed: Annotated[
+            bool, typer.Option("--require-signed", help="Refuse an unsigned attestation or one that cannot be checked.")
+        ] = False,
+        as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    ) -> int:
+        """Verify an exported attestation against this checkout (no lane is re-run)."""
+        from agentreview.verify import VerifyOptions, verify
+
+        base_dir = cwd if cwd.is_absolute() else Path.cwd() / cwd
+        result = verify(
+            VerifyOptions(
+                cwd=base_dir,
+                path=path,
+                manifest=manifest,
+                base=base,
+                head=head,
+                binding=binding,
+                verdict=verdict,
+                if_exported=if_exported,
+                allowed_signers=allowed_signers,
+                require_signed=require_signed,
+            )
+        )
+        if result.error:
+            sys.stderr.write(f"agentreview verify: {result.error}\n")
+        if as_json:
+            typer.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
+        elif result.reason not in ("error", "usage"):
+            typer.echo(render_text(result))
+        return result.exit_code
