@@ -46,6 +46,7 @@ PACK_DIGEST_ALG = "agentproto-pack-digest/v1"
 SIGNATURE_ALG = "ssh-ed25519"
 
 Hex64 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+DateTime = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
 NonEmpty = Annotated[str, Field(min_length=1)]
 Severity = Literal["high", "medium", "low"]
 LaneStatus = Literal["pass", "fail", "skipped", "timeout"]
@@ -123,7 +124,7 @@ class Signature(Member):
     alg: Literal["ssh-ed25519"]
     keyFingerprint: Annotated[str, Field(pattern=r"^SHA256:.+$")]
     principal: str
-    signedAt: str
+    signedAt: DateTime
     sig: str
 
     _signed_at = field_validator("signedAt")(classmethod(lambda cls, v: _iso(v)))
@@ -131,7 +132,7 @@ class Signature(Member):
 
 class Attestor(Member):
     daemon: str
-    presets: list[str]
+    presets: Annotated[list[str], Field(json_schema_extra={"uniqueItems": True})]
     signature: Signature | None = None
 
     @field_validator("presets")
@@ -191,7 +192,7 @@ class Attestation(Member):
     dirty: Literal[True] | None = None
     requester: Requester | None = None
     pr: PullRequest | None = None
-    createdAt: str
+    createdAt: DateTime
 
     model_config = ConfigDict(extra="allow", frozen=True, populate_by_name=True)
 

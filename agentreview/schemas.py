@@ -1,0 +1,81 @@
+"""JSON Schemas of the three agentreview/v1 documents, generated from the pydantic models.
+
+The models are the single source of truth: editors, other hosts and CI linters get a
+schema that cannot say something the parser does not enforce. ``docs/schemas/`` holds
+the committed copies and a test fails when they drift from the models.
+
+The attestation schema is that of the *reading* model: the shapes a verifier accepts
+(unknown members allowed). The rule that ``verdict`` is the fold of ``lanes`` cannot be
+written in JSON Schema; it is stated in the description and enforced by the verifier.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+DOCUMENTS = ("review", "review-pack", "attestation")
+JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+_TITLES = {
+    "review": "agentreview/v1 REVIEW.md frontmatter (kind: review)",
+    "review-pack": "agentreview/v1 review pack manifest (kind: review-pack)",
+    "attestation": "agentproto.review.attestation/v1",
+}
+_DESCRIPTIONS = {
+    "review": "The YAML frontmatter of a REVIEW.md. Unknown keys are errors at every level; "
+    "cross-field rules (bindings, prepare, uses) are checked by the parser, not by this schema.",
+    "review-pack": "The YAML frontmatter of a review pack's own REVIEW.md. Unknown keys are errors at every level.",
+    "attestation": "A review attestation as a verifier reads it. Unknown members are allowed and are "
+    "covered by the signature. verdict MUST equal the fold of lanes; the signature covers the canonical JSON "
+    "with attestor.signature removed.",
+}
+
+
+class UnknownDocumentError(ValueError):
+    """The name is not one of :data:`DOCUMENTS`."""
+
+
+def _model(name: str) -> type[Any]:
+    if name == "review":
+        from agentreview.documents.manifest import ReviewManifest
+
+        return ReviewManifest
+    if name == "review-pack":
+        from agentreview.documents.manifest import ReviewPack
+
+        return ReviewPack
+    if name == "attestation":
+        from agentreview.documents.attestation import Attestation
+
+        return Attestation
+    raise UnknownDocumentError(f"unknown document '{name}': use one of {', '.join(DOCUMENTS)}")
+
+
+def _allow_string_target(schema: dict[str, Any]) -> None:
+    # `target: git-range` is accepted as the short form of `{kind: git-range}` by a
+    # before-validator the generated schema cannot see.
+    prop = schema["properties"]["target"]
+    schema["properties"]["target"] = {"anyOf": [{"const": "git-range"}, prop]}
+
+
+def schema_for(name: str) -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of the document ``name``: review, review-pack or attestation."""
+    model = _model(name)
+    generated = model.model_json_schema(by_alias=True, mode="validation")
+    if name == "review":
+        _allow_string_target(generated)
+    generated.pop("title", None)
+    generated.pop("description", None)
+    return {
+        "$schema": JSON_SCHEMA_DIALECT,
+        "$id": f"urn:agentreview:v1:{name}",
+        "title": _TITLES[name],
+        "description": _DESCRIPTIONS[name],
+        **generated,
+    }
+
+
+def schema_text(name: str) -> str:
+    """The schema as the committed files hold it: two-space indent, trailing newline."""
+    return json.dumps(schema_for(name), indent=2, ensure_ascii=False) + "\n"
