@@ -1,0 +1,418 @@
+"""``agentreview run`` end to end on real git repositories, as a real process.
+
+Every outcome and exit code, the cache rule, dirty trees, prepare steps that
+commit, cancellation (SIGTERM, SIGKILL of the host), joining identical runs and
+superseding older ones.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+AGENTREVIEW = [sys.executable, "-m", "agentreview"]
+
+
+class Repo:
+    """A throw-away git repository with helpers to write, commit and run agentreview in it."""
+
+    def __init__(self, path: Path, home: Path):
+        self.path = path
+        self.home = home
+        path.mkdir(parents=True, exist_ok=True)
+        self.git("init", "-q", "-b", "main")
+        self.git("config", "user.email", "dev@example.test")
+        self.git("config", "user.name", "Dev Example")
+        self.git("config", "commit.gpgsign", "false")
+
+    @property
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTREVIEW_")}
+        env["AGENTREVIEW_HOME"] = str(self.home)
+        env["CI"] = "true"
+        return env
+
+    def git(self, *args: str) -> str:
+        return subprocess.run(
+            ["git", *args], cwd=self.path, check=True, capture_output=True, text=True, timeout=30
+        ).stdout.strip()
+
+    def write(self, rel: str, text: str) -> None:
+        path = self.path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+    def commit(self, message: str = "change", **files: str) -> str:
+        for rel, text in files.items():
+            self.write(rel.replace("__", "/"), text)
+        self.git("add", "-A")
+        self.git("commit", "-q", "-m", message)
+        return self.git("rev-parse", "HEAD")
+
+    def run(self, *args: str, timeout: float = 60, env: dict[str, str] | None = None):
+        return subprocess.run(
+            [*AGENTREVIEW, "run", "--json", *args],
+            cwd=self.path,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env or self.env,
+            stdin=subprocess.DEVNULL,
+        )
+
+    def run_json(self, *args: str, expect: int | None = None, **kw) -> dict:
+        proc = self.run(*args, **kw)
+        assert proc.stdout, proc.stderr
+        data = json.loads(proc.stdout)
+        if expect is not None:
+            assert proc.returncode == expect, (proc.returncode, data, proc.stderr)
+        assert data["exitCode"] == proc.returncode
+        return data
+
+    def ledger_files(self) -> list[Path]:
+        root = self.home / "reviews"
+        return [p for p in root.rglob("*.json") if "runs" not in p.parts and "inflight" not in p.parts]
+
+
+def manifest(checks: str, bindings: str = "", extra: str = "") -> str:
+    text = "---\nkind: review\nid: demo\ntarget: { kind: git-range, base: main }\nchecks:\n" + checks
+    if bindings:
+        text += "bindings:\n" + bindings
+    return text + extra + "---\n\n# demo\n"
+
+
+PASSING = manifest(
+    "  - id: ok\n    kind: command\n    run: 'true'\n"
+    "  - id: shows\n    kind: command\n    run: 'echo base={base} head={head} changed={changed}; exit 1'\n"
+    "    blocking: false\n"
+)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Repo:
+    r = Repo(tmp_path / "repo", tmp_path / "home")
+    r.commit("initial", **{"README.md": "hello\n"})
+    r.git("switch", "-q", "-c", "feature")
+    return r
+
+
+def start_feature(repo: Repo, text: str = PASSING) -> str:
+    repo.commit("add review", **{"REVIEW.md": text})
+    return repo.commit("feature work", **{"src__app.txt": "v1\n"})
+
+
+def test_pass_is_signed_recorded_and_binds_placeholders(repo: Repo) -> None:
+    head = start_feature(repo)
+    base = repo.git("merge-base", "main", "HEAD")
+    data = repo.run_json(expect=0)
+    att = data["attestation"]
+    assert data["status"] == "done" and data["verdict"] == "pass" and data["cached"] is False
+    assert att["target"] == {"repoRemote": f"local:{repo.path.resolve()}", "baseSha": base, "headSha": head}
+    lanes = {lane["id"]: lane for lane in att["lanes"]}
+    assert lanes["ok"]["status"] == "pass" and lanes["ok"]["exitCode"] == 0
+    advisory = lanes["shows"]
+    assert advisory["status"] == "fail" and advisory["blocking"] is False
+    assert f"base={base} head={head} changed='[{base}]'" in advisory["findings"][0]["detail"]
+    assert att["attestor"]["signature"]["alg"] == "ssh-ed25519"
+    assert att["requester"]["gitAuthor"] == {"name": "Dev Example", "email": "dev@example.test"}
+    assert att["attestor"]["daemon"].startswith("agentreview/")
+    assert data["signingError"] is None
+    ledger_path = Path(data["ledgerPath"])
+    assert ledger_path.is_file() and json.loads(ledger_path.read_text())["attestation"] == att
+    assert not list((repo.home / "reviews").rglob("runs/*")), "run directory must be removed"
+
+
+def test_block_exit_1_with_finding(repo: Repo) -> None:
+    start_feature(repo, manifest("  - id: lint\n    kind: command\n    run: 'echo bad thing; exit 3'\n"))
+    data = repo.run_json(expect=1)
+    lane = data["attestation"]["lanes"][0]
+    assert data["verdict"] == "block" and lane["exitCode"] == 3
+    assert lane["findings"][0]["title"] == "'lint' exited with code 3"
+    assert "bad thing" in lane["findings"][0]["detail"]
+
+
+def test_headless_agent_lane_is_incomplete(repo: Repo) -> None:
+    text = manifest(
+        "  - id: ok\n    kind: command\n    run: 'true'\n"
+        "  - id: review\n    kind: agent\n    preset: claude\n    rubric: ./rubric.md\n"
+    )
+    repo.commit("rubric", **{"rubric.md": "look for bugs\n"})
+    start_feature(repo, text)
+    data = repo.run_json("--headless", expect=2)
+    lane = data["attestation"]["lanes"][1]
+    assert data["verdict"] == "incomplete" and lane["status"] == "skipped"
+    assert "--headless" in lane["error"]
+    assert data["attestation"]["rubrics"][0]["check"] == "review"
+
+
+def test_timeout_lane_is_incomplete_and_killed(repo: Repo) -> None:
+    start_feature(repo, manifest("  - id: slow\n    kind: command\n    run: 'sleep 30'\n    timeoutMs: 300\n"))
+    started = time.monotonic()
+    data = repo.run_json(expect=2)
+    assert time.monotonic() - started < 20
+    lane = data["attestation"]["lanes"][0]
+    assert lane["status"] == "timeout" and "exceeded 300ms" in lane["error"]
+
+
+@pytest.mark.parametrize(
+    ("args", "setup", "fragment"),
+    [
+        ((), "no-manifest", "REVIEW.md"),
+        ((), "bad-manifest", "REVIEW.md"),
+        (("--base", "no-such-ref"), "ok", "no-such-ref"),
+        (("--binding", "nope"), "ok", "nope"),
+    ],
+)
+def test_could_not_run_is_exit_3(repo: Repo, args: tuple[str, ...], setup: str, fragment: str) -> None:
+    if setup == "ok":
+        start_feature(repo)
+    elif setup == "bad-manifest":
+        start_feature(repo, "---\nkind: review\nid: Bad Id\n---\n")
+    data = repo.run_json(*args, expect=3)
+    assert data["status"] == "failed" and fragment in data["error"]
+    assert repo.ledger_files() == []
+
+
+@pytest.mark.parametrize("args", [("--annotate", "gitlab"), ("--pr", "https://example.com/x/y/pull/1"), ("--nope",)])
+def test_usage_errors_are_64(repo: Repo, args: tuple[str, ...]) -> None:
+    start_feature(repo)
+    proc = repo.run(*args)
+    assert proc.returncode == 64
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+
+
+def test_prepare_failure_records_nothing(repo: Repo) -> None:
+    text = manifest(
+        "  - id: gen\n    kind: command\n    run: 'echo broken; exit 4'\n    effects: true\n"
+        "  - id: ok\n    kind: command\n    run: 'true'\n",
+        "  local:\n    prepare: [gen]\n    checks: [ok]\n",
+    )
+    start_feature(repo, text)
+    data = repo.run_json(expect=3)
+    assert data["status"] == "failed" and "prepare step 'gen' exited with code 4" in data["error"]
+    assert repo.ledger_files() == []
+
+
+def test_prepare_that_commits_is_attested_at_the_new_head(repo: Repo) -> None:
+    text = manifest(
+        "  - id: stamp\n    kind: command\n"
+        "    run: 'echo {base} > stamp.txt && git add stamp.txt && git commit -q -m stamp'\n    effects: true\n"
+        "  - id: ok\n    kind: command\n    run: 'test -f stamp.txt'\n",
+        "  local:\n    prepare: [stamp]\n    checks: [ok]\n",
+    )
+    before = start_feature(repo, text)
+    data = repo.run_json(expect=0)
+    after = repo.git("rev-parse", "HEAD")
+    assert after != before
+    assert data["attestation"]["target"]["headSha"] == after
+    assert "dirty" not in data["attestation"]
+
+
+def test_cache_serves_unchanged_range_and_misses_after_changes(repo: Repo) -> None:
+    text = manifest(
+        "  - id: ok\n    kind: command\n    run: 'true'\n"
+        "  - id: review\n    kind: agent\n    preset: claude\n    rubric: ./rubric.md\n    blocking: false\n",
+        "  local:\n    checks: [ok, review]\n  other:\n    checks: [ok]\n",
+    )
+    repo.commit("rubric", **{"rubric.md": "v1\n"})
+    start_feature(repo, text)
+    first = repo.run_json("--binding", "local", "--headless", expect=0)
+    assert first["cached"] is False
+    again = repo.run_json("--binding", "local", "--headless", expect=0)
+    assert again["cached"] is True and again["runId"] == first["runId"]
+    assert again["attestation"] == first["attestation"]
+    assert repo.run_json("--binding", "other", "--headless", expect=0)["cached"] is False
+    assert repo.run_json("--binding", "local", "--headless", "--no-cache", expect=0)["cached"] is False
+    # rubric change: same manifest, different rubric bytes (committed so the tree stays clean)
+    repo.commit("rubric v2", **{"rubric.md": "v2\n"})
+    assert repo.run_json("--binding", "local", "--headless", expect=0)["cached"] is False
+    assert repo.run_json("--binding", "local", "--headless", expect=0)["cached"] is True
+    # manifest change
+    repo.commit("manifest", **{"REVIEW.md": text + "\nmore docs\n"})
+    assert repo.run_json("--binding", "local", "--headless", expect=0)["cached"] is False
+    # range change
+    repo.commit("more", **{"src__app.txt": "v2\n"})
+    assert repo.run_json("--binding", "local", "--headless", expect=0)["cached"] is False
+
+
+def test_incomplete_is_never_served_from_cache(repo: Repo) -> None:
+    start_feature(repo, manifest("  - id: slow\n    kind: command\n    run: 'sleep 5'\n    timeoutMs: 200\n"))
+    first = repo.run_json(expect=2)
+    second = repo.run_json(expect=2)
+    assert second["cached"] is False and second["runId"] != first["runId"]
+
+
+def test_dirty_tree_is_recorded_dirty_and_never_cached(repo: Repo) -> None:
+    start_feature(repo)
+    repo.write("src/app.txt", "uncommitted\n")
+    first = repo.run_json(expect=0)
+    assert first["attestation"]["dirty"] is True
+    second = repo.run_json(expect=0)
+    assert second["cached"] is False and second["attestation"]["dirty"] is True
+    # untracked files do not make a tree dirty
+    repo.git("checkout", "--", "src/app.txt")
+    repo.write("untracked.txt", "x\n")
+    clean = repo.run_json(expect=0)
+    assert "dirty" not in clean["attestation"]
+
+
+def test_export_and_export_to(repo: Repo) -> None:
+    head = start_feature(repo, PASSING.replace("---\n\n#", "verdict:\n  exportDir: .reviews\n---\n\n#"))
+    data = repo.run_json("--export", expect=0)
+    path = Path(data["exportPath"])
+    assert path == repo.path / ".reviews" / f"demo-default-{head[:12]}.json"
+    text = path.read_text()
+    assert text.endswith("}\n") and text.startswith('{\n  "schema"')
+    assert json.loads(text) == data["attestation"]
+    out = repo.run_json("--export-to", "elsewhere/att.json", expect=0)
+    assert Path(out["exportPath"]) == repo.path / "elsewhere" / "att.json" and out["cached"] is True
+
+
+def test_pr_and_session_provenance(repo: Repo) -> None:
+    start_feature(repo)
+    env = {**repo.env, "AGENTREVIEW_SESSION_ID": "sess-42"}
+    data = repo.run_json("--pr", "https://github.com/acme/app/pull/7", "--no-cache", env=env, expect=0)
+    att = data["attestation"]
+    assert att["pr"] == {
+        "provider": "github",
+        "repo": "acme/app",
+        "number": 7,
+        "url": "https://github.com/acme/app/pull/7",
+    }
+    assert att["requester"]["sessionId"] == "sess-42"
+
+
+def test_annotate_github(repo: Repo) -> None:
+    start_feature(repo, manifest("  - id: lint\n    kind: command\n    run: 'echo 100%, bad; exit 2'\n"))
+    proc = subprocess.run(
+        [*AGENTREVIEW, "run", "--annotate", "github"],
+        cwd=repo.path,
+        capture_output=True,
+        text=True,
+        env=repo.env,
+        timeout=60,
+    )
+    assert proc.returncode == 1
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("::")]
+    assert lines[0].startswith("::error title=review lint%3A 'lint' exited with code 2::")
+    assert "100%25%2C bad" not in lines[0] and "100%25, bad" in lines[0]
+    assert lines[-1].startswith("::error title=review blocked::")
+
+
+def _lane_processes(marker: str) -> list[int]:
+    found = []
+    for proc_dir in Path("/proc").iterdir():
+        if not proc_dir.name.isdigit():
+            continue
+        try:
+            if marker.encode() in (proc_dir / "cmdline").read_bytes():
+                found.append(int(proc_dir.name))
+        except OSError:
+            continue
+    return found
+
+
+def _wait_for(predicate, timeout: float = 15.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_cancel_kills_lanes_records_nothing_exit_2(repo: Repo, signum: int, tmp_path: Path) -> None:
+    marker = f"agentreview-cancel-{os.getpid()}-{signum}"
+    text = manifest(f"  - id: slow\n    kind: command\n    run: 'sleep 301; true # {marker}'\n")
+    start_feature(repo, text)
+    proc = subprocess.Popen(
+        [*AGENTREVIEW, "run", "--json"],
+        cwd=repo.path,
+        env=repo.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert _wait_for(lambda: bool(_lane_processes(marker)))
+    proc.send_signal(signum)
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 2
+    assert json.loads(out)["status"] == "cancelled"
+    assert _wait_for(lambda: not _lane_processes(marker), 10)
+    assert repo.ledger_files() == []
+    assert not list((repo.home / "reviews").rglob("runs/review-*"))
+
+
+def test_sigkill_of_the_host_leaves_no_lane_process_and_no_partial_entry(repo: Repo) -> None:
+    marker = f"agentreview-orphan-{os.getpid()}"
+    child = f"30{os.getpid() % 100000}.25"  # a unique sleep argument to find the grandchildren by
+    text = manifest(f"  - id: slow\n    kind: command\n    run: 'sleep {child} & sleep {child}; wait # {marker}'\n")
+    start_feature(repo, text)
+    proc = subprocess.Popen(
+        [*AGENTREVIEW, "run", "--json"],
+        cwd=repo.path,
+        env=repo.env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    assert _wait_for(lambda: bool(_lane_processes(marker)) and len(_lane_processes(child)) >= 3)
+    proc.kill()
+    proc.wait(timeout=10)
+    assert _wait_for(lambda: not _lane_processes(marker), 15), "the lane shell outlived the host"
+    assert _wait_for(lambda: not _lane_processes(child), 15), "lane grandchildren outlived the host"
+    assert repo.ledger_files() == []
+    assert not [p for p in (repo.home / "reviews").rglob("*.tmp*")]
+
+
+def test_two_identical_runs_execute_the_lanes_once(repo: Repo, tmp_path: Path) -> None:
+    counter = tmp_path / "count.txt"
+    text = manifest("  - id: once\n    kind: command\n    run: 'echo ran >> \"$COUNT_FILE\"; sleep 2'\n")
+    start_feature(repo, text)
+    env = {**repo.env, "COUNT_FILE": str(counter)}
+    procs = [
+        subprocess.Popen(
+            [*AGENTREVIEW, "run", "--json"],
+            cwd=repo.path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    results = [json.loads(p.communicate(timeout=60)[0]) for p in procs]
+    assert [r["exitCode"] for r in results] == [0, 0]
+    assert counter.read_text().count("ran") == 1
+    assert results[0]["runId"] == results[1]["runId"]
+    assert sorted(bool(r.get("joined")) for r in results) == [False, True]
+
+
+def test_supersede_cancels_an_older_run_of_the_same_line(repo: Repo) -> None:
+    text = manifest("  - id: slow\n    kind: command\n    run: 'sleep ${SLEEP_S:-0}'\n")
+    start_feature(repo, text)
+    old = subprocess.Popen(
+        [*AGENTREVIEW, "run", "--json"],
+        cwd=repo.path,
+        env={**repo.env, "SLEEP_S": "60"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    inflight = repo.home / "reviews"
+    assert _wait_for(lambda: bool(list(inflight.rglob("inflight/*.json"))))
+    repo.commit("newer", **{"src__app.txt": "v3\n"})
+    new = repo.run_json("--supersede", expect=0)
+    out, _ = old.communicate(timeout=30)
+    cancelled = json.loads(out)
+    assert old.returncode == 2 and cancelled["status"] == "cancelled"
+    assert cancelled["supersededBy"] == new["runId"]
+    entries = repo.ledger_files()
+    assert len(entries) == 1
