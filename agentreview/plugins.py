@@ -80,6 +80,12 @@ class Registry:
         return {name: reg.obj for name, reg in getattr(self, point).items()}
 
 
+def _one_line(exc: BaseException) -> str:
+    """An exception as one line: a warning must not spill a plugin's multi-line message over stderr."""
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
 def _split_env(value: str | None) -> set[str]:
     return {part.strip() for part in (value or "").split(",") if part.strip()}
 
@@ -126,10 +132,10 @@ def make_plugin_manager(
             try:
                 module = ep.load()
                 pm.register(module, name=ep.name)
-            except Exception as exc:  # a broken plugin must not take the others down
+            except (Exception, SystemExit) as exc:  # a broken plugin must not take the others down
                 warnings.append(
                     f"plugin '{ep.name}' ({dist_name} {dist_version}) failed to load and was skipped: "
-                    f"{type(exc).__name__}: {exc}"
+                    f"{_one_line(exc)}"
                 )
                 continue
             infos.append(PluginInfo(ep.name, dist_name, dist_version, ep.value))
@@ -172,10 +178,9 @@ def build_registry(
                 impl.function(register)
             except PluginConflictError:
                 raise
-            except Exception as exc:
+            except (Exception, SystemExit) as exc:
                 registry.warnings.append(
-                    f"plugin '{plugin_name}' failed in {hook_name} and was skipped: "
-                    f"{type(exc).__name__}: {exc}"
+                    f"plugin '{plugin_name}' failed in {hook_name} and was skipped: {_one_line(exc)}"
                 )
     return registry
 

@@ -14,9 +14,13 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="Print one JSON array.")] = False,
     ) -> int:
         """List the loaded plugins, their distribution, version and hooks."""
-        from agentreview.plugins import load_registry
+        from agentreview.errors import AgentreviewError
+        from agentreview.plugins import PluginConflictError, load_registry
 
-        registry = load_registry()
+        try:
+            registry = load_registry()
+        except PluginConflictError as exc:
+            raise AgentreviewError(str(exc)) from exc
         provides: dict[str, list[str]] = {}
         for point in ("lane_executors", "pack_loaders", "providers", "signers"):
             for name, reg in getattr(registry, point).items():
