@@ -8,9 +8,10 @@ reference-notes 1.1 and 1.2 give them.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 ID_PATTERN = r"^[a-z][a-z0-9-]*$"
 REF_PATTERN = r"^[a-z][a-z0-9-]*(?:/[a-z][a-z0-9-]*)?$"
@@ -78,8 +79,23 @@ class Override(Strict):
     fallbackPresets: list[NonEmpty] | None = None
 
 
+def _pack_ref(value: str) -> str:
+    # The pattern needs a look-ahead, which pydantic's default (Rust) regex engine lacks;
+    # fullmatch keeps Python's `$` from accepting a trailing newline.
+    if re.fullmatch(PACK_REF_PATTERN, value) is None:
+        if value.startswith("git+"):
+            from agentreview.parse import parse_git_pack_ref
+
+            parse_git_pack_ref(value)  # raises with the message that names the fix
+        raise ValueError(f"pack reference {value!r} must be an npm name, a path or git+https://<url>#<sha>")
+    return value
+
+
+PackRef = Annotated[str, AfterValidator(_pack_ref)]
+
+
 class UsesEntry(Strict):
-    pack: Annotated[str, Field(pattern=PACK_REF_PATTERN)]
+    pack: PackRef
     as_: Id = Field(alias="as")
     checks: list[Id] | None = None
     preset: NonEmpty | None = None

@@ -1,0 +1,271 @@
+"""The cross-field rules of AIP-62 (§Cross-field rules 1–11) that field shapes cannot express.
+
+Each rule returns :class:`~agentreview.parse.Problem` values instead of raising,
+so a parse reports every violation at once. :func:`finalize_bindings` is the
+one entry point that raises: the parser uses it for a manifest without
+``uses``, and pack resolution uses it again over the merged check list, where
+the rules are re-applied to the complete check set (AIP-62 §Resolution).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agentreview.errors import UsageError
+from agentreview.parse import ManifestError, Problem
+from agentreview.placeholders import HOST_VARS, LANE_VARS, compile_checks, placeholders_in
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agentreview.documents.manifest import AgentCheck, Binding, CommandCheck
+
+IMPLIED_BINDING = "default"
+
+
+def duplicate_problems(items: Iterable[tuple[int, str]], list_name: str, field: str) -> list[Problem]:
+    """Rule 1: ``checks[].id`` / ``uses[].as`` values are unique. Reports each repeat where it repeats."""
+    seen: dict[str, int] = {}
+    problems: list[Problem] = []
+    for index, value in items:
+        if value in seen:
+            problems.append(
+                Problem(
+                    f"{list_name}[{index}].{field}",
+                    f"{list_name}[] lists '{value}' more than once (first at {list_name}[{seen[value]}])",
+                    f"give each entry of {list_name}[] its own {field}",
+                )
+            )
+        else:
+            seen[value] = index
+    return problems
+
+
+def validate_reviewer_chain(label: str, preset: str | None, fallbacks: Sequence[str]) -> list[Problem]:
+    """A reviewer chain ``[preset, *fallbacks]`` names each preset once.
+
+    ``label`` is the location reported (``checks[3].fallbackPresets``, or a pack
+    resolution label). ``preset`` may be ``None`` when the primary is not known yet
+    (a pack check's own preset); then only repeats among the fallbacks are found.
+    """
+    problems: list[Problem] = []
+    seen: set[str] = set()
+    for fallback in fallbacks:
+        if preset is not None and fallback == preset:
+            problems.append(
+                Problem(
+                    label,
+                    f"fallbackPresets lists '{fallback}', which is already the primary preset",
+                    f"remove '{fallback}' from fallbackPresets",
+                )
+            )
+        elif fallback in seen:
+            problems.append(
+                Problem(
+                    label,
+                    f"fallbackPresets lists '{fallback}' more than once",
+                    f"keep one '{fallback}' in fallbackPresets",
+                )
+            )
+        seen.add(fallback)
+    return problems
+
+
+def run_placeholder_problems(indexed_checks: Iterable[tuple[int, Any]], list_name: str = "checks") -> list[Problem]:
+    """Rule 11 for every command check of one document, whether or not a binding selects it.
+
+    An ``effects: true`` check can only run in ``prepare`` (rules 4 and 5), where only the
+    host variables are bound; any other check can only be a lane, where ``head`` is bound
+    too. So this per-check test is exactly the compile-time rule, and it also catches a
+    check no binding selects yet.
+    """
+    problems: list[Problem] = []
+    for index, check in indexed_checks:
+        if getattr(check, "kind", None) != "command":
+            continue
+        effects = bool(getattr(check, "effects", False))
+        bound = set(HOST_VARS) | (set() if effects else set(LANE_VARS))
+        shown = ", ".join("{" + n + "}" for n in sorted(bound))
+        for name in sorted(placeholders_in(check.run) - bound):
+            if effects and name == "head":
+                message = (
+                    f"check '{check.id}' is an 'effects: true' (prepare) check and uses {{head}}, which is not bound "
+                    "yet — prepare runs before the range is frozen"
+                )
+                fix = "use {base} or {changed} in a prepare step"
+            else:
+                message = f"check '{check.id}' uses placeholder {{{name}}}, which is not bound — bound: {shown}"
+                fix = f"use one of {shown}, or write {{{{{name}}}}} for a literal '{{{name}}}'"
+            problems.append(Problem(f"{list_name}[{index}].run", message, fix))
+    return problems
+
+
+def binding_problems(
+    checks: Sequence[CommandCheck | AgentCheck],
+    bindings: Mapping[str, Binding] | None,
+    *,
+    namespaces: Iterable[str] | None = None,
+    opaque_ids: Iterable[str] = (),
+    compile_placeholders: bool = True,
+) -> tuple[dict[str, Binding], list[Problem]]:
+    """Rules 2–7 (and 9 when ``namespaces`` is given), plus rule 11 per binding when asked.
+
+    * ``namespaces`` given: the parse-time mode for a manifest with ``uses``. A
+      namespaced ref must name a declared ``as``; it is not looked up (the pack is not
+      resolved yet), and a binding holding one is not tested for a blocking check.
+      Local refs are checked in full, because every local check is known now.
+    * ``opaque_ids``: checks whose shape was invalid (already reported). A ref to one
+      is not "unknown", and rules that need its fields are skipped for it.
+
+    Returns the finalized bindings (the implied ``default`` when none were declared
+    and ``namespaces`` is None) and the problems.
+    """
+    from agentreview.documents.manifest import Binding
+
+    by_id = {c.id: c for c in checks}
+    opaque = set(opaque_ids)
+    declared = set(namespaces) if namespaces is not None else None
+    problems: list[Problem] = []
+    if not bindings:
+        if declared is not None:
+            return {}, problems  # the parser reports rule 8 itself
+        lanes = [c.id for c in checks if not c.effects]
+        if not lanes:
+            if not opaque:
+                problems.append(
+                    Problem(
+                        "bindings",
+                        f"no bindings declared and no non-effects check to imply a '{IMPLIED_BINDING}' binding from",
+                        "add a check without 'effects: true', or declare a binding",
+                    )
+                )
+            return {}, problems
+        bindings = {IMPLIED_BINDING: Binding(checks=lanes)}
+        implied = True
+    else:
+        implied = False
+    for name, binding in bindings.items():
+        where = f"bindings.{name}" if not implied else f"bindings ('{IMPLIED_BINDING}' implied)"
+        problems += _one_binding(name, where, binding, by_id, opaque, declared)
+        if compile_placeholders:
+            problems += compile_checks(binding, by_id, binding_name=name)
+    return dict(bindings), problems
+
+
+def _one_binding(
+    name: str,
+    where: str,
+    binding: Binding,
+    by_id: Mapping[str, CommandCheck | AgentCheck],
+    opaque: set[str],
+    declared: set[str] | None,
+) -> list[Problem]:
+    problems: list[Problem] = []
+    undecided = False  # a ref whose check is not known yet (opaque, or from a pack at parse time)
+    for phase in ("prepare", "checks"):
+        refs = getattr(binding, phase)
+        seen: set[str] = set()
+        for index, ref in enumerate(refs):
+            location = f"{where}.{phase}[{index}]"
+            if ref in seen:
+                problems.append(
+                    Problem(location, f"binding '{name}' {phase} lists '{ref}' more than once", "list it once")
+                )
+                continue
+            seen.add(ref)
+            if declared is not None and "/" in ref:
+                undecided = True
+                namespace = ref.split("/", 1)[0]
+                if namespace not in declared:
+                    problems.append(
+                        Problem(
+                            location,
+                            f"binding '{name}' references '{ref}', but no uses[] entry declares namespace "
+                            f"'{namespace}'",
+                            f"add a uses[] entry with as: {namespace}, or fix the ref",
+                        )
+                    )
+                continue
+            if ref in opaque:
+                undecided = True
+                continue
+            check = by_id.get(ref)
+            if check is None:
+                problems.append(
+                    Problem(
+                        location,
+                        f"binding '{name}' {phase} references unknown check '{ref}'",
+                        "declare the check under checks[] or fix the ref (pack checks are '<as>/<id>')",
+                    )
+                )
+                continue
+            problems += _placement(name, phase, ref, check, location)
+    if not undecided and not _selects_blocking(binding, by_id):
+        problems.append(
+            Problem(
+                f"{where}.checks",
+                f"binding '{name}' selects no blocking check — its verdict could never block, so it would attest "
+                "nothing",
+                "select at least one check without 'blocking: false'",
+            )
+        )
+    return problems
+
+
+def _placement(name: str, phase: str, ref: str, check: CommandCheck | AgentCheck, location: str) -> list[Problem]:
+    """Rules 4 and 5: prepare holds only effects checks; checks holds none."""
+    if phase == "prepare" and not check.effects:
+        return [
+            Problem(
+                location,
+                f"binding '{name}' prepare lists '{ref}', which is not an 'effects: true' check — prepare is for "
+                "mutation-capable steps",
+                f"move '{ref}' under the binding's 'checks', or mark the command check 'effects: true'",
+            )
+        ]
+    if phase == "checks" and check.effects:
+        return [
+            Problem(
+                location,
+                f"binding '{name}' checks lists '{ref}', an 'effects: true' check — a mutation-capable check can "
+                "only run in a binding's 'prepare' phase, never as an attesting lane",
+                f"move '{ref}' to the binding's 'prepare', or drop 'effects: true' if it does not change the tree",
+            )
+        ]
+    return []
+
+
+def _selects_blocking(binding: Binding, by_id: Mapping[str, CommandCheck | AgentCheck]) -> bool:
+    return any((c := by_id.get(ref)) is not None and c.blocking and not c.effects for ref in binding.checks)
+
+
+def finalize_bindings(
+    checks: Sequence[CommandCheck | AgentCheck],
+    bindings: dict[str, Binding] | None,
+    *,
+    path: Path | None = None,
+) -> dict[str, Binding]:
+    """Apply rules 2–7 and 11 over the complete check list; return the bindings that run.
+
+    Used by the parser (no ``uses``) and again after pack resolution over local plus
+    pack checks. Raises :class:`ManifestError` listing every violation.
+    """
+    final, problems = binding_problems(checks, bindings)
+    if problems:
+        raise ManifestError(path, problems)
+    return final
+
+
+def resolve_binding(review_id: str, bindings: Mapping[str, Binding], name: str | None) -> tuple[str, Binding]:
+    """The binding to run: the one named; else the only one; else ``default``; else a usage error."""
+    available = ", ".join(bindings) or "(none)"
+    if name is not None:
+        if name in bindings:
+            return name, bindings[name]
+        raise UsageError(f"review '{review_id}' has no binding '{name}' — available: {available}")
+    if len(bindings) == 1:
+        only = next(iter(bindings))
+        return only, bindings[only]
+    if IMPLIED_BINDING in bindings:
+        return IMPLIED_BINDING, bindings[IMPLIED_BINDING]
+    raise UsageError(f"review '{review_id}' declares several bindings ({available}) — name one with --binding")
