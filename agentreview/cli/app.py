@@ -24,6 +24,7 @@ from agentreview.errors import EXIT_ERROR, EXIT_USAGE, AgentreviewError
 COMMAND_MODULES = [
     "agentreview.cli.plugins_cmd",
     "agentreview.cli.schema_cmd",
+    "agentreview.cli.verify_cmd",
 ]
 
 
