@@ -19,6 +19,7 @@ from typing import Any
 import pluggy
 
 from agentreview import hookspecs
+from agentreview.errors import AgentreviewError
 
 GROUP = "agentreview"
 ENV_ONLY = "AGENTREVIEW_PLUGINS"
@@ -33,8 +34,11 @@ HOOKS: dict[str, tuple[str, str]] = {
 }
 
 
-class PluginConflictError(Exception):
-    """Two plugins claim the same name for one extension point."""
+class PluginConflictError(AgentreviewError):
+    """Two plugins claim the same name for one extension point.
+
+    An :class:`AgentreviewError`, so every command that loads plugins reports it as one line
+    and exits 3 (a configuration the host cannot run with)."""
 
 
 @dataclass

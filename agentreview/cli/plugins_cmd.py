@@ -14,13 +14,10 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="Print one JSON array.")] = False,
     ) -> int:
         """List the loaded plugins, their distribution, version and hooks."""
-        from agentreview.errors import AgentreviewError
-        from agentreview.plugins import PluginConflictError, load_registry
+        from agentreview.plugins import load_registry
 
-        try:
-            registry = load_registry()
-        except PluginConflictError as exc:
-            raise AgentreviewError(str(exc)) from exc
+        # A PluginConflictError is an AgentreviewError: the app prints it as one line, exit 3.
+        registry = load_registry()
         provides: dict[str, list[str]] = {}
         for point in ("lane_executors", "pack_loaders", "providers", "signers"):
             for name, reg in getattr(registry, point).items():
