@@ -1,0 +1,268 @@
+"""``agentreview check``: validate a REVIEW.md (or a review pack) and show what each binding would run.
+
+It is the cheap, side-effect-free way to see a manifest as the runner will: the
+bindings after the implied ``default`` and pack resolution, each binding's
+prepare steps and lanes, and the packs with their trust and digest. An invalid
+manifest exits 3 with every problem on stderr, one line each.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from agentreview.errors import EXIT_ERROR, EXIT_OK, AgentreviewError, UsageError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agentreview.documents.manifest import Binding, ReviewPack
+    from agentreview.parse import ParsedReview
+    from agentreview.resolve import ResolvedReview
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("check")
+    def check(
+        manifest: Annotated[
+            Path | None, typer.Option("--manifest", "-m", help="The REVIEW.md to check (default: <root>/REVIEW.md).")
+        ] = None,
+        cwd: Annotated[Path | None, typer.Option("--cwd", help="Run as if started in this directory.")] = None,
+        binding: Annotated[str | None, typer.Option("--binding", "-b", help="Show only this binding.")] = None,
+        as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    ) -> int:
+        """Validate a REVIEW.md and show its bindings, lanes and packs (exit 0 valid, 3 invalid)."""
+        return run_check(manifest=manifest, cwd=cwd, binding=binding, as_json=as_json)
+
+
+def run_check(*, manifest: Path | None, cwd: Path | None, binding: str | None, as_json: bool) -> int:
+    from agentreview.parse import ManifestError, load_frontmatter, parse_pack, parse_review, read_manifest_bytes
+
+    base = (cwd or Path.cwd()).absolute()
+    if not base.is_dir():
+        raise UsageError(f"--cwd {base} is not a directory")
+    root = _repo_root(base)
+    if manifest is None:
+        if root is None:
+            raise UsageError(f"{base} is not inside a git repository; pass --manifest PATH")
+        path = root / "REVIEW.md"
+    else:
+        path = manifest if manifest.is_absolute() else base / manifest
+    path = path.absolute()
+    try:
+        source = read_manifest_bytes(path)
+        if load_frontmatter(source, path).data.get("kind") == "review-pack":
+            if binding is not None:
+                raise UsageError("--binding applies to a review manifest; this file is a review pack")
+            return _emit(_pack_view(parse_pack(source, path), path), as_json)
+        parsed = parse_review(source, path)
+        resolved, note = _resolve(parsed, root)
+        view = _review_view(parsed, resolved, root, binding, note)
+    except ManifestError as exc:
+        for line in exc.lines():
+            sys.stderr.write(line + "\n")
+        return EXIT_ERROR
+    return _emit(view, as_json)
+
+
+def _repo_root(base: Path) -> Path | None:
+    from agentreview.repo import GitError, repo_root
+
+    try:
+        return repo_root(base)
+    except GitError:
+        return None
+
+
+def _resolve(parsed: ParsedReview, root: Path | None) -> tuple[ResolvedReview | None, str | None]:
+    """Resolve packs the way a run does. Pack resolution not being available yet is a note, not a failure."""
+    from agentreview.contracts import PackLoadContext, PackLoadError
+    from agentreview.home import home_dir
+    from agentreview.resolve import resolve_review
+
+    if not parsed.manifest.uses:
+        return resolve_review(parsed), None
+    from agentreview.plugins import load_registry
+
+    manifest_dir = parsed.path.parent if parsed.path else Path.cwd()
+    ctx = PackLoadContext(repo_root=root or manifest_dir, manifest_dir=manifest_dir, home=home_dir())
+    try:
+        return resolve_review(parsed, registry=load_registry(), ctx=ctx), None
+    except NotImplementedError as exc:
+        return None, str(exc) or "pack resolution is not available"
+    except PackLoadError as exc:
+        raise AgentreviewError(f"{parsed.path}: {exc}", EXIT_ERROR) from None
+
+
+def _review_view(
+    parsed: ParsedReview,
+    resolved: ResolvedReview | None,
+    root: Path | None,
+    only: str | None,
+    note: str | None,
+) -> dict[str, Any]:
+    from agentreview.rules import resolve_binding
+
+    manifest = parsed.manifest
+    bindings = resolved.bindings if resolved is not None else parsed.bindings
+    if only is not None:
+        name, chosen = resolve_binding(manifest.id, bindings, only)
+        bindings = {name: chosen}
+    manifest_dir = parsed.path.parent if parsed.path else Path.cwd()
+    checks = (
+        {cid: (rc.check, rc.rubric_path()) for cid, rc in resolved.checks.items()}
+        if resolved is not None
+        else {c.id: (c, (manifest_dir / c.rubric) if c.kind == "agent" else None) for c in manifest.checks}
+    )
+    packs = None if resolved is None else [_pack_digest_view(p) for p in resolved.packs]
+    return {
+        "valid": True,
+        "kind": "review",
+        "path": str(parsed.path) if parsed.path else None,
+        "root": str(root) if root else None,
+        "id": manifest.id,
+        "manifestSha": parsed.manifest_sha,
+        "target": {"kind": manifest.target.kind, "base": manifest.target.base},
+        "exportDir": manifest.verdict.exportDir,
+        "bindings": [_binding_view(name, b, checks) for name, b in bindings.items()],
+        "uses": [{"pack": u.pack, "as": u.as_} for u in manifest.uses],
+        "packs": packs,
+        "packsNote": None if note is None else f"not resolved ({note})",
+    }
+
+
+def _binding_view(name: str, binding: Binding, checks: dict[str, tuple[Any, Path | None]]) -> dict[str, Any]:
+    def step(ref: str) -> dict[str, Any]:
+        found = checks.get(ref)
+        if found is None:
+            return {"id": ref, "resolved": False}
+        check, rubric_path = found
+        out: dict[str, Any] = {
+            "id": ref,
+            "kind": check.kind,
+            "blocking": check.blocking,
+            "timeoutMs": check.timeoutMs,
+        }
+        if check.kind == "command":
+            out["run"] = check.run
+            if check.cwd:
+                out["cwd"] = check.cwd
+        else:
+            out.update(
+                preset=check.preset,
+                fallbackPresets=list(check.fallbackPresets),
+                blockOn=check.blockOn,
+                rubric=check.rubric,
+                rubricPath=str(rubric_path) if rubric_path else None,
+            )
+        return out
+
+    return {
+        "name": name,
+        "on": binding.on,
+        "quorum": binding.quorum,
+        "prepare": [step(ref) for ref in binding.prepare],
+        "lanes": [step(ref) for ref in binding.checks],
+    }
+
+
+def _pack_digest_view(pack: Any) -> dict[str, Any]:
+    return {
+        "ref": pack.entry.pack,
+        "as": pack.entry.as_,
+        "id": pack.pack.id,
+        "version": pack.pack.version,
+        "form": pack.form,
+        "trusted": pack.loaded.trusted,
+        "alg": pack.digest.get("alg"),
+        "sha256": pack.digest.get("sha256"),
+    }
+
+
+def _pack_view(pack: ReviewPack, path: Path) -> dict[str, Any]:
+    return {
+        "valid": True,
+        "kind": "review-pack",
+        "path": str(path),
+        "id": pack.id,
+        "version": pack.version,
+        "checks": [
+            {
+                "id": c.id,
+                "kind": c.kind,
+                "blocking": c.blocking,
+                "timeoutMs": c.timeoutMs,
+                **({"run": c.run} if c.kind == "command" else {"preset": c.preset, "blockOn": c.blockOn}),
+                **({"rubric": c.rubric} if c.kind == "agent" else {}),
+            }
+            for c in pack.checks
+        ],
+    }
+
+
+def _emit(view: dict[str, Any], as_json: bool) -> int:
+    if as_json:
+        typer.echo(json.dumps(view, indent=2))
+    else:
+        typer.echo("\n".join(_pack_text(view) if view["kind"] == "review-pack" else _review_text(view)))
+    return EXIT_OK
+
+
+def _seconds(ms: int) -> str:
+    return f"{ms / 1000:g}s"
+
+
+def _lane_text(lane: dict[str, Any]) -> str:
+    if not lane.get("kind"):
+        return f"    {lane['id']}  (pack check, not resolved)"
+    role = "blocking" if lane["blocking"] else "advisory"
+    text = f"    {lane['id']}  {lane['kind']}  {role}  timeout {_seconds(lane['timeoutMs'])}"
+    if lane["kind"] == "agent":
+        fallbacks = ", ".join(lane["fallbackPresets"]) or "-"
+        text += (
+            f"  preset {lane['preset']}  fallbacks {fallbacks}  blockOn {lane['blockOn']}"
+            f"  rubric {lane['rubricPath'] or lane['rubric']}"
+        )
+    else:
+        text += f"  run: {lane['run']}"
+    return text
+
+
+def _review_text(view: dict[str, Any]) -> list[str]:
+    out = [
+        f"review {view['id']}: valid",
+        f"  manifest     {view['path']}",
+        f"  manifestSha  {view['manifestSha']}",
+        f"  repo root    {view['root'] or '(not a git repository)'}",
+        f"  target       {view['target']['kind']}, base {view['target']['base']}",
+    ]
+    if view["exportDir"]:
+        out.append(f"  exportDir    {view['exportDir']}")
+    for b in view["bindings"]:
+        out.append(f"binding {b['name']}  (on: {b['on'] or '-'}, quorum {b['quorum']})")
+        out.append("  prepare:" + ("" if b["prepare"] else " (none)"))
+        out += [_lane_text(step) for step in b["prepare"]]
+        out.append("  lanes:")
+        out += [_lane_text(lane) for lane in b["lanes"]]
+    if view["packsNote"]:
+        out.append(f"packs: {view['packsNote']}")
+        out += [f"  uses {u['pack']} as {u['as']}" for u in view["uses"]]
+    elif view["packs"]:
+        out.append("packs:")
+        for p in view["packs"]:
+            trust = "trusted" if p["trusted"] else "untrusted"
+            out.append(f"  {p['ref']} as {p['as']}: {p['id']}@{p['version']}  {trust}  {p['alg']} {p['sha256']}")
+    else:
+        out.append("packs: (none)")
+    return out
+
+
+def _pack_text(view: dict[str, Any]) -> list[str]:
+    out = [f"review-pack {view['id']}@{view['version']}: valid", f"  manifest  {view['path']}", "checks:"]
+    for c in view["checks"]:
+        role = "blocking" if c["blocking"] else "advisory"
+        extra = f"run: {c['run']}" if c["kind"] == "command" else f"preset {c['preset'] or '-'}  rubric {c['rubric']}"
+        out.append(f"  {c['id']}  {c['kind']}  {role}  timeout {_seconds(c['timeoutMs'])}  {extra}")
+    return out
