@@ -236,6 +236,13 @@ class ReviewerRequest:
     deadline: float  # time.monotonic() value shared by retries and fallbacks
     cancel: threading.Event
     home: Path | None = None
+    # The same prompt for a reviewer with no write tool: it asks for the verdict JSON as the
+    # final answer, which the provider then writes to ``verdict_path`` (``prompt`` asks the
+    # reviewer to write the file itself, as an ``exec`` reviewer does).
+    answer_prompt: str = ""
+    review_id: str = ""
+    timeout_ms: int = 0
+    attempt: int = 1  # 1-based, counted across the whole preset chain
 
 
 @dataclass(frozen=True)

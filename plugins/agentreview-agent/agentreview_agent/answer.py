@@ -1,0 +1,103 @@
+"""Turn a reviewer's final structured answer into the verdict file.
+
+The built-in reviewers get no write tool, so the provider writes the verdict file
+for them from their final answer (Claude's structured output, Codex's last-message
+file, OpenCode's and Kimi's final text). The executor then reads that file exactly
+as it reads one an ``exec`` reviewer wrote, so every provider goes through the same
+validation. This module decides only *whether* an answer is a verdict candidate.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from agentreview.contracts import ReviewerResult
+from agentreview_agent.excerpt import concern_excerpt, looks_like_finding
+from agentreview_agent.verdict import loads_strict, strip_fence
+
+_FENCED = re.compile(r"```(?:json)?\s*\n(.*?)\n```", re.S)
+
+# JSON Schema handed to CLIs with structured output (Claude --json-schema, Codex
+# --output-schema). Strict-mode compatible: every property required, optional ones
+# nullable; nulls are dropped before the file is written.
+VERDICT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["decision", "summary", "findings"],
+    "properties": {
+        "decision": {"type": ["string", "null"], "enum": ["approve", "request_changes", None]},
+        "summary": {"type": ["string", "null"]},
+        "findings": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["severity", "title", "detail", "file", "line"],
+                "properties": {
+                    "severity": {"type": "string", "enum": ["high", "medium", "low"]},
+                    "title": {"type": "string"},
+                    "detail": {"type": ["string", "null"]},
+                    "file": {"type": ["string", "null"]},
+                    "line": {"type": ["integer", "null"]},
+                },
+            },
+        },
+    },
+}
+
+
+def _drop_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _drop_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_drop_nulls(v) for v in value]
+    return value
+
+
+def write_verdict(path: Path, verdict: dict[str, Any]) -> None:
+    """Write ``verdict`` (nulls dropped) to ``path`` atomically."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(_drop_nulls(verdict), ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _candidate(text: str) -> Any:
+    for attempt in (strip_fence(text), *(m.group(1) for m in _FENCED.finditer(text))):
+        try:
+            return loads_strict(attempt)
+        except (ValueError, RecursionError):
+            continue
+    return None
+
+
+def record_answer(answer: Any, path: Path, *, who: str) -> ReviewerResult | None:
+    """Write the verdict file from ``answer`` (a dict, or text holding one JSON object).
+
+    Returns ``None`` when a verdict candidate was written, or the :class:`ReviewerResult`
+    that explains why there is none: an empty turn or plain prose is ``unavailable``
+    (another reviewer may try); text that looks like a finding is ``malformed``
+    (terminal, with a redacted excerpt).
+    """
+    if isinstance(answer, dict):
+        write_verdict(path, answer)
+        return None
+    text = answer if isinstance(answer, str) else ""
+    if not text.strip():
+        return ReviewerResult(
+            "unavailable", f"{who} produced an empty turn (commonly an auth failure or an invalid model id)"
+        )
+    parsed = _candidate(text)
+    if isinstance(parsed, dict):
+        write_verdict(path, parsed)
+        return None
+    if looks_like_finding(text):
+        return ReviewerResult(
+            "malformed",
+            f"{who}'s answer is not the verdict JSON but looks like a finding; not falling back — "
+            f"excerpt: {concern_excerpt(text)}",
+        )
+    return ReviewerResult("unavailable", f"{who}'s answer is not the verdict JSON (invalid model output)")

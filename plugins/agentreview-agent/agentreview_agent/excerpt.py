@@ -1,0 +1,64 @@
+"""Decide whether a malformed answer may hold a real finding, and quote it safely.
+
+A reviewer answer that cannot be parsed is normally "unavailable" and may fall back
+to the next reviewer. But if it *looks like a finding* (a severity word, a
+``file:line``, a ``"findings"`` key), falling back could launder a real block into
+another reviewer's pass, so the lane stops instead — and the stop carries a bounded
+excerpt of the matched lines so the operator can judge it (wrapper contract: a
+fail-closed stop must carry its evidence). Secrets are redacted before quoting.
+"""
+
+from __future__ import annotations
+
+import re
+
+MAX_LINES = 20
+MAX_LINE_CHARS = 200
+
+_CONCERN = re.compile(
+    r"""(?ix)
+    \b(?:high|medium|low|critical|p[0-3]|severity|blocker|vulnerab\w*|injection|regression)\b
+    | [\w./-]+\.[A-Za-z0-9]{1,8}:\d+          # file:line
+    | "(?:findings|severity|concern_results)"\s*:
+    | ^\s*CHECK\s+[a-z][a-z0-9_]*\s*\|
+    """
+)
+
+_REDACTIONS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)", re.S), "[key]"),
+    (re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]+"), "Bearer [redacted]"),
+    (
+        re.compile(r"(?i)\b([A-Za-z_][A-Za-z0-9_]*(?:key|token|secret|password|passwd|pwd)[A-Za-z0-9_]*)\s*[=:]\s*\S+"),
+        r"\1=[redacted]",
+    ),
+    (re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.I), "[url]"),
+    (re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+"), "[email]"),
+    (re.compile(r"(?<![\w/])(?:/[\w.@-]+){2,}"), "[path]"),
+    (re.compile(r"\b[A-Za-z0-9_\-+/=]{32,}\b"), "[token]"),
+)
+
+
+def looks_like_finding(text: str) -> bool:
+    """True when some line of ``text`` carries finding-shaped content."""
+    return any(_CONCERN.search(line) for line in text.splitlines())
+
+
+def redact(line: str) -> str:
+    for pattern, replacement in _REDACTIONS:
+        line = pattern.sub(replacement, line)
+    return line
+
+
+def concern_excerpt(text: str) -> str:
+    """At most 20 matched lines of at most 200 characters each, redacted, joined by `` / ``."""
+    picked: list[str] = []
+    for line in text.splitlines():
+        if not _CONCERN.search(line):
+            continue
+        clean = redact(line.strip())
+        if len(clean) > MAX_LINE_CHARS:
+            clean = clean[: MAX_LINE_CHARS - 1] + "…"
+        picked.append(clean)
+        if len(picked) == MAX_LINES:
+            break
+    return " / ".join(picked)

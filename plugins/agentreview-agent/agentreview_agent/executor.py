@@ -1,0 +1,221 @@
+"""The ``agent`` lane executor: a preset chain of reviewers under one deadline.
+
+It resolves ``[preset, *fallbackPresets]`` to providers, builds the pointer-style
+prompt, runs one provider attempt at a time and reads the one verdict file. The
+whole chain — retries and fallbacks — shares the check's ``timeoutMs``. Only an
+*unavailable* reviewer moves the lane on (after bounded retries of transient
+errors); a verdict, a timeout, a boundary violation, a malformed answer that looks
+like a finding, or a cancel ends the lane where it is. It never decides pass or
+fail: it returns the findings and the core applies ``blockOn``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agentreview.contracts import (
+    FallbackAttempt,
+    LaneOutcome,
+    LaneRequest,
+    PresetSpec,
+    ReviewerProvider,
+    ReviewerRequest,
+    ReviewerResult,
+)
+from agentreview_agent.prompt import LanePrompt
+from agentreview_agent.verdict import VerdictError, read_verdict
+
+DEFAULT_RETRIES = 1
+MAX_RETRIES = 5
+RETRY_BACKOFF_S = 0.5
+
+
+def verdict_path_for(run_dir: Path, check_id: str) -> Path:
+    return run_dir / (check_id.replace("/", "__") + ".verdict.json")
+
+
+def _remove(path: Path) -> None:
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.exists():
+        shutil.rmtree(path)
+
+
+def _retries(spec: PresetSpec) -> int:
+    value = spec.options.get("retries", DEFAULT_RETRIES)
+    return max(0, min(MAX_RETRIES, value)) if isinstance(value, int) and not isinstance(value, bool) else 1
+
+
+@dataclass
+class _Chain:
+    """What the lane has learned so far: the reviewers that were unavailable."""
+
+    fallbacks: list[FallbackAttempt] = field(default_factory=list)
+    attempt: int = 0
+
+
+class AgentLaneExecutor:
+    kind = "agent"
+
+    def run_lane(self, request: LaneRequest) -> LaneOutcome:
+        try:
+            return self._run(request)
+        except Exception as exc:  # the contract: a lane never raises
+            return LaneOutcome.skipped(f"internal error in the agent lane: {type(exc).__name__}: {exc}")
+
+    def _run(self, request: LaneRequest) -> LaneOutcome:
+        check = request.check
+        started = time.monotonic()
+        deadline = started + check.timeoutMs / 1000
+        rubric = request.rubric_path
+        if rubric is None or not Path(rubric).is_file():
+            return LaneOutcome.skipped(f"rubric not found: {rubric or check.rubric}")
+        if request.cancel.is_set():
+            return LaneOutcome.skipped("review cancelled before the reviewer spawned")
+        verdict_path = verdict_path_for(request.run_dir, check.id)
+        prompt = LanePrompt(
+            check_id=check.id,
+            review_id=request.review_id,
+            base_sha=request.delta.prior_head_sha if request.delta else request.base_sha,
+            head_sha=request.head_sha,
+            rubric_path=Path(rubric),
+            verdict_path=verdict_path,
+            timeout_ms=check.timeoutMs,
+            block_on=check.blockOn,
+            prior_head_sha=request.delta.prior_head_sha if request.delta else None,
+        )
+        chain = _Chain()
+        names = list(dict.fromkeys([check.preset, *check.fallbackPresets]))
+        for name in names:
+            spec = request.presets.get(name)
+            if spec is None:
+                chain.fallbacks.append(
+                    FallbackAttempt(
+                        name, f"preset '{name}' not found — neither a built-in preset nor a user preset in presets.toml"
+                    )
+                )
+                continue
+            provider = request.providers.get(spec.provider)
+            if provider is None:
+                chain.fallbacks.append(
+                    FallbackAttempt(
+                        name, f"provider '{spec.provider}' of preset '{name}' is not installed (no plugin registers it)"
+                    )
+                )
+                continue
+            outcome = self._run_preset(request, spec, provider, prompt, deadline, chain)
+            if outcome is not None:
+                return outcome
+        last = chain.fallbacks.pop()
+        return LaneOutcome.skipped(last.error, preset=last.preset, fallbacks=chain.fallbacks)
+
+    def _run_preset(
+        self,
+        request: LaneRequest,
+        spec: PresetSpec,
+        provider: ReviewerProvider,
+        prompt: LanePrompt,
+        deadline: float,
+        chain: _Chain,
+    ) -> LaneOutcome | None:
+        """Run one preset with its retries; ``None`` means it was unavailable (try the next)."""
+        check = request.check
+        retries = _retries(spec)
+        session: dict = {"preset": spec.name, "model": spec.model}
+        tries = 0
+        while True:
+            if request.cancel.is_set():
+                return LaneOutcome.skipped(
+                    "review cancelled before the reviewer spawned", fallbacks=chain.fallbacks, **session
+                )
+            if time.monotonic() >= deadline:
+                return LaneOutcome.timeout(
+                    f"reviewer exceeded {check.timeoutMs}ms and was killed", fallbacks=chain.fallbacks, **session
+                )
+            tries += 1
+            chain.attempt += 1
+            _remove(prompt.verdict_path)
+            work_dir = request.run_dir / "reviewers" / f"{check.id.replace('/', '__')}.{chain.attempt}"
+            _remove(work_dir)
+            work_dir.mkdir(parents=True, mode=0o700)
+            try:
+                result = self._attempt(request, spec, provider, prompt, deadline, work_dir, chain.attempt)
+            finally:
+                shutil.rmtree(work_dir, ignore_errors=True)
+            session = {
+                "preset": spec.name,
+                "model": result.model or spec.model,
+                "session_id": result.session_id,
+            }
+            if result.end == "unavailable":
+                if result.retryable and tries <= retries and time.monotonic() < deadline:
+                    request.cancel.wait(min(RETRY_BACKOFF_S * tries, max(0.0, deadline - time.monotonic())))
+                    continue
+                error = result.error or "reviewer unavailable"
+                if tries > 1:
+                    error += f" (after {tries} attempts)"
+                chain.fallbacks.append(FallbackAttempt(spec.name, error))
+                return None
+            return self._finish(result, check.timeoutMs, prompt.verdict_path, chain, session)
+
+    def _attempt(
+        self,
+        request: LaneRequest,
+        spec: PresetSpec,
+        provider: ReviewerProvider,
+        prompt: LanePrompt,
+        deadline: float,
+        work_dir: Path,
+        attempt: int,
+    ) -> ReviewerResult:
+        reviewer_request = ReviewerRequest(
+            preset=spec,
+            prompt=prompt.render("file"),
+            answer_prompt=prompt.render("answer"),
+            check_id=request.check.id,
+            review_id=request.review_id,
+            repo_root=request.repo_root,
+            base_sha=prompt.base_sha,
+            head_sha=prompt.head_sha,
+            rubric_path=prompt.rubric_path,
+            verdict_path=prompt.verdict_path,
+            work_dir=work_dir,
+            deadline=deadline,
+            cancel=request.cancel,
+            home=request.home,
+            timeout_ms=request.check.timeoutMs,
+            attempt=attempt,
+        )
+        try:
+            result = provider.review(reviewer_request)
+        except Exception as exc:  # a provider bug is an unavailable reviewer, not a crashed lane
+            return ReviewerResult("unavailable", f"provider '{spec.provider}' failed: {type(exc).__name__}: {exc}")
+        if not isinstance(result, ReviewerResult):
+            return ReviewerResult("unavailable", f"provider '{spec.provider}' returned {type(result).__name__}")
+        return result
+
+    @staticmethod
+    def _finish(
+        result: ReviewerResult, timeout_ms: int, verdict_path: Path, chain: _Chain, session: dict
+    ) -> LaneOutcome:
+        fallbacks = chain.fallbacks
+        if result.end == "verdict":
+            try:
+                verdict = read_verdict(verdict_path)
+            except VerdictError as exc:
+                return LaneOutcome.skipped(str(exc), fallbacks=fallbacks, **session)
+            return LaneOutcome.reported(verdict.findings, summary=verdict.summary, fallbacks=fallbacks, **session)
+        if result.end == "timeout":
+            return LaneOutcome.timeout(
+                f"reviewer exceeded {timeout_ms}ms and was killed", fallbacks=fallbacks, **session
+            )
+        if result.end == "cancelled":
+            return LaneOutcome.skipped(
+                "review cancelled while the reviewer was running", fallbacks=fallbacks, **session
+            )
+        label = {"boundary_violation": "reviewer boundary violation", "malformed": "malformed reviewer answer"}
+        prefix = label.get(result.end, f"reviewer ended with '{result.end}'")
+        return LaneOutcome.skipped(f"{prefix}: {result.error or 'no detail'}", fallbacks=fallbacks, **session)

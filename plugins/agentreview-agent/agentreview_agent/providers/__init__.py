@@ -1,0 +1,1 @@
+"""The reviewer-session providers this plugin ships: claude, codex, opencode, kimi and exec."""

@@ -1,0 +1,186 @@
+"""What every built-in provider shares: finding its CLI, probing its ``--help`` for the
+flags it needs, building a private home per attempt, and a clean environment.
+
+Flags are enabled only when the installed CLI's help lists them (wrapper contract):
+a missing *required* flag makes the provider unavailable (``capability_missing``, so
+the lane may fall back) instead of running the CLI less isolated than intended.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from agentreview.contracts import PresetSpec, ProviderStatus, ReviewerRequest, ReviewerResult
+from agentreview_agent.proc import ProcResult, run_in_group
+
+PROBE_TIMEOUT_S = 20.0
+
+# Variables that would point a CLI back at the user's own configuration or widen it.
+# Each provider sets its own private-home variables after this is applied.
+STRIPPED_ENV = (
+    "CLAUDE_CONFIG_DIR",
+    "CLAUDE_CODE_SAFE_MODE",
+    "CODEX_HOME",
+    "OPENCODE_CONFIG",
+    "OPENCODE_CONFIG_DIR",
+    "OPENCODE_CONFIG_CONTENT",
+    "OPENCODE_PERMISSION",
+    "KIMI_CODE_HOME",
+    "KIMI_SHARE_DIR",
+    "XDG_CONFIG_HOME",
+    "XDG_DATA_HOME",
+    "XDG_STATE_HOME",
+    "XDG_CACHE_HOME",
+    "AGENTREVIEW_VERDICT_PATH",
+)
+
+
+def tail(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else "…" + text[-limit:]
+
+
+def clip(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def child_env(extra: Mapping[str, str]) -> dict[str, str]:
+    """The host environment minus config redirections, plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if k not in STRIPPED_ENV}
+    env.update(extra)
+    return env
+
+
+def find_binary(spec: PresetSpec | None, default: str) -> str | None:
+    """The CLI to run: a preset's ``binary`` option, else ``default`` on PATH."""
+    name = str(spec.options.get("binary")) if spec and spec.options.get("binary") else default
+    if os.sep in name:
+        return name if os.access(name, os.X_OK) and Path(name).is_file() else None
+    return shutil.which(name)
+
+
+def _probe(argv: tuple[str, ...]) -> ProcResult:
+    return run_in_group(
+        argv,
+        cwd=Path("/"),
+        env=child_env({"NO_COLOR": "1"}),
+        deadline=time.monotonic() + PROBE_TIMEOUT_S,
+        cancel=threading.Event(),
+        kill_grace_s=1.0,
+    )
+
+
+@lru_cache(maxsize=64)
+def _probe_cached(argv: tuple[str, ...], stamp: tuple[int, int]) -> ProcResult:
+    return _probe(argv)
+
+
+def probe(binary: str, *args: str) -> ProcResult:
+    """Run ``binary args`` (``--help``, ``--version``), cached while the binary is unchanged."""
+    try:
+        st = os.stat(binary)
+        stamp = (st.st_mtime_ns, st.st_size)
+    except OSError:
+        stamp = (0, 0)
+    return _probe_cached((binary, *args), stamp)
+
+
+def help_lists(help_text: str, flags: Iterable[str]) -> list[str]:
+    """The flags of ``flags`` that ``help_text`` does not mention."""
+    return [flag for flag in flags if not re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", help_text)]
+
+
+@dataclass(frozen=True)
+class CliInfo:
+    binary: str
+    version: str | None
+    help_text: str
+
+
+def cli_info(spec: PresetSpec | None, default: str, help_args: tuple[str, ...]) -> CliInfo | str:
+    """Find and probe the CLI; return its info, or the reason it is not usable."""
+    binary = find_binary(spec, default)
+    if binary is None:
+        where = spec.options.get("binary") if spec and spec.options.get("binary") else f"'{default}' on PATH"
+        return f'{default} CLI not found ({where}); install it or set binary = "/path" in the preset'
+    ver = probe(binary, "--version")
+    if ver.spawn_error or ver.timed_out or ver.rc != 0:
+        why = ver.spawn_error or ("timed out" if ver.timed_out else f"exit {ver.rc}: {tail(ver.stderr_text(), 200)}")
+        return f"{binary} --version failed: {why}"
+    version = (ver.stdout_text().strip().splitlines() or [""])[0].strip() or None
+    helped = probe(binary, *help_args)
+    text = helped.stdout_text() + helped.stderr_text()
+    if helped.spawn_error or helped.timed_out or not text.strip():
+        return f"{binary} {' '.join(help_args)} printed no help"
+    return CliInfo(binary=binary, version=version, help_text=text)
+
+
+def status_from(info: CliInfo | str, required: Iterable[str]) -> ProviderStatus:
+    if isinstance(info, str):
+        return ProviderStatus(installed="not found" not in info, usable=False, detail=info)
+    missing = help_lists(info.help_text, required)
+    if missing:
+        return ProviderStatus(
+            installed=True, usable=False, version=info.version, detail="help lacks required flags: " + " ".join(missing)
+        )
+    return ProviderStatus(installed=True, usable=True, version=info.version, detail=info.binary)
+
+
+def capability_missing(name: str, info: CliInfo, missing: list[str]) -> ReviewerResult:
+    return ReviewerResult(
+        "unavailable",
+        f"{name} {info.version or ''}".rstrip() + " cannot run isolated: its help lacks " + " ".join(missing),
+    )
+
+
+def fresh_dir(path: Path) -> Path:
+    """An empty private directory (0700), replacing anything left at ``path``."""
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.exists():
+        shutil.rmtree(path)
+    path.mkdir(parents=True, mode=0o700)
+    return path
+
+
+def link_if_exists(source: Path, target: Path) -> bool:
+    """Symlink a credential into a private home (linked, never copied, so token refresh is kept)."""
+    if not source.exists():
+        return False
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.symlink_to(source)
+    return True
+
+
+def user_home() -> Path:
+    return Path(os.environ.get("HOME") or Path.home())
+
+
+def ended_abnormally(name: str, proc: ProcResult) -> ReviewerResult | None:
+    """The result for a spawn failure, timeout or cancel; ``None`` when the process just exited."""
+    if proc.spawn_error:
+        return ReviewerResult("unavailable", f"reviewer spawn failed: {proc.spawn_error}")
+    if proc.timed_out:
+        return ReviewerResult("timeout", f"{name} exceeded the lane deadline and was killed")
+    if proc.cancelled:
+        return ReviewerResult("cancelled", "review cancelled while the reviewer was running")
+    return None
+
+
+def request_env(request: ReviewerRequest) -> dict[str, str]:
+    """The facts of the lane every reviewer may read from its environment."""
+    return {
+        "AGENTREVIEW_BASE": request.base_sha,
+        "AGENTREVIEW_HEAD": request.head_sha,
+        "AGENTREVIEW_RUBRIC": str(request.rubric_path),
+        "AGENTREVIEW_CHECK_ID": request.check_id,
+    }

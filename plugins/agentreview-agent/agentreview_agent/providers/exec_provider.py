@@ -1,0 +1,72 @@
+"""``exec``: any command from a user preset is the reviewer.
+
+The simplest way for a vendor or a team script to be a reviewer::
+
+    [presets.team-bot]
+    provider = "exec"
+    command = ["team-review", "--strict"]
+
+The command runs in the repository root, in its own process group, with the prompt
+on stdin and ``AGENTREVIEW_VERDICT_PATH``, ``AGENTREVIEW_BASE``, ``AGENTREVIEW_HEAD``,
+``AGENTREVIEW_RUBRIC`` and ``AGENTREVIEW_CHECK_ID`` in its environment; it writes the
+verdict file itself. Exit 0 means "done, read the verdict file". Exit 75
+(EX_TEMPFAIL) means "temporarily unavailable" and is retried; any other exit means
+unavailable (the lane may fall back) — unless the command wrote a verdict file
+first, in which case its verdict is neither trusted nor replaced: the lane stops.
+This provider cannot make an arbitrary command read-only; the preset's author vouches
+for it, which is why it exists only as a host-local user preset.
+"""
+
+from __future__ import annotations
+
+from agentreview.contracts import ProviderStatus, ReviewerRequest, ReviewerResult
+from agentreview_agent.proc import run_in_group
+from agentreview_agent.providers.base import child_env, ended_abnormally, request_env, tail
+
+EX_TEMPFAIL = 75
+
+
+class ExecProvider:
+    name = "exec"
+
+    def status(self) -> ProviderStatus:
+        return ProviderStatus(
+            installed=True,
+            usable=True,
+            detail="runs the command of a user preset (command = [...] in presets.toml)",
+        )
+
+    def review(self, request: ReviewerRequest) -> ReviewerResult:
+        command = request.preset.options.get("command")
+        if not command:
+            return ReviewerResult(
+                "unavailable",
+                f'preset \'{request.preset.name}\' has no command — add command = ["prog", "arg"] to its '
+                "[presets.<name>] table in presets.toml",
+            )
+        env = child_env({**request_env(request), "AGENTREVIEW_VERDICT_PATH": str(request.verdict_path)})
+        proc = run_in_group(
+            [str(part) for part in command],
+            cwd=request.repo_root,
+            env=env,
+            stdin=request.prompt.encode("utf-8"),
+            deadline=request.deadline,
+            cancel=request.cancel,
+        )
+        abnormal = ended_abnormally(f"reviewer command '{command[0]}'", proc)
+        if abnormal:
+            return abnormal
+        if proc.rc == 0:
+            return ReviewerResult("verdict", model=request.preset.model)
+        output = tail(proc.stderr_text() or proc.stdout_text())
+        if request.verdict_path.exists() or request.verdict_path.is_symlink():
+            return ReviewerResult(
+                "malformed",
+                f"reviewer command exited with code {proc.rc} after writing {request.verdict_path}; "
+                f"its verdict is not used and no other reviewer replaces it: {output}",
+            )
+        return ReviewerResult(
+            "unavailable",
+            f"reviewer command exited with code {proc.rc}: {output}",
+            retryable=proc.rc == EX_TEMPFAIL,
+        )

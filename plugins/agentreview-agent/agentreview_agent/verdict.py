@@ -1,0 +1,154 @@
+"""Read and validate the one verdict file a reviewer leaves (reference-notes 1.4, 2.21).
+
+Anything short of a well-formed file is an error the executor turns into a
+``skipped`` lane: a lane that could not report is never a pass. The reviewer's
+``decision`` is checked for shape and then dropped; status comes from findings.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentreview.contracts import ReportedFinding
+
+MAX_VERDICT_BYTES = 1024 * 1024
+SEVERITIES = ("high", "medium", "low")
+DECISIONS = ("approve", "request_changes")
+_FENCE_OPEN = re.compile(r"^```(?:json)?\s*\n")
+_FENCE_CLOSE = re.compile(r"\n```\s*$")
+
+
+class VerdictError(Exception):
+    """The verdict file is missing or unusable; the message is the lane's error."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    findings: tuple[ReportedFinding, ...]
+    summary: str | None
+
+
+class _DuplicateKeyError(ValueError):
+    pass
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # Two "findings" keys would let a reader and a verifier see different verdicts.
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise _DuplicateKeyError(f"duplicate key {key!r}")
+        seen[key] = value
+    return seen
+
+
+def strip_fence(text: str) -> str:
+    """Trim, then drop one surrounding Markdown code fence (```` ``` ```` or ```` ```json ````)."""
+    text = text.strip()
+    text = _FENCE_OPEN.sub("", text, count=1)
+    return _FENCE_CLOSE.sub("", text, count=1)
+
+
+def loads_strict(text: str) -> Any:
+    """``json.loads`` that rejects duplicate keys and non-finite numbers."""
+
+    def _no_constant(name: str) -> Any:
+        raise ValueError(f"{name} is not JSON")
+
+    return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+
+
+def parse_verdict_text(text: str) -> Verdict:
+    """Parse verdict text (fence tolerated) into findings and summary, or raise :class:`VerdictError`."""
+    try:
+        data = loads_strict(strip_fence(text))
+    except (ValueError, RecursionError) as exc:
+        raise VerdictError(f"verdict file is not valid JSON — {exc}") from None
+    problems: list[str] = []
+    verdict = _validate(data, problems)
+    if problems or verdict is None:
+        raise VerdictError("verdict file does not match the lane contract — " + "; ".join(problems[:10]))
+    return verdict
+
+
+def _validate(data: Any, problems: list[str]) -> Verdict | None:
+    if not isinstance(data, dict):
+        problems.append(f"(root): expected an object, got {type(data).__name__}")
+        return None
+    if "decision" in data and data["decision"] not in DECISIONS:
+        problems.append("decision: must be 'approve' or 'request_changes'")
+    summary = data.get("summary")
+    if "summary" in data and not isinstance(summary, str):
+        problems.append("summary: must be a string")
+    raw = data.get("findings")
+    if "findings" not in data:
+        problems.append("findings: required")
+        return None
+    if not isinstance(raw, list):
+        problems.append("findings: must be an array")
+        return None
+    findings = [f for i, item in enumerate(raw) if (f := _finding(i, item, problems)) is not None]
+    return Verdict(tuple(findings), summary if isinstance(summary, str) else None)
+
+
+def _finding(index: int, item: Any, problems: list[str]) -> ReportedFinding | None:
+    where = f"findings.{index}"
+    if not isinstance(item, dict):
+        problems.append(f"{where}: must be an object")
+        return None
+    before = len(problems)
+    severity, title = item.get("severity"), item.get("title")
+    if severity not in SEVERITIES:
+        problems.append(f"{where}.severity: must be one of high, medium, low")
+    if not isinstance(title, str) or not title:
+        problems.append(f"{where}.title: must be a non-empty string")
+    detail = item.get("detail", "")
+    if not isinstance(detail, str):
+        problems.append(f"{where}.detail: must be a string")
+    file = item.get("file")
+    if "file" in item and not isinstance(file, str):
+        problems.append(f"{where}.file: must be a string")
+    line = item.get("line")
+    if "line" in item and (isinstance(line, bool) or not isinstance(line, int) or line < 1):
+        problems.append(f"{where}.line: must be a positive integer")
+    if len(problems) > before:
+        return None
+    return ReportedFinding(severity=severity, title=title, detail=detail, file=file, line=line)
+
+
+def read_verdict(path: Path) -> Verdict:
+    """Read the verdict file at ``path`` without following a symlink or blocking on a FIFO."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise VerdictError(f"reviewer ended its turn without writing {path}") from None
+    except OSError as exc:
+        raise VerdictError(f"verdict file {path} cannot be read: {exc.strerror or exc}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise VerdictError(f"verdict file {path} is not a regular file")
+        if info.st_size > MAX_VERDICT_BYTES:
+            raise VerdictError(f"verdict file {path} is larger than 1 MiB ({info.st_size} bytes)")
+        chunks, size = [], 0
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > MAX_VERDICT_BYTES:  # grew while being read
+                raise VerdictError(f"verdict file {path} is larger than 1 MiB")
+    finally:
+        os.close(fd)
+    raw = b"".join(chunks)
+    if not raw.strip():
+        raise VerdictError(f"verdict file {path} is empty")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise VerdictError(f"verdict file is not valid JSON — not UTF-8 ({exc.reason})") from None
+    return parse_verdict_text(text)

@@ -1,0 +1,113 @@
+"""Shared fixtures: a real git repository with a two-commit range, a run dir outside it,
+and a helper that builds the LaneRequest the core would hand the agent executor."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from agentreview_agent.executor import AgentLaneExecutor
+
+from agentreview.contracts import DeltaRange, LaneRequest, PresetSpec
+from agentreview.documents.manifest import AgentCheck
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, timeout=30
+    ).stdout.strip()
+
+
+@dataclass
+class Repo:
+    root: Path
+    base: str
+    head: str
+    rubric: Path
+
+    def commit(self, rel: str, text: str, message: str) -> str:
+        path = self.root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        git(self.root, "add", rel)
+        git(self.root, "commit", "-q", "-m", message)
+        return git(self.root, "rev-parse", "HEAD")
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Repo:
+    monkeypatch.setenv("AGENTREVIEW_HOME", str(tmp_path / "arhome"))
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    git(root, "config", "user.email", "t@example.invalid")
+    git(root, "config", "user.name", "T")
+    (root / "rubrics").mkdir()
+    (root / "rubrics" / "correctness.md").write_text("Look for bugs.\n")
+    (root / "app.py").write_text("x = 1\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "base")
+    base = git(root, "rev-parse", "HEAD")
+    r = Repo(root, base, base, root / "rubrics" / "correctness.md")
+    r.head = r.commit("app.py", "x = 2\n", "change x")
+    return r
+
+
+@dataclass
+class Lane:
+    """Builds LaneRequests for one agent check and runs them through the executor."""
+
+    repo: Repo
+    run_dir: Path
+    presets: dict[str, PresetSpec] = field(default_factory=dict)
+    providers: dict[str, object] = field(default_factory=dict)
+    cancel: threading.Event = field(default_factory=threading.Event)
+
+    def check(self, **fields) -> AgentCheck:
+        data = {"id": "correctness", "kind": "agent", "preset": "bot", "rubric": "./rubrics/correctness.md"}
+        data.update(fields)
+        check_id = data.pop("id")
+        return AgentCheck.model_validate({**data, "id": "placeholder"}).model_copy(update={"id": check_id})
+
+    def request(self, check: AgentCheck | None = None, *, delta: DeltaRange | None = None, rubric="default"):
+        return LaneRequest(
+            check=check or self.check(),
+            review_id="rev",
+            repo_root=self.repo.root,
+            base_sha=self.repo.base,
+            head_sha=self.repo.head,
+            placeholders={},
+            run_dir=self.run_dir,
+            cancel=self.cancel,
+            rubric_path=self.repo.rubric if rubric == "default" else rubric,
+            delta=delta,
+            presets=self.presets,
+            providers=self.providers,
+        )
+
+    def run(self, check: AgentCheck | None = None, **kw):
+        return AgentLaneExecutor().run_lane(self.request(check, **kw))
+
+    def exec_preset(self, name: str, script: Path, **options) -> None:
+        self.presets[name] = PresetSpec(
+            name=name, provider="exec", options={"command": [sys.executable, str(script)], **options}
+        )
+
+
+@pytest.fixture
+def lane(repo: Repo, tmp_path: Path) -> Lane:
+    from agentreview_agent.providers.exec_provider import ExecProvider
+
+    run_dir = tmp_path / "ledger" / "example" / "runs" / "run1"
+    run_dir.mkdir(parents=True)
+    return Lane(repo=repo, run_dir=run_dir, providers={"exec": ExecProvider()})
+
+
+def script(tmp_path: Path, name: str, body: str) -> Path:
+    path = tmp_path / name
+    path.write_text("import json, os, sys, time\n" + body)
+    return path
