@@ -8,15 +8,53 @@ confinement, digests) is implemented in this module as well.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentreview.errors import AgentreviewError
+
 if TYPE_CHECKING:  # pragma: no cover
     from agentreview.contracts import LoadedPack, PackLoadContext
-    from agentreview.documents.manifest import AgentCheck, Binding, CommandCheck, ReviewPack, UsesEntry
-    from agentreview.parse import ParsedReview
+    from agentreview.documents.manifest import (
+        AgentCheck,
+        Binding,
+        CommandCheck,
+        Override,
+        PackAgentCheck,
+        PackCommandCheck,
+        ReviewPack,
+        UsesEntry,
+    )
+    from agentreview.parse import ParsedReview, Problem
     from agentreview.plugins import Registry
+
+# Which plugin provides the loader of each reference form, for the "not installed" error.
+_BUILTIN_HINT = "the built-in loader agentreview:{} (check AGENTREVIEW_PLUGINS / AGENTREVIEW_DISABLE_PLUGINS)"
+LOADER_PLUGINS = {
+    "git+https": "the agentreview-packs-git plugin (pip install agentreview-packs-git)",
+    "path": _BUILTIN_HINT.format("builtin-path-loader"),
+    "npm": _BUILTIN_HINT.format("builtin-npm-loader"),
+}
+
+
+class PackResolutionError(AgentreviewError):
+    """A pack could not be loaded. ``unavailable`` is true when it cannot be obtained *here*
+    (not installed, not fetchable, loader missing): verify reports that as a note."""
+
+    def __init__(self, message: str, *, unavailable: bool):
+        super().__init__(message)
+        self.unavailable = unavailable
+
+
+def classify_pack_ref(ref: str) -> str:
+    """The loader form of a ``uses[].pack`` reference: ``git+https``, ``path`` or ``npm``."""
+    if ref.startswith("git+"):
+        return "git+https"
+    if ref.startswith(("./", "../")) or os.path.isabs(ref):
+        return "path"
+    return "npm"
 
 
 @dataclass(frozen=True)
@@ -78,8 +116,347 @@ def resolve_review(
         return ResolvedReview(parsed, manifest_dir, checks, dict(parsed.bindings))
     if registry is None or ctx is None:
         raise ValueError("resolve_review: a manifest with uses[] needs a plugin registry and a load context")
-    return _resolve_packs(parsed, manifest_dir, checks, registry, ctx, finalize_bindings)
+    resolver = _PackResolver(parsed, registry, ctx)
+    packs = resolver.resolve_all(checks)
+    all_checks = [rc.check for rc in checks.values()]
+    bindings = finalize_bindings(all_checks, dict(parsed.bindings), path=parsed.path)
+    return ResolvedReview(parsed, manifest_dir, checks, bindings, packs)
 
 
-def _resolve_packs(parsed, manifest_dir, checks, registry, ctx, finalize_bindings):  # pragma: no cover
-    raise NotImplementedError("pack resolution is implemented by issue 4")
+# --------------------------------------------------------------------------- confinement
+
+MAX_PACK_FILE_BYTES = 4 * 1024 * 1024
+
+
+def read_confined(root: Path, rel: str) -> bytes:
+    """Read ``rel`` below the pack ``root``, refusing anything whose real path leaves the root.
+
+    Symlinks are followed only to decide where the file really is; the final open
+    refuses a symlink (so a swap after the check is not followed), refuses anything
+    but a regular file (a FIFO would hang the read) and caps the size.
+    """
+    import stat
+
+    from agentreview.contracts import PackLoadError
+
+    root_real = os.path.realpath(root)
+    target = os.path.realpath(os.path.join(root_real, rel))
+    if not (target == root_real or target.startswith(root_real.rstrip(os.sep) + os.sep)):
+        raise PackLoadError(f"resolves outside its pack root ({root}) — refusing to read it")
+    try:
+        fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise PackLoadError(f"could not read ({exc.strerror or exc})") from exc
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise PackLoadError("is not a regular file — refusing to read it")
+        if info.st_size > MAX_PACK_FILE_BYTES:
+            raise PackLoadError(f"is larger than {MAX_PACK_FILE_BYTES} bytes — refusing to read it")
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            data = fh.read(MAX_PACK_FILE_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(data) > MAX_PACK_FILE_BYTES:
+        raise PackLoadError(f"is larger than {MAX_PACK_FILE_BYTES} bytes — refusing to read it")
+    return data
+
+
+# --------------------------------------------------------------------------- resolution
+
+
+class _PackResolver:
+    """AIP-62 §Resolution for one manifest, collecting every rule problem before raising.
+
+    A pack that cannot be loaded stops resolution at once (:class:`PackResolutionError`);
+    everything else (unknown or unselected ids, commands from an untrusted pack, a
+    missing preset, an escaping rubric, a collision) is gathered across all entries and
+    raised as one :class:`~agentreview.parse.ManifestError`.
+    """
+
+    def __init__(self, parsed: ParsedReview, registry: Registry, ctx: PackLoadContext):
+        self.parsed = parsed
+        self.registry = registry
+        self.ctx = ctx
+        self.problems: list[Problem] = []
+
+    def problem(self, index: int, where: str, message: str, fix: str = "") -> None:
+        from agentreview.parse import Problem
+
+        self.problems.append(Problem(f"uses[{index}]{where}", message, fix))
+
+    def resolve_all(self, checks: dict[str, ResolvedCheck]) -> list[ResolvedPack]:
+        from agentreview.parse import ManifestError
+
+        packs = [self.resolve_entry(i, entry, checks) for i, entry in enumerate(self.parsed.manifest.uses)]
+        if self.problems:
+            raise ManifestError(self.parsed.path, self.problems)
+        return packs
+
+    def load(self, entry: UsesEntry) -> tuple[str, LoadedPack]:
+        from agentreview.contracts import LoadedPack, PackLoadError, PackUnavailableError
+
+        ref, form = entry.pack, classify_pack_ref(entry.pack)
+        label = f"uses '{entry.as_}' ({ref})"
+        loader = self.registry.get("pack_loaders", form)
+        if loader is None:
+            raise PackResolutionError(
+                f"{label}: no pack loader for '{form}' references is installed — install {LOADER_PLUGINS[form]}",
+                unavailable=True,
+            )
+        try:
+            loaded = loader.load(ref, self.ctx)
+        except PackLoadError as exc:
+            raise PackResolutionError(f"{label}: {exc}", unavailable=isinstance(exc, PackUnavailableError)) from exc
+        except Exception as exc:  # a loader plugin bug must still be one clear line
+            raise PackResolutionError(
+                f"{label}: the '{form}' pack loader failed ({type(exc).__name__}: {exc})", unavailable=False
+            ) from exc
+        if not isinstance(loaded, LoadedPack) or not isinstance(loaded.source, bytes):
+            raise PackResolutionError(f"{label}: the '{form}' pack loader returned {loaded!r}", unavailable=False)
+        return form, loaded
+
+    def parse(self, entry: UsesEntry, loaded: LoadedPack) -> ReviewPack:
+        from agentreview.parse import ManifestError, parse_pack
+
+        try:
+            return parse_pack(loaded.source, loaded.root / "REVIEW.md")
+        except ManifestError as exc:
+            prefix = f"pack '{entry.pack}' (uses '{entry.as_}') "
+            raise ManifestError(exc.path, [p._replace(location=prefix + p.location) for p in exc.problems]) from None
+
+    def resolve_entry(self, index: int, entry: UsesEntry, checks: dict[str, ResolvedCheck]) -> ResolvedPack:
+        from agentreview.contracts import PackLoadError
+        from agentreview.digests import PACK_DIGEST_ALG, pack_digest_sha256
+
+        form, loaded = self.load(entry)
+        pack = self.parse(entry, loaded)
+        label = f"uses '{entry.as_}' ({entry.pack})"
+        selected = self.select(index, entry, pack, label)
+        self.check_overrides(index, entry, pack, selected, label)
+        rubrics: list[tuple[str, bytes]] = []
+        for pack_check in selected:
+            namespaced = f"{entry.as_}/{pack_check.id}"
+            override = entry.overrides.get(pack_check.id)
+            if pack_check.kind == "command":
+                imported: CommandCheck | AgentCheck | None = self.command(index, entry, pack_check, override, loaded)
+            else:
+                imported = self.agent(index, entry, pack_check, override, label)
+                try:
+                    rubrics.append((pack_check.rubric, read_confined(loaded.root, pack_check.rubric)))
+                except PackLoadError as exc:
+                    self.problem(
+                        index,
+                        f".checks ({pack_check.id})",
+                        f"{label}: agent check '{pack_check.id}' rubric '{pack_check.rubric}' {exc}",
+                        "a pack rubric must be a file inside the pack folder",
+                    )
+            if namespaced in checks:
+                self.problem(
+                    index, "", f"check '{namespaced}' (from a uses[] pack) collides with an existing check id"
+                )
+            elif imported is not None:
+                checks[namespaced] = ResolvedCheck(imported, rubric_base=loaded.root, namespace=entry.as_)
+        digest = {
+            "ref": entry.pack,
+            "id": pack.id,
+            "version": pack.version,
+            "alg": PACK_DIGEST_ALG,
+            "sha256": pack_digest_sha256(loaded.source, rubrics),
+        }
+        return ResolvedPack(entry=entry, loaded=loaded, pack=pack, digest=digest, form=form)
+
+    def select(
+        self, index: int, entry: UsesEntry, pack: ReviewPack, label: str
+    ) -> list[PackCommandCheck | PackAgentCheck]:
+        if entry.checks is None:
+            return list(pack.checks)
+        declared = {c.id: c for c in pack.checks}
+        chosen: list[PackCommandCheck | PackAgentCheck] = []
+        for position, name in enumerate(entry.checks):
+            if name not in declared:
+                self.problem(
+                    index,
+                    f".checks[{position}]",
+                    f"{label}: checks[] names '{name}', which pack '{pack.id}' does not declare",
+                    f"use one of: {', '.join(declared)}",
+                )
+            elif declared[name] in chosen:
+                self.problem(index, f".checks[{position}]", f"{label}: checks[] lists '{name}' more than once")
+            else:
+                chosen.append(declared[name])
+        return chosen
+
+    def check_overrides(
+        self,
+        index: int,
+        entry: UsesEntry,
+        pack: ReviewPack,
+        selected: list[PackCommandCheck | PackAgentCheck],
+        label: str,
+    ) -> None:
+        """Stricter than the reference, which ignores them: an override that cannot apply is an error."""
+        declared = {c.id: c for c in pack.checks}
+        chosen = {c.id for c in selected}
+        for name, override in entry.overrides.items():
+            where = f".overrides.{name}"
+            if name not in declared:
+                self.problem(
+                    index,
+                    where,
+                    f"{label}: overrides names '{name}', which pack '{pack.id}' does not declare",
+                    f"override one of: {', '.join(declared)}",
+                )
+            elif name not in chosen:
+                self.problem(
+                    index,
+                    where,
+                    f"{label}: overrides '{name}', which this entry's checks[] does not select",
+                    f"add '{name}' to checks[] or remove the override",
+                )
+            elif declared[name].kind == "command":
+                agent_only = [k for k in ("blockOn", "preset", "fallbackPresets") if getattr(override, k) is not None]
+                if agent_only:
+                    self.problem(
+                        index,
+                        where,
+                        f"{label}: overrides.{name} sets {', '.join(agent_only)}, which do not apply to command "
+                        f"check '{name}'",
+                        "a command check takes only blocking and timeoutMs overrides",
+                    )
+
+    def command(
+        self,
+        index: int,
+        entry: UsesEntry,
+        check: PackCommandCheck,
+        override: Override | None,
+        loaded: LoadedPack,
+    ) -> CommandCheck | None:
+        from agentreview.documents.manifest import CommandCheck
+
+        if not (entry.allowCommands or loaded.trusted):
+            self.problem(
+                index,
+                ".allowCommands",
+                f"uses '{entry.as_}' ({entry.pack}): check '{check.id}' is a command check — it would run shell "
+                "commands in this checkout from third-party pack content. Set allowCommands: true on the uses entry "
+                "to allow it.",
+                "set allowCommands: true only if you would author these commands yourself, or select only the "
+                "pack's agent checks with checks: [...]",
+            )
+            return None
+        return CommandCheck.model_construct(
+            id=f"{entry.as_}/{check.id}",
+            kind="command",
+            description=check.description,
+            run=check.run,
+            cwd=check.cwd or None,
+            blocking=_pick(override, "blocking", check.blocking),
+            timeoutMs=_pick(override, "timeoutMs", check.timeoutMs),
+            effects=False,
+        )
+
+    def agent(
+        self,
+        index: int,
+        entry: UsesEntry,
+        check: PackAgentCheck,
+        override: Override | None,
+        label: str,
+    ) -> AgentCheck | None:
+        from agentreview.documents.manifest import AgentCheck
+        from agentreview.rules import validate_reviewer_chain
+
+        preset = _pick(override, "preset", None) or entry.preset or check.preset
+        if preset is None:
+            self.problem(
+                index,
+                ".preset",
+                f"{label}: agent check '{check.id}' has no preset — set 'preset' on the uses entry, "
+                f"'overrides.{check.id}.preset', or a preset directly on the pack's check",
+            )
+            return None
+        fallbacks = _pick(override, "fallbackPresets", None)
+        if fallbacks is None:
+            fallbacks = entry.fallbackPresets or []
+        chain = validate_reviewer_chain(f"{label}: agent check '{check.id}'", preset, fallbacks)
+        self.problems.extend(chain)
+        return AgentCheck.model_construct(
+            id=f"{entry.as_}/{check.id}",
+            kind="agent",
+            description=check.description,
+            preset=preset,
+            fallbackPresets=list(fallbacks),
+            rubric=check.rubric,
+            blockOn=_pick(override, "blockOn", check.blockOn),
+            blocking=_pick(override, "blocking", check.blocking),
+            timeoutMs=_pick(override, "timeoutMs", check.timeoutMs),
+            effects=False,
+        )
+
+
+def _pick(override: Override | None, name: str, default: Any) -> Any:
+    value = getattr(override, name) if override is not None else None
+    return default if value is None else value
+
+
+# --------------------------------------------------------------------------- verify step 6
+
+
+def verify_pack_digests(
+    recorded: list[dict[str, Any]], resolved: ResolvedReview | Exception
+) -> tuple[list[str], list[str]]:
+    """AIP-62 verification step 6: recorded pack digests against the packs resolved here.
+
+    Returns ``(problems, notes)``. The ``alg`` of every record is checked first and
+    an unknown one is a hard problem whatever else happens. A resolution that could
+    not complete because a pack cannot be obtained here is a note; any other
+    resolution failure is a problem. Records are matched to resolved packs by ``ref``
+    (in order, so one ref used twice matches twice); a record with no resolved pack,
+    a resolved pack with no record, and a changed digest are problems.
+    """
+    from agentreview.contracts import PackUnavailableError
+    from agentreview.digests import PACK_DIGEST_ALG
+
+    problems: list[str] = []
+    notes: list[str] = []
+    valid: list[dict[str, Any]] = []
+    for position, record in enumerate(recorded):
+        if not isinstance(record, dict) or not all(isinstance(record.get(k), str) for k in ("ref", "alg", "sha256")):
+            problems.append(f"packs[{position}] is not a {{ref, id, version, alg, sha256}} record")
+        elif record["alg"] != PACK_DIGEST_ALG:
+            problems.append(
+                f"pack '{record['ref']}': digest alg '{record['alg']}' is not recognized (this verifier knows "
+                f"{PACK_DIGEST_ALG}) — refusing to compare"
+            )
+        else:
+            valid.append(record)
+    if isinstance(resolved, BaseException):
+        unavailable = isinstance(resolved, PackUnavailableError) or getattr(resolved, "unavailable", False)
+        if unavailable:
+            notes.append(f"pack digests not verified: the packs cannot be resolved here ({resolved})")
+        else:
+            problems.append(f"pack resolution failed: {resolved}")
+        return problems, notes
+    pending: dict[str, list[dict[str, Any]]] = {}
+    for digest in resolved.pack_digests():
+        pending.setdefault(digest["ref"], []).append(digest)
+    for record in valid:
+        ref = record["ref"]
+        if not pending.get(ref):
+            problems.append(f"pack '{ref}' is recorded in the attestation but the manifest does not use it")
+            continue
+        current = pending[ref].pop(0)
+        if record["sha256"] != current["sha256"]:
+            problems.append(
+                f"pack '{ref}': digest changed (recorded {record['sha256']}, resolved here {current['sha256']})"
+            )
+        elif record.get("id") != current["id"] or record.get("version") != current["version"]:
+            problems.append(
+                f"pack '{ref}': recorded as {record.get('id')}@{record.get('version')}, resolved as "
+                f"{current['id']}@{current['version']}"
+            )
+    for ref, left in pending.items():
+        problems.extend(f"pack '{ref}' is used by the manifest but its digest is not recorded" for _ in left)
+    return problems, notes
