@@ -1,1 +1,16 @@
-"""Plugin entry module (filled by its issue)."""
+"""Plugin entry module: registers the ``command`` lane executor with agentreview."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from agentreview import hookimpl
+from agentreview.contracts import LaneExecutor
+from agentreview_command.executor import CommandLaneExecutor, cancel_all
+
+__all__ = ["CommandLaneExecutor", "agentreview_register_lane_executors", "cancel_all"]
+
+
+@hookimpl
+def agentreview_register_lane_executors(register: Callable[[LaneExecutor], None]) -> None:
+    register(CommandLaneExecutor())

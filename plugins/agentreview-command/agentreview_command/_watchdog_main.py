@@ -1,0 +1,110 @@
+"""The watchdog process: outlives the host only long enough to kill the lanes the host left behind.
+
+Started by :mod:`agentreview_command.watchdog` as
+``python -I -S -c <bootstrap> <host pid> <host token>`` in its own session, with a
+pipe from the host as its stdin. The host writes ``+<pgid>`` when a lane group
+starts and ``-<pgid>`` when it is gone. The watchdog decides the host is dead when
+
+* its stdin reaches EOF: the kernel closes the host's end of the pipe however the
+  host ends, SIGKILL included; or
+* its parent pid is no longer the host (a backstop, checked every second, for the
+  case where a forked copy of the host kept the pipe open); or
+* it receives SIGTERM (someone is shutting it down on purpose).
+
+Then it SIGTERMs every registered group and every live process carrying the
+host's lane marker, waits up to five seconds for them to go, SIGKILLs what is
+left, and exits. It ignores SIGINT and SIGHUP and lives in its own session, so a
+Ctrl-C, a closed terminal or a kill of the host's process group does not take it
+down before it has done its job.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import sys
+import time
+
+from agentreview_command import procs
+
+KILL_GRACE_S = 5.0
+_TICK_S = 0.05
+_KILL_ROUNDS = 40
+
+
+class _Stop(Exception):
+    """Raised from the SIGTERM handler so a blocking poll() ends at once."""
+
+
+def _on_term(_signum: int, _frame: object) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the clean-up short
+    raise _Stop
+
+
+def _apply(line: bytes, groups: set[int]) -> None:
+    text = line.strip()
+    if len(text) < 2 or not text[1:].isdigit():
+        return
+    pgid = int(text[1:])
+    if text[:1] == b"+":
+        groups.add(pgid)
+    elif text[:1] == b"-":
+        groups.discard(pgid)
+
+
+def watch(host_pid: int, groups: set[int]) -> None:
+    """Return when the host is gone; keep ``groups`` up to date meanwhile."""
+    poller = select.poll()
+    poller.register(0, select.POLLIN)
+    pending = b""
+    while os.getppid() == host_pid:
+        if not poller.poll(1000):
+            continue
+        data = os.read(0, 65536)
+        if not data:
+            return
+        pending += data
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            _apply(line, groups)
+
+
+def reap(groups: set[int], token: str, grace_s: float = KILL_GRACE_S) -> None:
+    """SIGTERM every registered group and marked process, SIGKILL whatever is left after ``grace_s``."""
+    needle = procs.lane_needle(token)
+    protect = {os.getpgrp()}
+    targets = procs.live_targets(groups, needle)
+    signalled = set(targets)
+    procs.signal_targets(groups, targets, signal.SIGTERM, protect)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        time.sleep(_TICK_S)
+        targets = procs.live_targets(groups, needle)
+        if not targets:
+            return
+        fresh = {pid: pgrp for pid, pgrp in targets.items() if pid not in signalled}
+        if fresh:  # spawned during the grace period: they get their SIGTERM too
+            signalled.update(fresh)
+            procs.signal_targets((), fresh, signal.SIGTERM, protect)
+    for _ in range(_KILL_ROUNDS):
+        targets = procs.live_targets(groups, needle)
+        if not targets:
+            return
+        procs.signal_targets(groups, targets, signal.SIGKILL, protect)
+        time.sleep(_TICK_S)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    host_pid, token = int(args[0]), args[1]
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _on_term)
+    groups: set[int] = set()
+    with contextlib.suppress(_Stop, OSError):
+        watch(host_pid, groups)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    reap(groups, token)
+    return 0
