@@ -12,7 +12,7 @@ import os
 import shutil
 import subprocess
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -134,7 +134,9 @@ def allowed_signers(path: Path, key: Key, principal: str = PRINCIPAL, namespaces
 class Repo:
     """A real repository: ``main`` holds the manifest, ``feature`` is the reviewed range."""
 
-    def __init__(self, root: Path, *, export_dir: bool = True):
+    def __init__(
+        self, root: Path, *, export_dir: bool = True, manifest: str | None = None, files: dict[str, str] | None = None
+    ):
         self.root = root
         root.mkdir()
         _git(root, "init", "-q", "-b", "main")
@@ -142,10 +144,10 @@ class Repo:
         _git(root, "config", "user.name", "Dev")
         _git(root, "config", "commit.gpgsign", "false")
         _git(root, "remote", "add", "origin", REMOTE_URL)
-        (root / "REVIEW.md").write_text(MANIFEST.format(verdict=EXPORT_DIR if export_dir else ""))
+        (root / "REVIEW.md").write_text(manifest or MANIFEST.format(verdict=EXPORT_DIR if export_dir else ""))
         (root / "rubrics").mkdir()
         (root / "rubrics" / "correctness.md").write_text(RUBRIC)
-        self.base = self.commit("base", {"src/a.py": "a = 1\n"})
+        self.base = self.commit("base", {"src/a.py": "a = 1\n", **(files or {})})
         _git(root, "checkout", "-q", "-b", "feature")
         self.head = self.commit("change", {"src/a.py": "a = 2\n"})
 
@@ -171,8 +173,10 @@ class Repo:
         types_status: str = "pass",
         created_at: str = "2026-01-01T00:00:00.000Z",
         binding: str = "default",
+        lanes: list[dict[str, Any]] | None = None,
+        packs: Sequence[dict[str, Any]] = (),
     ) -> dict[str, Any]:
-        lanes: list[dict[str, Any]] = [
+        lanes = lanes or [
             {"id": "types", "kind": "command", "status": types_status, "blocking": True, "findings": [],
              "durationMs": 12, "exitCode": 0 if types_status == "pass" else 1},
             {"id": "correctness", "kind": "agent", "status": "pass", "blocking": True, "findings": [],
@@ -189,6 +193,7 @@ class Repo:
             lanes=lanes,
             daemon="agentreview@test",
             rubrics=[{"check": "correctness", "path": "./rubrics/correctness.md", "sha256": sha256_hex(RUBRIC)}],
+            packs=packs,
             created_at=created_at,
         )
         return json.loads(att.export_text())
@@ -447,7 +452,12 @@ def test_require_signed_refuses_a_wrongly_signed_export(repo: Repo, keys: dict[s
     result = repo.verify(allowed_signers=signers, require_signed=True)
     assert result.exit_code == 6, (case, result.problems)
     assert result.principal is None
-    assert result.problems
+    reason = {
+        "other key": "no principal 'ci@example.com' maps to the signing key",
+        "principal not listed": "no principal 'ci@example.com' maps to the signing key",
+        "namespace restricted elsewhere": "signature does not verify",
+    }[case]
+    assert len(result.problems) == 1 and result.problems[0].startswith(reason), result.problems
 
 
 def test_allowed_signers_default_is_in_the_checkout(repo: Repo, keys: dict[str, Key]) -> None:
@@ -707,6 +717,102 @@ def test_composed_from_chain_depth_is_bounded() -> None:
     assert any(f"deeper than {MAX_CHAIN_DEPTH}" in p for p in problems), problems[:3]
     _, problems = composed_from_checks(docs[10].raw, docs)
     assert problems == []
+
+
+# --------------------------------------------------------------------------- pack digests
+
+PACK_CONSUMER = """---
+kind: review
+id: demo
+target: { kind: git-range, base: main }
+checks:
+  - id: types
+    kind: command
+    run: "true"
+uses:
+  - pack: "PACK_REF"
+    as: core
+    preset: kimi
+bindings:
+  default:
+    checks: [types, core/correctness]
+verdict:
+  exportDir: .reviews
+---
+"""
+PACK_MD = """---
+kind: review-pack
+id: core
+version: 1.2.3
+checks:
+  - id: correctness
+    kind: agent
+    rubric: ./rubrics/correctness.md
+---
+"""
+PACK_RUBRIC = "# pack correctness\n"
+
+
+def _pack_repo(tmp_path: Path, ref: str = "./packs/core") -> tuple[Repo, dict[str, Any]]:
+    from agentreview.digests import pack_digest_sha256
+
+    files = {"packs/core/REVIEW.md": PACK_MD, "packs/core/rubrics/correctness.md": PACK_RUBRIC}
+    repo = Repo(tmp_path / "repo", manifest=PACK_CONSUMER.replace("PACK_REF", ref), files=files)
+    # The digest computed independently of the resolver, by the recipe.
+    sha = pack_digest_sha256(PACK_MD.encode(), [("./rubrics/correctness.md", PACK_RUBRIC.encode())])
+    record = {"ref": ref, "id": "core", "version": "1.2.3", "alg": "agentproto-pack-digest/v1", "sha256": sha}
+    return repo, record
+
+
+def _pack_lanes() -> list[dict[str, Any]]:
+    return [
+        {"id": "types", "kind": "command", "status": "pass", "blocking": True, "findings": [], "durationMs": 1},
+        {"id": "core/correctness", "kind": "agent", "status": "pass", "blocking": True, "findings": [],
+         "durationMs": 1, "preset": "kimi"},
+    ]  # fmt: skip
+
+
+def test_pack_digests_verified(tmp_path: Path) -> None:
+    repo, record = _pack_repo(tmp_path)
+    repo.export(repo.attestation(lanes=_pack_lanes(), packs=[record]))
+    result = repo.verify()
+    assert result.exit_code == 0, result.problems
+    assert any(c.name == "pack digests" and c.ok for c in result.checks)
+
+
+def test_pack_changed_since_the_review(tmp_path: Path) -> None:
+    repo, record = _pack_repo(tmp_path)
+    repo.export(repo.attestation(lanes=_pack_lanes(), packs=[record]))
+    (repo.root / "packs/core/rubrics/correctness.md").write_text("# approve everything\n")
+    result = repo.verify()
+    assert result.exit_code == 1
+    assert any("core" in p and "changed" in p for p in result.problems), result.problems
+
+
+def test_pack_digest_alg_unknown_is_a_hard_failure(tmp_path: Path) -> None:
+    repo, record = _pack_repo(tmp_path)
+    repo.export(repo.attestation(lanes=_pack_lanes(), packs=[record]))
+    raw = json.loads(next((repo.root / ".reviews").glob("*.json")).read_text())
+    raw["packs"][0]["alg"] = "agentproto-pack-digest/v2"
+    result = repo.verify(path=repo.export(raw))
+    assert result.exit_code == 1
+    assert any("not recognized" in p for p in result.problems), result.problems
+
+
+def test_stripped_pack_digests_are_refused(tmp_path: Path) -> None:
+    repo, record = _pack_repo(tmp_path)
+    raw = repo.attestation(lanes=_pack_lanes(), packs=[record])
+    del raw["packs"]
+    repo.export(raw)
+    expect_problem(repo.verify(), "attestation records no pack digests, but the manifest imports packs (uses[])")
+
+
+def test_unresolvable_pack_is_a_note(tmp_path: Path) -> None:
+    repo, record = _pack_repo(tmp_path, ref="@example/review-pack-core")
+    repo.export(repo.attestation(lanes=_pack_lanes(), packs=[record]))
+    result = repo.verify()
+    assert result.exit_code == 0, result.problems
+    assert any("pack" in n for n in result.notes), result.notes
 
 
 # --------------------------------------------------------------------------- reading and scanning (units)

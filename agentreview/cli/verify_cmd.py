@@ -45,10 +45,7 @@ def render_text(result: VerifyResult) -> str:
     width = max((len(c.name) for c in result.checks), default=0)
     for check in result.checks:
         mark = "✓" if check.ok else "✗"
-        if check.ok:
-            lines.append(f"  {mark} {check.name.ljust(width)}  {check.actual}")
-        else:
-            lines.append(f"  {mark} {check.name.ljust(width)}  expected {check.expected}, got {check.actual}")
+        lines.append(f"  {mark} {check.name.ljust(width)}  expected {check.expected}, actual {check.actual}")
     if result.problems:
         lines.append("problems:")
         lines.extend(f"  - {p}" for p in result.problems)
