@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from agentreview.errors import EXIT_ERROR, EXIT_OK, AgentreviewError, UsageError
+from agentreview.errors import EXIT_ERROR, EXIT_OK, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentreview.documents.manifest import Binding, ReviewPack
@@ -58,8 +58,7 @@ def run_check(*, manifest: Path | None, cwd: Path | None, binding: str | None, a
                 raise UsageError("--binding applies to a review manifest; this file is a review pack")
             return _emit(_pack_view(parse_pack(source, path), path), as_json)
         parsed = parse_review(source, path)
-        resolved, note = _resolve(parsed, root)
-        view = _review_view(parsed, resolved, root, binding, note)
+        view = _review_view(parsed, _resolve(parsed, root), root, binding)
     except ManifestError as exc:
         for line in exc.lines():
             sys.stderr.write(line + "\n")
@@ -76,47 +75,30 @@ def _repo_root(base: Path) -> Path | None:
         return None
 
 
-def _resolve(parsed: ParsedReview, root: Path | None) -> tuple[ResolvedReview | None, str | None]:
-    """Resolve packs the way a run does. Pack resolution not being available yet is a note, not a failure."""
-    from agentreview.contracts import PackLoadContext, PackLoadError
+def _resolve(parsed: ParsedReview, root: Path | None) -> ResolvedReview:
+    """Resolve packs exactly as a run does; a pack that cannot load is a one-line error (exit 3)."""
+    from agentreview.contracts import PackLoadContext
     from agentreview.home import home_dir
     from agentreview.resolve import resolve_review
 
     if not parsed.manifest.uses:
-        return resolve_review(parsed), None
+        return resolve_review(parsed)
     from agentreview.plugins import load_registry
 
     manifest_dir = parsed.path.parent if parsed.path else Path.cwd()
     ctx = PackLoadContext(repo_root=root or manifest_dir, manifest_dir=manifest_dir, home=home_dir())
-    try:
-        return resolve_review(parsed, registry=load_registry(), ctx=ctx), None
-    except NotImplementedError as exc:
-        return None, str(exc) or "pack resolution is not available"
-    except PackLoadError as exc:
-        raise AgentreviewError(f"{parsed.path}: {exc}", EXIT_ERROR) from None
+    return resolve_review(parsed, registry=load_registry(), ctx=ctx)
 
 
-def _review_view(
-    parsed: ParsedReview,
-    resolved: ResolvedReview | None,
-    root: Path | None,
-    only: str | None,
-    note: str | None,
-) -> dict[str, Any]:
+def _review_view(parsed: ParsedReview, resolved: ResolvedReview, root: Path | None, only: str | None) -> dict[str, Any]:
     from agentreview.rules import resolve_binding
 
     manifest = parsed.manifest
-    bindings = resolved.bindings if resolved is not None else parsed.bindings
+    bindings = resolved.bindings
     if only is not None:
         name, chosen = resolve_binding(manifest.id, bindings, only)
         bindings = {name: chosen}
-    manifest_dir = parsed.path.parent if parsed.path else Path.cwd()
-    checks = (
-        {cid: (rc.check, rc.rubric_path()) for cid, rc in resolved.checks.items()}
-        if resolved is not None
-        else {c.id: (c, (manifest_dir / c.rubric) if c.kind == "agent" else None) for c in manifest.checks}
-    )
-    packs = None if resolved is None else [_pack_digest_view(p) for p in resolved.packs]
+    checks = {cid: (rc.check, rc.rubric_path()) for cid, rc in resolved.checks.items()}
     return {
         "valid": True,
         "kind": "review",
@@ -127,18 +109,13 @@ def _review_view(
         "target": {"kind": manifest.target.kind, "base": manifest.target.base},
         "exportDir": manifest.verdict.exportDir,
         "bindings": [_binding_view(name, b, checks) for name, b in bindings.items()],
-        "uses": [{"pack": u.pack, "as": u.as_} for u in manifest.uses],
-        "packs": packs,
-        "packsNote": None if note is None else f"not resolved ({note})",
+        "packs": [_pack_digest_view(p) for p in resolved.packs],
     }
 
 
 def _binding_view(name: str, binding: Binding, checks: dict[str, tuple[Any, Path | None]]) -> dict[str, Any]:
     def step(ref: str) -> dict[str, Any]:
-        found = checks.get(ref)
-        if found is None:
-            return {"id": ref, "resolved": False}
-        check, rubric_path = found
+        check, rubric_path = checks[ref]
         out: dict[str, Any] = {
             "id": ref,
             "kind": check.kind,
@@ -215,8 +192,6 @@ def _seconds(ms: int) -> str:
 
 
 def _lane_text(lane: dict[str, Any]) -> str:
-    if not lane.get("kind"):
-        return f"    {lane['id']}  (pack check, not resolved)"
     role = "blocking" if lane["blocking"] else "advisory"
     text = f"    {lane['id']}  {lane['kind']}  {role}  timeout {_seconds(lane['timeoutMs'])}"
     if lane["kind"] == "agent":
@@ -246,10 +221,7 @@ def _review_text(view: dict[str, Any]) -> list[str]:
         out += [_lane_text(step) for step in b["prepare"]]
         out.append("  lanes:")
         out += [_lane_text(lane) for lane in b["lanes"]]
-    if view["packsNote"]:
-        out.append(f"packs: {view['packsNote']}")
-        out += [f"  uses {u['pack']} as {u['as']}" for u in view["uses"]]
-    elif view["packs"]:
+    if view["packs"]:
         out.append("packs:")
         for p in view["packs"]:
             trust = "trusted" if p["trusted"] else "untrusted"
