@@ -495,6 +495,10 @@ def composed_from_checks(raw: dict[str, Any], docs: Sequence[ExportDoc]) -> tupl
                 problems.append(f"{label}: not an object")
                 checks.append(CheckLine(label, False, "an object", _short(ref)))
                 continue
+            if lane.get("kind") != "agent":
+                problems.append(f"{label}: only agent lanes compose; a '{lane.get('kind')}' lane always runs in full")
+                checks.append(CheckLine(label, False, "an agent lane", f"a {lane.get('kind')} lane"))
+                continue
             pinned, range_ref = ref.get("attestationSha256"), ref.get("rangeSha")
             if depth >= MAX_CHAIN_DEPTH:
                 problems.append(f"{label}: composition chain deeper than {MAX_CHAIN_DEPTH} attestations")
@@ -584,6 +588,7 @@ class _Verifier:
         self.result = VerifyResult(exit_code=EXIT_OK, reason="verified")
         self.signature_problems: list[str] = []
         self._registry: Registry | None = options.registry
+        self.root: Path = self.cwd  # the repository root, once step 1 found it
 
     # ------------------------------------------------------------- helpers
 
@@ -604,8 +609,16 @@ class _Verifier:
     # ------------------------------------------------------------- steps
 
     def run(self) -> VerifyResult:
+        from agentreview.errors import AgentreviewError
+        from agentreview.repo import GitError
+
         try:
             self._run()
+        except (GitError, AgentreviewError) as exc:
+            # git failing mid-way (timeout, missing), or a plugin registry that cannot load.
+            self.result.exit_code = getattr(exc, "exit_code", EXIT_ERROR)
+            self.result.reason = "error"
+            self.result.error = str(exc)
         except _Stop as stop:
             self.result.exit_code = stop.exit_code
             self.result.reason = stop.reason
@@ -627,7 +640,6 @@ class _Verifier:
             raise _Stop(EXIT_ERROR, "error", str(exc)) from exc
         self.root = root
         parsed = self._read_manifest(root)
-        self.parsed = parsed
         try:
             base_sha, head_sha = _resolve_expectation_shas(
                 root, parsed.manifest.target.base, self.o.base, self.o.head or "HEAD"
@@ -673,7 +685,7 @@ class _Verifier:
         path = self._abs(self.o.manifest) if self.o.manifest else root / "REVIEW.md"
         try:
             return parse_review(read_manifest_bytes(path), path)
-        except AgentreviewError as exc:
+        except (AgentreviewError, ValueError, OSError) as exc:
             raise _Stop(EXIT_ERROR, "error", str(exc)) from exc
 
     def _locate(

@@ -681,6 +681,18 @@ def test_composed_from_prior_that_did_not_pass_is_refused(repo: Repo) -> None:
     assert "lane 'correctness': composedFrom prior: verdict is 'block', expected 'pass'" in result.problems
 
 
+def test_composed_from_on_a_command_lane_is_refused(repo: Repo) -> None:
+    prior = repo.attestation()
+    repo.head = repo.commit("more", {"src/b.py": "b = 1\n"})
+    repo.export(prior)
+    current = repo.attestation()
+    current["lanes"][0].update(_composed(prior))  # a command lane claiming it reviewed only the delta
+    repo.export(current)
+    result = repo.verify()
+    assert result.exit_code == 1
+    assert any("only agent lanes compose" in p for p in result.problems), result.problems
+
+
 def test_composed_from_prior_under_another_manifest_is_refused(repo: Repo) -> None:
     prior = repo.attestation()
     prior_other = copy.deepcopy(prior)
