@@ -82,7 +82,7 @@ def parse_git_pack_ref(ref: str) -> tuple[str, str]:
             f"git pack ref '{ref}' must use git+https:// — other git transports (ssh://, file://, ext::, "
             "plain http://) are not accepted"
         )
-    match = GIT_PACK_REF.match(ref)
+    match = GIT_PACK_REF.fullmatch(ref)  # fullmatch: `$` alone would accept a trailing newline
     if match is None:
         raise GitPackRefError(
             f"git pack ref '{ref}' must be pinned to a full 40-hex commit sha (git+https://<url>#<sha>) — a floating "
@@ -277,7 +277,7 @@ def _review_rules(data: dict[str, Any]) -> tuple[list[Problem], dict[str, Bindin
             )
         )
         return problems, {}
-    if bindings is None:  # `bindings` has a bad shape: already reported, nothing to finalize
+    if bindings is None or not raw_checks:  # a bad shape (reported): refs could not be judged
         return problems, {}
     final, binding_problems = rules.binding_problems(
         checks,
