@@ -23,6 +23,7 @@ from agentreview.errors import EXIT_ERROR, EXIT_USAGE, AgentreviewError
 
 COMMAND_MODULES = [
     "agentreview.cli.check_cmd",
+    "agentreview.cli.pack_cmd",
     "agentreview.cli.plugins_cmd",
     "agentreview.cli.schema_cmd",
     "agentreview.cli.verify_cmd",
