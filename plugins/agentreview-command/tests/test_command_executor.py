@@ -8,9 +8,6 @@ import time
 from pathlib import Path
 
 import pytest
-from cmdlane_helpers import kill_marked, marked_pids, new_mark, pid_alive, request, wait_until
-
-from agentreview.plugins import load_registry
 from agentreview_command import watchdog
 from agentreview_command.executor import (
     CANCELLED_BEFORE_START,
@@ -18,6 +15,9 @@ from agentreview_command.executor import (
     CommandLaneExecutor,
     cancel_all,
 )
+from cmdlane_helpers import kill_marked, marked_pids, new_mark, pid_alive, request, wait_until
+
+from agentreview.plugins import load_registry
 
 
 @pytest.fixture(autouse=True)
@@ -258,7 +258,8 @@ def test_scrubbed_escapee_cannot_hang_the_lane(executor, tmp_path):
     mark = new_mark()
     try:
         started = time.monotonic()
-        outcome = executor.run_lane(request(f"setsid env -i sh -c 'sleep 300; : {mark}' & echo done", repo_root=tmp_path))
+        command = f"setsid env -i sh -c 'sleep 300; : {mark}' & echo done"
+        outcome = executor.run_lane(request(command, repo_root=tmp_path))
         assert (outcome.kind, outcome.exit_code, outcome.output) == ("exited", 0, "done\n")
         assert time.monotonic() - started < 2.0
     finally:
