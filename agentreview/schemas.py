@@ -59,12 +59,39 @@ def _allow_string_target(schema: dict[str, Any]) -> None:
     schema["properties"]["target"] = {"anyOf": [{"const": "git-range"}, prop]}
 
 
+def _pack_ref_pattern(schema: dict[str, Any]) -> None:
+    # The model checks `uses[].pack` in Python (its look-ahead is beyond pydantic's regex
+    # engine); JSON Schema's ECMA-262 patterns have look-ahead, so the schema states it.
+    from agentreview.documents.manifest import PACK_REF_PATTERN
+
+    schema["$defs"]["UsesEntry"]["properties"]["pack"]["pattern"] = PACK_REF_PATTERN
+
+
+def _closed_key_patterns(node: Any) -> None:
+    # pydantic writes ``dict[Id, X]`` as ``patternProperties`` alone, which lets a key that does
+    # not match the pattern through unchecked; the model refuses such a key, so the schema must.
+    if isinstance(node, dict):
+        patterns = node.get("patternProperties")
+        if isinstance(patterns, dict) and len(patterns) == 1 and "additionalProperties" not in node:
+            ((pattern, value_schema),) = patterns.items()
+            del node["patternProperties"]
+            node["propertyNames"] = {"pattern": pattern, **node.get("propertyNames", {})}
+            node["additionalProperties"] = value_schema
+        for value in node.values():
+            _closed_key_patterns(value)
+    elif isinstance(node, list):
+        for value in node:
+            _closed_key_patterns(value)
+
+
 def schema_for(name: str) -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of the document ``name``: review, review-pack or attestation."""
     model = _model(name)
     generated = model.model_json_schema(by_alias=True, mode="validation")
     if name == "review":
         _allow_string_target(generated)
+        _pack_ref_pattern(generated)
+    _closed_key_patterns(generated)
     generated.pop("title", None)
     generated.pop("description", None)
     return {

@@ -103,7 +103,8 @@ class LaneResult(Member):
     status: LaneStatus
     blocking: bool
     findings: list[Finding]
-    durationMs: Annotated[int | float, Field(ge=0)]
+    # Two arms so the schema says "minimum 0" for both and an integer stays an integer.
+    durationMs: Annotated[int, Field(ge=0)] | Annotated[float, Field(ge=0, allow_inf_nan=False)]
     error: str | None = None
     sessionId: str | None = None
     preset: str | None = None
@@ -309,7 +310,8 @@ class Attestation(Member):
 
     @classmethod
     def read_json(cls, text: str | bytes) -> Attestation:
-        return cls.read(json.loads(text))
+        """Parse and read; ``NaN`` and ``Infinity`` (which Python's json accepts) are not JSON and are refused."""
+        return cls.read(json.loads(text, parse_constant=_refuse_constant))
 
     def with_signature(self, signature: Signature | dict[str, Any]) -> Attestation:
         sig = Signature.model_validate(signature) if isinstance(signature, dict) else signature
@@ -338,6 +340,10 @@ class Attestation(Member):
 
     def refold(self) -> Verdict:
         return fold_verdict((lane.blocking, lane.status) for lane in self.lanes)
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"'{name}' is not a JSON value")
 
 
 def now_iso() -> str:
