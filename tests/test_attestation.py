@@ -322,3 +322,16 @@ def test_canonical_bytes_sort_keys_and_omit_absent_members() -> None:
     assert data.startswith(b'{"attestor":{"daemon":"agentreview@test","presets":[]},"binding":"ci",')
     assert b"null" not in data
     assert b" " not in data
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_read_json_refuses_non_json_number_constants(constant: str) -> None:
+    text = build().export_text().replace('"durationMs": 12', f'"durationMs": {constant}')
+    assert constant in text
+    with pytest.raises(ValueError, match="not a JSON value"):
+        Attestation.read_json(text)
+
+
+def test_infinite_duration_is_refused_by_the_model() -> None:
+    with pytest.raises(ValidationError, match="durationMs"):
+        LaneResult.model_validate(lane(durationMs=float("inf")))
