@@ -1,1 +1,249 @@
-"""Built-in (filled by its issue)."""
+"""The built-in ``ssh`` signer: ssh-ed25519 signatures made and checked with ``ssh-keygen -Y``.
+
+One key per host install, ``<home>/keys/review_ed25519`` (+ ``.pub``), generated on
+first use. Signing writes the canonical bytes to a file in a private temporary
+directory and runs ``ssh-keygen -Y sign`` with the namespace ``agentproto-review``;
+verification asks ``ssh-keygen -Y find-principals`` whether the allowed_signers
+file maps the signing key to the claimed principal, then ``ssh-keygen -Y verify``
+with the payload on stdin (AIP-62 §Signing, reference-notes 2.26).
+
+Every ``ssh-keygen`` call has a timeout and reads no terminal, so a prompt can
+never hang a review. This module is loaded at plugin discovery for every command,
+so it imports nothing heavy.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from agentreview import hookimpl
+from agentreview.contracts import KeyInfo, SignatureInvalidError, SignerContext, SigningError
+from agentreview.home import hostname, keys_dir, load_config
+
+NAMESPACE = "agentproto-review"
+ALG = "ssh-ed25519"
+KEY_NAME = "review_ed25519"
+# The principal this host signs as must be one literal identity in an allowed_signers line:
+# no whitespace (it ends the field), no quotes, no ',' (a list) and no '*', '?', '!' (patterns).
+PRINCIPAL = re.compile(r'^[^\s"\x00-\x1f\x7f,*?!]{1,256}$')
+VERIFY_TIMEOUT_S = 30.0
+NOT_FOUND = "ssh-keygen not found on PATH"
+
+
+def _run(args: Sequence[str], *, timeout: float, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    """Run ssh-keygen; FileNotFoundError when it is not installed, TimeoutExpired past the deadline."""
+    return subprocess.run(
+        ["ssh-keygen", *args],
+        input=stdin,
+        stdin=None if stdin is not None else subprocess.DEVNULL,
+        capture_output=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def _err(proc: subprocess.CompletedProcess[bytes]) -> str:
+    lines = (proc.stderr or proc.stdout).decode("utf-8", "replace").strip().splitlines()
+    return lines[-1] if lines else f"ssh-keygen exited with {proc.returncode}"
+
+
+def _resolve_principal(ctx: SignerContext) -> str:
+    """The configured principal, else the repo's git user.email, else agentproto-review@<hostname>."""
+    source = "--principal"
+    principal = ctx.principal
+    if not principal:
+        try:
+            configured = load_config(ctx.home).get("signing", {}).get("principal")
+        except Exception as exc:  # an unreadable config.toml names itself in the message
+            raise SigningError(f"could not prepare the review signing key: {exc}") from exc
+        if configured is not None and not isinstance(configured, str):
+            raise SigningError(f"{ctx.home / 'config.toml'}: [signing].principal must be a string")
+        principal, source = configured, f"{ctx.home / 'config.toml'} [signing].principal"
+    if not principal:
+        from agentreview.repo import GitError, user_email
+
+        try:
+            principal, source = user_email(ctx.repo_root), "git config user.email"
+        except GitError:
+            principal = None
+    if not principal:
+        principal, source = f"agentproto-review@{hostname()}", "the host name"
+    if not PRINCIPAL.match(principal):
+        raise SigningError(
+            f"principal {principal!r} (from {source}) cannot be written in allowed_signers: "
+            "use one word without spaces or quotes, e.g. an email address"
+        )
+    return principal
+
+
+class SshSigner:
+    """Signs with the host's ed25519 key through ssh-keygen; verifies against allowed_signers."""
+
+    name = "ssh"
+
+    # ------------------------------------------------------------------ the key
+
+    def key_path(self, home: Path) -> Path:
+        return keys_dir(home) / KEY_NAME
+
+    def _ensure_key(self, ctx: SignerContext) -> Path:
+        """Create the key on first use; concurrent first uses create exactly one key."""
+        from filelock import FileLock, Timeout
+
+        key = self.key_path(ctx.home)
+        directory = key.parent
+        try:
+            directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+            os.chmod(directory, 0o700)
+            with FileLock(str(directory / f"{KEY_NAME}.lock"), timeout=ctx.timeout_s):
+                if key.is_file() and key.with_suffix(".pub").is_file():
+                    if key.stat().st_mode & 0o077:
+                        os.chmod(key, 0o600)
+                    return key
+                if key.is_file():
+                    self._restore_public(key, ctx.timeout_s)
+                    return key
+                self._generate(key, ctx.timeout_s)
+        except Timeout as exc:
+            raise SigningError(
+                f"could not prepare the review signing key: another process holds {directory}/{KEY_NAME}.lock"
+            ) from exc
+        except FileNotFoundError as exc:
+            if exc.filename == "ssh-keygen":
+                raise SigningError(f"could not prepare the review signing key: {NOT_FOUND}") from exc
+            raise SigningError(f"could not prepare the review signing key: {exc}") from exc
+        except subprocess.TimeoutExpired as exc:
+            raise SigningError(
+                f"could not prepare the review signing key: ssh-keygen did not finish within {ctx.timeout_s:.0f}s"
+            ) from exc
+        except OSError as exc:
+            raise SigningError(f"could not prepare the review signing key: {exc}") from exc
+        return key
+
+    def _generate(self, key: Path, timeout: float) -> None:
+        # Generated under a temporary name and renamed into place, public key first, so a
+        # reader that does not take the lock never sees a private key without its .pub.
+        tmp = key.with_name(f".{KEY_NAME}.tmp.{os.getpid()}")
+        for stale in (tmp, tmp.with_name(tmp.name + ".pub")):
+            stale.unlink(missing_ok=True)
+        proc = _run(["-q", "-t", "ed25519", "-N", "", "-C", f"{NAMESPACE}@{hostname()}", "-f", str(tmp)],
+                    timeout=timeout)
+        if proc.returncode != 0:
+            raise SigningError(f"could not prepare the review signing key: {_err(proc)}")
+        os.chmod(tmp, 0o600)
+        os.replace(tmp.with_name(tmp.name + ".pub"), key.with_suffix(".pub"))
+        os.replace(tmp, key)
+
+    def _restore_public(self, key: Path, timeout: float) -> None:
+        os.chmod(key, 0o600)
+        proc = _run(["-y", "-f", str(key)], timeout=timeout)
+        if proc.returncode != 0:
+            raise SigningError(f"could not prepare the review signing key: {key}: {_err(proc)}")
+        key.with_suffix(".pub").write_bytes(proc.stdout)
+
+    def _fingerprint(self, public: Path, timeout: float) -> str:
+        proc = _run(["-l", "-f", str(public)], timeout=timeout)
+        fields = proc.stdout.decode("utf-8", "replace").split()
+        if proc.returncode != 0 or len(fields) < 2 or not fields[1].startswith("SHA256:"):
+            raise SigningError(f"could not prepare the review signing key: {public}: {_err(proc)}")
+        return fields[1]
+
+    def key_info(self, ctx: SignerContext) -> KeyInfo:
+        if shutil.which("ssh-keygen") is None:
+            raise SigningError(f"could not prepare the review signing key: {NOT_FOUND}")
+        key = self._ensure_key(ctx)
+        public = key.with_suffix(".pub")
+        principal = _resolve_principal(ctx)
+        try:
+            fingerprint = self._fingerprint(public, ctx.timeout_s)
+            algo, blob = public.read_text(encoding="utf-8").split()[:2]
+        except (OSError, ValueError) as exc:
+            raise SigningError(f"could not prepare the review signing key: {public}: {exc}") from exc
+        except subprocess.TimeoutExpired as exc:
+            raise SigningError("could not prepare the review signing key: ssh-keygen -l timed out") from exc
+        line = f'{principal} namespaces="{NAMESPACE}" {algo} {blob}'
+        return KeyInfo(fingerprint=fingerprint, principal=principal, public_key_path=public, allowed_signers_line=line)
+
+    # ------------------------------------------------------------------ signing
+
+    def sign(self, payload: bytes, ctx: SignerContext) -> dict[str, str]:
+        from agentreview.documents.attestation import now_iso
+
+        if shutil.which("ssh-keygen") is None:
+            raise SigningError(f"could not sign the attestation: {NOT_FOUND}")
+        info = self.key_info(ctx)
+        key = self.key_path(ctx.home)
+        with tempfile.TemporaryDirectory(prefix="agentreview-sign-") as tmp:
+            target = Path(tmp) / "attestation.json"
+            target.write_bytes(payload)
+            try:
+                proc = _run(["-Y", "sign", "-f", str(key), "-n", NAMESPACE, str(target)], timeout=ctx.timeout_s)
+            except FileNotFoundError as exc:
+                raise SigningError(f"could not sign the attestation: {NOT_FOUND}") from exc
+            except subprocess.TimeoutExpired as exc:
+                raise SigningError(
+                    f"could not sign the attestation: ssh-keygen did not finish within {ctx.timeout_s:.0f}s"
+                ) from exc
+            if proc.returncode != 0:
+                raise SigningError(f"could not sign the attestation: {_err(proc)}")
+            try:
+                sig = target.with_name("attestation.json.sig").read_text(encoding="ascii")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise SigningError(f"could not sign the attestation: no readable signature ({exc})") from exc
+        return {
+            "alg": ALG,
+            "keyFingerprint": info.fingerprint,
+            "principal": info.principal,
+            "signedAt": now_iso(),
+            "sig": sig,
+        }
+
+    # ------------------------------------------------------------------ verifying
+
+    def verify(self, payload: bytes, signature: Mapping[str, Any], allowed_signers: Path) -> str:
+        if not signature:
+            raise SignatureInvalidError("attestation is not signed")
+        principal, sig, fingerprint = (signature.get(k) for k in ("principal", "sig", "keyFingerprint"))
+        if signature.get("alg") != ALG:
+            raise SignatureInvalidError(f"signature alg {signature.get('alg')!r} is not {ALG!r}")
+        if not isinstance(principal, str) or not isinstance(sig, str) or not principal or not sig:
+            raise SignatureInvalidError("signature has no principal or no sig")
+        if not Path(allowed_signers).is_file():
+            raise SignatureInvalidError(f"allowed_signers file not found: {allowed_signers}")
+        if shutil.which("ssh-keygen") is None:
+            raise SignatureInvalidError("ssh-keygen is not available — cannot verify signatures")
+        with tempfile.TemporaryDirectory(prefix="agentreview-verify-") as tmp:
+            sig_path = Path(tmp) / "attestation.sig"
+            sig_path.write_text(sig if sig.endswith("\n") else sig + "\n", encoding="utf-8")
+            try:
+                found = _run(["-Y", "find-principals", "-f", str(allowed_signers), "-s", str(sig_path)],
+                             timeout=VERIFY_TIMEOUT_S)
+                listed = found.stdout.decode("utf-8", "replace").splitlines() if found.returncode == 0 else []
+                if principal not in listed:
+                    raise SignatureInvalidError(
+                        f"no principal '{principal}' maps to the signing key ({fingerprint}) in {allowed_signers}"
+                    )
+                checked = _run(
+                    ["-Y", "verify", "-f", str(allowed_signers), "-I", principal, "-n", NAMESPACE, "-s", str(sig_path)],
+                    timeout=VERIFY_TIMEOUT_S,
+                    stdin=payload,
+                )
+            except FileNotFoundError as exc:
+                raise SignatureInvalidError("ssh-keygen is not available — cannot verify signatures") from exc
+            except subprocess.TimeoutExpired as exc:
+                raise SignatureInvalidError("signature does not verify: ssh-keygen did not finish in time") from exc
+        if checked.returncode != 0:
+            raise SignatureInvalidError(f"signature does not verify: {_err(checked)}")
+        return principal
+
+
+@hookimpl
+def agentreview_register_signers(register: Any) -> None:
+    register(SshSigner())

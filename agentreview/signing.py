@@ -1,0 +1,81 @@
+"""Signing an attestation after it is built, and checking a recorded signature.
+
+Only the host that ran the review signs (AIP-62 §Signing). The signer is a plugin
+(``[signing].signer`` in config.toml, default ``ssh``); this module picks it, hands
+it the canonical bytes, and keeps the rule that signing never fails a review: any
+problem comes back as a ``signingError`` string and the attestation stays unsigned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agentreview.contracts import SignatureInvalidError, SignerContext, SigningError
+from agentreview.digests import CanonicalJsonError, signed_bytes_of
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agentreview.contracts import Signer
+    from agentreview.documents.attestation import Attestation
+    from agentreview.plugins import Registry
+
+DEFAULT_SIGNER = "ssh"
+# The signer that checks each signature alg (an attestation names its alg, not a plugin).
+VERIFIER_FOR_ALG = {"ssh-ed25519": "ssh"}
+
+
+def configured_signer(registry: Registry, home: Path) -> Signer:
+    """The signer named by ``[signing].signer`` (default ``ssh``); SigningError when it is not installed."""
+    from agentreview.home import load_config
+
+    try:
+        name = load_config(home).get("signing", {}).get("signer", DEFAULT_SIGNER)
+    except Exception as exc:  # an unreadable config.toml names itself in the message
+        raise SigningError(f"could not sign the attestation: {exc}") from exc
+    signer = registry.get("signers", name) if isinstance(name, str) else None
+    if signer is None:
+        known = ", ".join(sorted(registry.objects("signers"))) or "none"
+        raise SigningError(
+            f"could not sign the attestation: no signer named {name!r} is installed (installed: {known}) "
+            f"— fix [signing].signer in {home / 'config.toml'}"
+        )
+    return signer
+
+
+def sign_attestation(
+    att: Attestation, *, registry: Registry, home: Path, repo_root: Path | None, principal: str | None = None
+) -> tuple[Attestation, str | None]:
+    """Return the signed attestation, or the attestation unchanged and why it is unsigned. Never raises."""
+    try:
+        signer = configured_signer(registry, home)
+        signature = signer.sign(att.signed_bytes(), SignerContext(home=home, repo_root=repo_root, principal=principal))
+        return att.with_signature(signature), None
+    except SigningError as exc:
+        return att, str(exc)
+    except Exception as exc:  # a plugin's bug or a malformed signature member must not fail the review
+        return att, f"could not sign the attestation: {type(exc).__name__}: {exc}"
+
+
+def verify_signature(att_raw: Mapping[str, Any], allowed_signers: Path, registry: Registry) -> str:
+    """Check ``attestor.signature`` of an attestation exactly as read from its file; return the principal.
+
+    The payload is recomputed from the raw document, so members a newer host added
+    (and signed) stay covered. Raises :class:`SignatureInvalidError` with the reason.
+    """
+    attestor = att_raw.get("attestor")
+    signature = attestor.get("signature") if isinstance(attestor, Mapping) else None
+    if not signature:
+        raise SignatureInvalidError("attestation is not signed")
+    if not isinstance(signature, Mapping):
+        raise SignatureInvalidError("attestor.signature is not an object")
+    alg = signature.get("alg")
+    name = VERIFIER_FOR_ALG.get(alg) if isinstance(alg, str) else None
+    verifier = registry.get("signers", name) if name else None
+    if verifier is None:
+        raise SignatureInvalidError(f"no installed signer can check signature alg {alg!r}")
+    try:
+        payload = signed_bytes_of(att_raw)
+    except CanonicalJsonError as exc:
+        raise SignatureInvalidError(f"signature does not verify: {exc}") from exc
+    return verifier.verify(payload, signature, Path(allowed_signers))
