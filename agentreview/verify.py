@@ -600,7 +600,7 @@ class _Verifier:
         return self._registry
 
     def _abs(self, path: Path) -> Path:
-        return path if path.is_absolute() else self.cwd / path
+        return (path if path.is_absolute() else self.cwd / path).resolve()
 
     def check(self, line: CheckLine, problems: list[str]) -> None:
         self.result.checks.append(line)
