@@ -168,9 +168,10 @@ def _run(request: LaneRequest, shell: str) -> LaneOutcome:
     try:
         guard.register(proc.pid)
         supervisor = _Supervisor(proc, procs.lane_needle(guard.token, number))
-    except BaseException:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=_KILL_WAIT_S)
+    except Exception:
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=_KILL_WAIT_S)
         with _running_lock:
             _running.pop(number, None)
         guard.unregister(proc.pid)

@@ -170,7 +170,7 @@ def test_timeout_kills_the_whole_group_including_grandchildren(executor, tmp_pat
     assert outcome.kind == "timeout"
     assert outcome.error == "exceeded 600ms and was killed"
     assert outcome.output == "started\n"
-    assert 0.6 <= elapsed < 1.6
+    assert 0.6 <= elapsed < 0.6 + 1.5  # generous for a loaded CI machine
     assert marked_pids(mark) == []
 
 
@@ -183,7 +183,7 @@ def test_term_ignoring_lane_is_sigkilled_after_five_seconds(executor, tmp_path):
     )
     elapsed = time.monotonic() - started
     assert outcome.kind == "timeout"
-    assert 0.3 + 5.0 <= elapsed < 0.3 + 5.0 + 1.5
+    assert 0.3 + 5.0 <= elapsed < 0.3 + 5.0 + 2.0
     assert marked_pids(mark) == []
 
 
@@ -196,7 +196,7 @@ def test_cancel_event_skips_and_kills_the_group(executor, tmp_path):
         request(f"export M={mark}; sleep 60 & sleep 60; wait", repo_root=tmp_path, cancel=cancel)
     )
     assert (outcome.kind, outcome.error) == ("skipped", CANCELLED_WHILE_RUNNING)
-    assert time.monotonic() - started < 1.5
+    assert time.monotonic() - started < 2.0
     assert marked_pids(mark) == []
 
 
