@@ -28,7 +28,7 @@ _REDACTIONS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)", re.S), "[key]"),
     (re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]+"), "Bearer [redacted]"),
     (
-        re.compile(r"(?i)\b([A-Za-z_][A-Za-z0-9_]*(?:key|token|secret|password|passwd|pwd)[A-Za-z0-9_]*)\s*[=:]\s*\S+"),
+        re.compile(r"(?i)\b([A-Za-z0-9_]*(?:key|token|secret|password|passwd|pwd)[A-Za-z0-9_]*)\s*[=:]\s*\S+"),
         r"\1=[redacted]",
     ),
     (re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.I), "[url]"),

@@ -1,0 +1,62 @@
+"""Shared parsing of reviewer event streams and failure texts.
+
+Streams are parsed strictly (duplicate keys rejected) because the audit must see
+exactly what the CLI reported; a line that is not a JSON object in a stream makes it
+un-auditable, which is never treated as clean. The text patterns classify why a
+reviewer was unavailable (auth, quota, transient) as ``reviewer-clis.md`` section 7
+shows for each CLI.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentreview_agent.verdict import loads_strict
+
+AUTH_TEXT = re.compile(
+    r"(?i)not logged in|please run /login|invalid api key|invalid x-api-key"
+    r"|authentication(?:_| )?(?:failed|required|error)|auth_error"
+    r"|token (?:has )?expired|401 unauthorized|\b401\b|unauthori[sz]ed"
+)
+QUOTA_TEXT = re.compile(
+    r"(?i)\b429\b|\b402\b|rate.?limit|usage limit|quota|hit your limit|insufficient|billing|too many requests"
+)
+# An errored turn matching this is permanent: retrying it cannot help.
+PERMANENT_TEXT = re.compile(
+    r"(?i)\b40[134]\b|unauthori[sz]ed|forbidden|authenticat|invalid (?:api key|x-api-key|credential|token|model)"
+    r"|usage limit|quota|insufficient|billing|model not (?:found|supported)|not logged in"
+)
+
+
+@dataclass
+class Stream:
+    events: list[dict[str, Any]] = field(default_factory=list)
+    corrupt: str | None = None  # why the stream cannot be audited
+
+
+def parse_jsonl(text: str) -> Stream:
+    stream = Stream()
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            event = loads_strict(line)
+        except (ValueError, RecursionError) as exc:
+            stream.corrupt = f"line {number} is not JSON ({exc})"
+            break
+        if not isinstance(event, dict):
+            stream.corrupt = f"line {number} is not a JSON object"
+            break
+        stream.events.append(event)
+    return stream
+
+
+def unavailable_reason(text: str) -> tuple[str, bool]:
+    """Classify a failure text: (reason prefix, retryable)."""
+    if QUOTA_TEXT.search(text):
+        return "quota or rate limit", False
+    if AUTH_TEXT.search(text):
+        return "authentication failed", False
+    return "reviewer's turn ended with an error", not PERMANENT_TEXT.search(text)

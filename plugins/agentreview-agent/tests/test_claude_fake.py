@@ -1,0 +1,163 @@
+"""The ``claude`` provider against a fake Claude Code CLI replaying recorded output
+(reviewer-clis.md section 6): lane status and error for each case, and the exact argv
+and environment used — isolation flags present, a private config dir with only a
+linked credential, and the planted user config (MCP servers, bypassPermissions) never
+reached."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from agentreview_agent.answer import VERDICT_SCHEMA
+from agentreview_agent.providers.claude import ClaudeProvider, audit_stream
+
+from agentreview.contracts import PresetSpec
+from agentreview.lanes import to_lane_result
+
+FINDING = {"severity": "high", "title": "SQL injection", "detail": "f-string", "file": "app.py", "line": 1}
+
+
+@pytest.fixture
+def claude(lane, fake_cli, monkeypatch):
+    cli = fake_cli("claude")
+    lane.providers["claude"] = ClaudeProvider()
+    lane.presets["claude"] = PresetSpec(name="claude", provider="claude", builtin=True)
+    lane.presets["backup"] = PresetSpec(
+        name="backup", provider="exec", options={"command": [sys.executable, "-c", BACKUP]}
+    )
+    return cli
+
+
+BACKUP = "import os; open(os.environ['AGENTREVIEW_VERDICT_PATH'], 'w').write('{\"findings\": []}')"
+
+
+def run(lane, monkeypatch, scenario: str, **check):
+    monkeypatch.setenv("FAKE_SCENARIO", scenario)
+    check = lane.check(preset="claude", **check)
+    return check, lane.run(check)
+
+
+def test_success_exact_argv_private_home_and_no_user_config(lane, claude, monkeypatch) -> None:
+    monkeypatch.setenv(
+        "FAKE_VERDICT",
+        json.dumps(
+            {"decision": "approve", "summary": "one bug", "findings": [{**FINDING, "detail": None, "line": None}]}
+        ),
+    )
+    check, outcome = run(lane, monkeypatch, "success")
+    assert outcome.kind == "reported", outcome.error
+    assert (outcome.preset, outcome.model, outcome.session_id) == ("claude", "claude-opus-4-8[1m]", "1ed4-fake")
+    assert outcome.summary == "one bug" and outcome.findings[0].line is None  # nulls from the schema dropped
+    assert to_lane_result(check, outcome, 1).status == "fail"
+    (call,) = claude.calls()
+    work = lane.run_dir / "reviewers" / "correctness.1"
+    assert call["argv"] == [
+        "--print", "--tools", "Read,Grep,Glob", "--permission-mode", "plan",
+        "--strict-mcp-config", "--mcp-config", '{"mcpServers":{}}', "--setting-sources", "",
+        "--safe-mode", "--disable-slash-commands", "--no-session-persistence",
+        "--add-dir", str(work),
+        "--output-format", "stream-json", "--verbose", "--json-schema", json.dumps(VERDICT_SCHEMA),
+    ]  # fmt: skip
+    assert Path(call["cwd"]).resolve() == lane.repo.root.resolve()
+    assert call["config_dir"] == str(work / "claude-config")
+    # only the credential, and linked, not copied; no settings.json, no .claude.json
+    assert call["config_listing"] == {".credentials.json": f"link:{claude.home / '.claude' / '.credentials.json'}"}
+    assert call["env"]["CLAUDE_CODE_DISABLE_AUTO_MEMORY"] == "1"
+    assert call["env"]["CLAUDE_CODE_DISABLE_CLAUDE_MDS"] == "1"
+    assert call["env"]["AGENTREVIEW_HEAD"] == lane.repo.head and "AGENTREVIEW_VERDICT_PATH" not in call["env"]
+    # no shell: the range's diff and log were written for it and the prompt points at them
+    assert call["work_listing"] == ["claude-config", "range.diff", "range.log"]
+    assert "-x = 1\n+x = 2" in call["diff_text"]
+    assert f"`git diff` to {work / 'range.diff'}" in call["stdin"]
+    assert "write EXACTLY ONE file" not in call["stdin"] and "final answer ONLY this JSON" in call["stdin"]
+    assert not work.exists(), "the private home outlived the attempt"
+
+
+def test_preset_model_is_passed(lane, claude, monkeypatch) -> None:
+    lane.presets["claude"] = PresetSpec(name="claude", provider="claude", model="sonnet")
+    _, outcome = run(lane, monkeypatch, "success")
+    assert outcome.kind == "reported"
+    argv = claude.calls()[0]["argv"]
+    assert argv[argv.index("--model") + 1] == "sonnet"
+
+
+@pytest.mark.parametrize(
+    ("scenario", "error"),
+    [
+        ("auth", "authentication failed: Not logged in · Please run /login"),
+        ("bad_key", "authentication failed: Invalid API key · Fix external API key"),
+        ("quota", "quota or rate limit: You've hit your limit · resets 5pm"),
+        ("prose", "claude's answer is not the verdict JSON (invalid model output)"),
+        ("drift_container", "capability_missing: unrecognized surface-shaped init field 'connectors'"),
+    ],
+)
+def test_unavailable_reviewer_falls_back(lane, claude, monkeypatch, scenario: str, error: str) -> None:
+    _, outcome = run(lane, monkeypatch, scenario, fallbackPresets=["backup"])
+    assert outcome.kind == "reported" and outcome.preset == "backup"
+    assert [(f.preset, f.error) for f in outcome.fallbacks] == [("claude", error)]
+    _, alone = run(lane, monkeypatch, scenario)
+    assert alone.kind == "skipped" and alone.error == error and alone.preset == "claude"
+
+
+@pytest.mark.parametrize(
+    ("scenario", "error"),
+    [
+        ("tool_breach", "reviewer boundary violation: reviewer used tool 'Bash' outside the allow-list"),
+        ("unsafe_mode", "reviewer boundary violation: unsafe permissionMode 'bypassPermissions'"),
+    ],
+)
+def test_boundary_violation_is_terminal(lane, claude, monkeypatch, scenario: str, error: str) -> None:
+    _, outcome = run(lane, monkeypatch, scenario, fallbackPresets=["backup"])
+    assert outcome.kind == "skipped" and outcome.error == error
+    assert outcome.preset == "claude" and not outcome.fallbacks
+    assert not (lane.repo.root / "pwned").exists()
+
+
+def test_drifted_scalar_and_empty_fields_are_tolerated(lane, claude, monkeypatch) -> None:
+    _, outcome = run(lane, monkeypatch, "drift_tolerated")
+    assert outcome.kind == "reported", outcome.error
+
+
+def test_malformed_answer_that_looks_like_a_finding_stops_with_redacted_excerpt(lane, claude, monkeypatch) -> None:
+    _, outcome = run(lane, monkeypatch, "malformed", fallbackPresets=["backup"])
+    assert outcome.kind == "skipped" and not outcome.fallbacks
+    assert outcome.error.startswith("malformed reviewer answer: claude's answer is not the verdict JSON but looks like")
+    assert "src/app.py:12 SQL injection" in outcome.error
+    assert "sk-abcdefghij" not in outcome.error and "token=[redacted]" in outcome.error
+
+
+def test_hang_until_killed_is_a_timeout_without_fallback(lane, claude, monkeypatch) -> None:
+    _, outcome = run(lane, monkeypatch, "hang", fallbackPresets=["backup"], timeoutMs=1500)
+    assert outcome.kind == "timeout" and outcome.error == "reviewer exceeded 1500ms and was killed"
+    assert not outcome.fallbacks
+
+
+def test_missing_isolation_flag_is_capability_missing(lane, claude, monkeypatch) -> None:
+    monkeypatch.setenv("FAKE_HELP_DROP", "--strict-mcp-config")
+    _, outcome = run(lane, monkeypatch, "success", fallbackPresets=["backup"])
+    assert outcome.preset == "backup"
+    assert "cannot run isolated: its help lacks --strict-mcp-config" in outcome.fallbacks[0].error
+    assert claude.calls() == []  # never ran without the flag
+
+
+def test_the_planted_config_would_be_caught_if_it_were_reached(claude, tmp_path: Path) -> None:
+    # Run the fake the way a naive wrapper would: the planted MCP server and bypass mode show up, and the audit
+    # treats them as a breach. This is what the provider's flags and private home keep out.
+    out = subprocess.run(
+        [str(claude.bin_dir / "claude"), "-p", "--output-format", "stream-json", "--verbose"],
+        input="hi", capture_output=True, text=True, timeout=30, cwd=tmp_path,
+    ).stdout  # fmt: skip
+    audit, corrupt = audit_stream(out)
+    assert corrupt is None
+    assert any("MCP servers: evil" in b for b in audit.breach)
+    assert any("bypassPermissions" in b for b in audit.breach)
+    assert any("Bash" in b for b in audit.breach)
+
+
+def test_corrupt_stream_cannot_be_audited() -> None:
+    audit, corrupt = audit_stream('{"type": "system", "subtype": "init"}\nnot json\n')
+    assert corrupt == "line 2 is not JSON (Expecting value: line 1 column 1 (char 0))"
