@@ -125,16 +125,10 @@ class Demo:
 
     def run(self, with_agent: bool) -> None:
         self.build(with_agent)
-        self.step("a change on a feature branch")
-        self.git("switch", "-q", "-c", "feature")
-        self.commit("calc: multiply()", {"calc/__init__.py": SAFE_CHANGE, "tests/test_calc.py": SAFE_TEST})
 
-        self.step("review main..feature: lanes run in parallel, the verdict is signed and recorded")
-        self.agentreview("run", "--export", expect={0})
-
-        self.step("trust this host's key for reviews (allowed_signers, committed with the repo)")
-        self.agentreview("key")
-        key_line = subprocess.run(
+        self.step("trust this host's review key: its allowed_signers line is committed on main")
+        self.agentreview("key", expect={0})
+        key = subprocess.run(
             [sys.executable, "-m", "agentreview", "key", "--json"],
             cwd=self.repo,
             env=self.env,
@@ -145,15 +139,21 @@ class Demo:
         )
         signers = self.repo / ".agentproto" / "allowed_signers"
         signers.parent.mkdir(exist_ok=True)
-        signers.write_text(json.loads(key_line.stdout)["allowedSignersLine"] + "\n")
+        signers.write_text(json.loads(key.stdout)["allowedSignersLine"] + "\n")
+        self.git("add", ".agentproto/allowed_signers")
+        self.git("commit", "-q", "-m", "trust the review host key")
+
+        self.step("a change on a feature branch")
+        self.git("switch", "-q", "-c", "feature")
+        self.commit("calc: multiply()", {"calc/__init__.py": SAFE_CHANGE, "tests/test_calc.py": SAFE_TEST})
+
+        self.step("review main..feature: lanes run in parallel, the verdict is signed, recorded and exported")
+        self.agentreview("run", "--export", expect={0})
 
         self.step("the CI gate: verify the export without re-running anything")
         self.agentreview("verify", "--require-signed", expect={0})
 
-        self.step("commit the export; verify still finds it (HEAD touches only .reviews/)")
-        self.git("add", ".agentproto/allowed_signers")
-        self.git("commit", "-q", "-m", "trust the review host key")
-        self.agentreview("run", "--export", expect={0})
+        self.step("commit the export; verify still finds it (HEAD only adds the export)")
         self.git("add", ".reviews")
         self.git("commit", "-q", "-m", "review: attest main..feature")
         self.agentreview("verify", "--require-signed", expect={0})
