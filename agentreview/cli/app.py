@@ -22,6 +22,9 @@ from agentreview import __version__
 from agentreview.errors import EXIT_ERROR, EXIT_USAGE, AgentreviewError
 
 COMMAND_MODULES = [
+    "agentreview.cli.ledger_cmd",
+    "agentreview.cli.key_cmd",
+    "agentreview.cli.export_cmd",
     "agentreview.cli.check_cmd",
     "agentreview.cli.pack_cmd",
     "agentreview.cli.plugins_cmd",

@@ -1,0 +1,86 @@
+"""``agentreview export``: write a recorded attestation where a CI gate reads it.
+
+The entry is picked by RUN_ID, or by ``--range`` (in the repository at ``--cwd``
+when there is one) and ``--binding``. The file goes to ``--to`` (relative to
+``--cwd``, else the current directory) or to the manifest's ``verdict.exportDir``
+as recorded in the ledger. Exit codes: 0, 3 no such entry, 64 usage.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from agentreview.errors import AgentreviewError, UsageError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agentreview.ledger import Ledger, LedgerRow
+
+
+def _pick(led: Ledger, run_id: str | None, range_: str | None, binding: str | None, cwd: Path | None) -> LedgerRow:
+    from agentreview.cli.ledger_cmd import parse_range, repo_of
+
+    if run_id:
+        rows = led.list(run_id=run_id, binding=binding, limit=500)
+        what = f"run {run_id}"
+    else:
+        assert range_ is not None
+        rsha = parse_range(range_, cwd)
+        rows = led.list(repo=repo_of(cwd), range_sha=rsha, binding=binding, limit=500)
+        what = f"range {range_}"
+    if binding:
+        what += f" (binding {binding})"
+    if not rows:
+        raise AgentreviewError(f"no attestation in the ledger for {what} — see 'agentreview ledger'")
+    if len(rows) > 1 and not binding:
+        listing = ", ".join(f"{row.run_id} [{row.binding}]" for row in rows)
+        raise AgentreviewError(f"several attestations match {what}: {listing} — pick one with --binding or a RUN_ID")
+    return rows[0]  # newest first: with --binding, the latest manifest's attestation
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("export")
+    def export(
+        run_id: Annotated[str | None, typer.Argument(help="The run to export (see 'agentreview ledger').")] = None,
+        range_: Annotated[
+            str | None, typer.Option("--range", help="BASE..HEAD (refs resolved in --cwd) or a 64-hex rangeSha.")
+        ] = None,
+        binding: Annotated[str | None, typer.Option("--binding", help="Which binding, when several match.")] = None,
+        cwd: Annotated[Path | None, typer.Option("--cwd", help="Repository, and base of a relative --to.")] = None,
+        to: Annotated[Path | None, typer.Option("--to", help="Write here instead of verdict.exportDir.")] = None,
+        as_json: Annotated[bool, typer.Option("--json", help="Print {path, runId, verdict}.")] = False,
+    ) -> int:
+        """Write a recorded attestation as an export file (two-space JSON)."""
+        from agentreview.export import export_path, write_export
+        from agentreview.home import ledger_root
+        from agentreview.ledger import Ledger, print_warning
+
+        if not run_id and not range_:
+            raise UsageError("give a RUN_ID or --range BASE..HEAD (see 'agentreview ledger')")
+        with Ledger(ledger_root(), warn=print_warning) as led:
+            row = _pick(led, run_id, range_, binding, cwd)
+            entry = led.get(*row.key)
+        if entry is None:
+            raise AgentreviewError(f"ledger entry {row.path} cannot be read — re-run the review")
+        att = entry.attestation
+        if to is not None:
+            target = to if to.is_absolute() else (cwd or Path.cwd()) / to
+        elif entry.host.export_dir:
+            try:
+                target = export_path(att, Path(entry.host.repo_root) / entry.host.export_dir)
+            except ValueError as exc:
+                raise AgentreviewError(f"{exc} — pass --to PATH") from exc
+        else:
+            raise UsageError("`--to` is required (the manifest declares no `verdict.exportDir`)")
+        try:
+            path = write_export(att, target.resolve())
+        except OSError as exc:
+            raise AgentreviewError(f"cannot write {target}: {exc.strerror or exc}") from exc
+        if as_json:
+            typer.echo(json.dumps({"path": str(path), "runId": att.runId, "verdict": att.verdict}, indent=2))
+        else:
+            typer.echo(f"exported {path} ({att.runId}, {att.verdict})")
+        return 0

@@ -1,0 +1,55 @@
+"""``agentreview key``: this host's signing key, created on first use, and its allowed_signers line.
+
+Exit codes: 0, 3 when the key cannot be prepared (no ssh-keygen, unreadable key).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("key")
+    def key(
+        principal: Annotated[
+            str | None, typer.Option("--principal", help="The identity to vouch for (default: config, git email).")
+        ] = None,
+        cwd: Annotated[Path | None, typer.Option("--cwd", help="Repository whose git user.email applies.")] = None,
+        as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    ) -> int:
+        """Show the signing key, its fingerprint, the principal, and the ready allowed_signers line."""
+        from agentreview import repo
+        from agentreview.contracts import SignerContext, SigningError
+        from agentreview.errors import AgentreviewError
+        from agentreview.home import home_dir
+        from agentreview.plugins import load_registry
+        from agentreview.signing import configured_signer
+
+        home = home_dir()
+        try:
+            root: Path | None = repo.repo_root(cwd or Path.cwd())
+        except repo.GitError:
+            root = None
+        try:
+            signer = configured_signer(load_registry(), home)
+            info = signer.key_info(SignerContext(home=home, repo_root=root, principal=principal))
+        except SigningError as exc:
+            raise AgentreviewError(str(exc)) from exc
+        if as_json:
+            typer.echo(json.dumps({
+                "fingerprint": info.fingerprint,
+                "principal": info.principal,
+                "publicKeyPath": str(info.public_key_path),
+                "allowedSignersLine": info.allowed_signers_line,
+            }, indent=2))
+            return 0
+        typer.echo(f"public key:   {info.public_key_path}")
+        typer.echo(f"fingerprint:  {info.fingerprint}")
+        typer.echo(f"principal:    {info.principal}")
+        typer.echo("allowed_signers line (add it to the allowed_signers file of every gate that trusts this host):")
+        typer.echo(info.allowed_signers_line)
+        return 0
