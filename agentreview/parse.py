@@ -38,6 +38,9 @@ class Problem(NamedTuple):
     fix: str = ""
     line: int | None = None
 
+    def __str__(self) -> str:
+        return self.render()
+
     def render(self, path: Path | str | None = None) -> str:
         where = str(path) if path is not None else ""
         if where and self.line is not None:
