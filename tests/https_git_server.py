@@ -97,9 +97,9 @@ class GitHttpsServer:
     ca_file: Path
     base_url: str = ""
     hits: list[str] = field(default_factory=list)
-    # Serve protocol v0 only (ignore Git-Protocol): then a commit that no branch or tag
-    # points at can be fetched by sha only where uploadpack.allowAnySHA1InWant is set.
-    v0_only: bool = False
+    # Serve the "dumb" HTTP protocol (static files, no http-backend): it cannot serve a
+    # shallow fetch of one commit, so a client must fall back to fetching the branches.
+    dumb: bool = False
     _httpd: ThreadingHTTPServer | None = None
 
     def make_repo(self, name: str, files: Mapping[str, FileSpec], *, allow_sha_want: bool = True) -> str:
@@ -114,13 +114,19 @@ class GitHttpsServer:
             git(["config", "uploadpack.allowAnySHA1InWant", "true"], bare)
         return self.commit(name, files)
 
-    def commit(self, name: str, files: Mapping[str, FileSpec], message: str = "pack") -> str:
-        """Add a commit to ``name`` with ``files`` written over the previous content; return its sha."""
+    def commit(self, name: str, files: Mapping[str, FileSpec], message: str = "pack", *, add_all: bool = True) -> str:
+        """Add a commit to ``name`` with ``files`` written over the previous content; return its sha.
+
+        With ``add_all=False`` the work repository's index is committed as it is.
+        """
         work = self.work_root / name
         write_files(work, files)
-        git(["add", "-A"], work)
+        if add_all:
+            git(["add", "-A"], work)
         git(["commit", "--quiet", "--allow-empty", "-m", message], work)
-        git(["push", "--quiet", str(self.project_root / f"{name}.git"), "HEAD:refs/heads/main"], work)
+        bare = self.project_root / f"{name}.git"
+        git(["push", "--quiet", str(bare), "HEAD:refs/heads/main"], work)
+        git(["update-server-info"], bare)  # for the dumb protocol
         return git(["rev-parse", "HEAD"], work)
 
     def url(self, name: str) -> str:
@@ -157,9 +163,25 @@ class GitHttpsServer:
                         self.rfile.readline()
                 return self.rfile.read(int(self.headers.get("Content-Length") or 0))
 
+            def _static(self, path: str) -> None:
+                root = server.project_root.resolve()
+                target = (root / unquote(path).lstrip("/")).resolve()
+                if not target.is_relative_to(root) or not target.is_file():
+                    self.send_error(404)
+                    return
+                data = target.read_bytes()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/octet-stream")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
             def _cgi(self) -> None:
                 server.hits.append(f"{self.command} {self.path}")
                 path, _, query = self.path.partition("?")
+                if server.dumb:
+                    self._static(path)
+                    return
                 body = self._body()
                 env = {
                     "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -174,7 +196,7 @@ class GitHttpsServer:
                     "CONTENT_LENGTH": str(len(body)),
                     "REMOTE_ADDR": self.client_address[0],
                 }
-                if self.headers.get("Git-Protocol") and not server.v0_only:
+                if self.headers.get("Git-Protocol"):
                     env["GIT_PROTOCOL"] = self.headers["Git-Protocol"]
                 if self.headers.get("Content-Encoding"):
                     env["HTTP_CONTENT_ENCODING"] = self.headers["Content-Encoding"]

@@ -1,1 +1,90 @@
-"""Plugin entry module (filled by its issue)."""
+"""agentreview-packs-git: loads ``git+https://<url>#<40-hex sha>`` review packs.
+
+A hostile reference is refused before git runs; the pinned commit is fetched over
+https only, with no hooks, helpers or user configuration involved, and kept in
+``<home>/review-packs/<sha>/``. Every cache hit is re-verified against the sha
+(AIP-62 open question 5), so a locally edited pack is discarded and fetched again
+— or refused when it cannot be fetched. A valid hit uses no network and no git
+process. A git pack is never trusted: its commands need ``allowCommands: true``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from agentreview import hookimpl
+from agentreview.contracts import LoadedPack, PackLoadContext, PackLoadError, PackUnavailableError
+from agentreview_packs_git.refs import split_git_ref
+
+
+class GitPackLoader:
+    form = "git+https"
+
+    def load(self, ref: str, ctx: PackLoadContext) -> LoadedPack:
+        url, sha = split_git_ref(ref)
+        from agentreview.home import pack_cache_dir
+        from agentreview_packs_git.cache import verify_entry
+        from agentreview_packs_git.tree import TreeMismatchError
+
+        entry = pack_cache_dir(ctx.home) / sha
+        if os.path.lexists(entry):
+            try:
+                return self._loaded(entry, verify_entry(entry, sha), url)
+            except (TreeMismatchError, OSError) as exc:
+                return self._refetch(ref, url, sha, entry, ctx, problem=str(exc))
+        return self._refetch(ref, url, sha, entry, ctx, problem=None)
+
+    @staticmethod
+    def _loaded(entry: Path, manifest: bytes, url: str) -> LoadedPack:
+        return LoadedPack(root=Path(os.path.realpath(entry)), source=manifest, trusted=False, origin=url)
+
+    def _refetch(
+        self, ref: str, url: str, sha: str, entry: Path, ctx: PackLoadContext, *, problem: str | None
+    ) -> LoadedPack:
+        """Under the per-sha lock: re-check the entry (another process may have fixed it), drop a bad
+        one, fetch, publish with one rename."""
+        from filelock import FileLock, Timeout
+
+        from agentreview_packs_git.cache import FetchError, discard, fetch_entry, verify_entry
+        from agentreview_packs_git.tree import TreeMismatchError
+
+        tampered = f"the cached copy at {entry} was modified ({problem}) and was discarded; " if problem else ""
+        if ctx.offline:
+            raise PackUnavailableError(f"pack '{ref}': {tampered}not in the pack cache and running offline")
+        deadline = time.monotonic() + ctx.timeout_s
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            with FileLock(str(entry.parent / f".{sha}.lock"), timeout=ctx.timeout_s):
+                if os.path.lexists(entry):
+                    try:
+                        return self._loaded(entry, verify_entry(entry, sha), url)
+                    except (TreeMismatchError, OSError):
+                        discard(entry)
+                try:
+                    fresh = fetch_entry(entry.parent, url, sha, deadline)
+                except FetchError as exc:
+                    raise PackUnavailableError(
+                        f"pack '{ref}': {tampered}cannot fetch commit {sha} from {url}: {exc}"
+                    ) from exc
+                except TreeMismatchError as exc:
+                    raise PackLoadError(f"pack '{ref}': {exc}") from exc
+                try:
+                    os.rename(fresh, entry)
+                except OSError:  # lost a race with a process that does not lock: keep the winner's copy
+                    discard(fresh)
+                try:
+                    return self._loaded(entry, verify_entry(entry, sha), url)
+                except (TreeMismatchError, OSError) as exc:
+                    raise PackLoadError(f"pack '{ref}': the fetched copy does not verify ({exc})") from exc
+        except Timeout as exc:
+            raise PackUnavailableError(
+                f"pack '{ref}': another agentreview process held the cache lock for {sha} longer than "
+                f"{ctx.timeout_s:.0f}s"
+            ) from exc
+
+
+@hookimpl
+def agentreview_register_pack_loaders(register):  # type: ignore[no-untyped-def]
+    register(GitPackLoader())

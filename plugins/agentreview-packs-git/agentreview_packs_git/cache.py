@@ -1,0 +1,122 @@
+"""The per-sha git pack cache: ``<home>/review-packs/<sha>/``, verified on every hit.
+
+An entry is the pack's files plus ``.git/`` (the fetched objects, and the raw
+pinned commit object in ``.git/agentreview-commit``). A hit is accepted only when
+the commit bytes hash to the pinned sha and the files on disk hash to that
+commit's tree; anything else is discarded and fetched again. A fetch happens in a
+temporary folder under a per-sha file lock and is published with one atomic
+rename, so concurrent runs never see a half-written entry.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import stat
+import tempfile
+import time
+from pathlib import Path
+
+from agentreview_packs_git.gitrun import GitRunError, run_git, safe_env, user_ca_settings
+from agentreview_packs_git.tree import (
+    TreeMismatchError,
+    commit_tree_id,
+    disk_tree_id,
+    parse_cat_file_batch,
+    parse_ls_tree,
+    write_tree,
+)
+
+COMMIT_FILE = "agentreview-commit"
+PACK_MANIFEST = "REVIEW.md"
+MAX_PACK_FILES = 5_000
+MAX_PACK_BYTES = 64 * 1024 * 1024
+
+
+class FetchError(Exception):
+    """The pinned commit could not be fetched (network, server, missing commit)."""
+
+
+def verify_entry(entry: Path, sha: str) -> bytes:
+    """Check a cache entry against the pinned sha; return its REVIEW.md bytes as hashed.
+
+    Raises :class:`TreeMismatchError` (or ``OSError``) naming what is wrong.
+    """
+    info = os.lstat(entry)
+    if not stat.S_ISDIR(info.st_mode):
+        raise TreeMismatchError(f"{entry} is not a plain folder")
+    commit_path = entry / ".git" / COMMIT_FILE
+    if not stat.S_ISREG(os.lstat(commit_path).st_mode):
+        raise TreeMismatchError(f"{commit_path} is not a plain file")
+    expected_tree = commit_tree_id(commit_path.read_bytes(), sha)
+    actual_tree, manifest = disk_tree_id(entry, capture=PACK_MANIFEST)
+    if actual_tree != expected_tree:
+        raise TreeMismatchError(
+            f"the files differ from commit {sha} (tree {actual_tree} on disk, {expected_tree} pinned)"
+        )
+    return manifest
+
+
+def discard(entry: Path) -> None:
+    """Move a bad entry out of the way atomically, then delete it."""
+    trash = Path(tempfile.mkdtemp(prefix=f".trash-{entry.name[:12]}-", dir=entry.parent))
+    with contextlib.suppress(FileNotFoundError):
+        os.rename(entry, trash / "entry")
+    shutil.rmtree(trash, ignore_errors=True)
+
+
+def fetch_entry(cache_dir: Path, url: str, sha: str, deadline: float) -> Path:
+    """Fetch ``sha`` from ``url`` into a new temporary folder under ``cache_dir`` and write its tree.
+
+    Returns the folder (verified); the caller renames it into place.
+    Raises :class:`FetchError` or :class:`TreeMismatchError`.
+    """
+    tmp = Path(tempfile.mkdtemp(prefix=f".fetch-{sha[:12]}-", dir=cache_dir))
+    try:
+        plain = safe_env()
+        run_git(["init", "--quiet", "--template="], tmp, plain, deadline)
+        ca = {k: v for k, v in user_ca_settings(tmp, max(deadline - time.monotonic(), 0.1)).items()
+              if k not in os.environ}  # fmt: skip
+        env = safe_env(ca)
+        _fetch_commit(tmp, url, sha, env, deadline)
+        commit = run_git(["cat-file", "commit", sha], tmp, env, deadline)
+        commit_tree_id(commit, sha)
+        entries = parse_ls_tree(run_git(["ls-tree", "-r", "-z", "-l", "--full-tree", sha], tmp, env, deadline))
+        if len(entries) > MAX_PACK_FILES or sum(e.size for e in entries) > MAX_PACK_BYTES:
+            raise TreeMismatchError(
+                f"commit {sha} holds more than {MAX_PACK_FILES} files or {MAX_PACK_BYTES} bytes — too large for a pack"
+            )
+        wanted = "".join(f"{sha_}\n" for sha_ in sorted({e.sha for e in entries})).encode()
+        blobs = parse_cat_file_batch(run_git(["cat-file", "--batch"], tmp, env, deadline, input_bytes=wanted))
+        write_tree(tmp, entries, blobs)
+        (tmp / ".git" / COMMIT_FILE).write_bytes(commit)
+        verify_entry(tmp, sha)
+        return tmp
+    except GitRunError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise FetchError(str(exc)) from exc
+    except (TreeMismatchError, OSError, ValueError, KeyError) as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, TreeMismatchError):
+            raise
+        raise TreeMismatchError(f"could not write commit {sha} out ({exc})") from exc
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _fetch_commit(repo: Path, url: str, sha: str, env: dict[str, str], deadline: float) -> None:
+    """Fetch just the pinned commit (servers allowing a sha in ``want``), else every branch and tag."""
+    base = ["fetch", "--quiet", "--no-tags", "--no-recurse-submodules", "--no-write-fetch-head"]
+    try:
+        run_git([*base, "--depth", "1", "--", url, sha], repo, env, deadline)
+        return
+    except GitRunError as exc:
+        if exc.timed_out:
+            raise
+    run_git([*base, "--", url, "+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*"], repo, env, deadline)
+    try:
+        run_git(["cat-file", "-e", f"{sha}^{{commit}}"], repo, env, deadline)
+    except GitRunError as exc:
+        raise GitRunError(f"commit {sha} is not reachable from any branch or tag of {url}") from exc

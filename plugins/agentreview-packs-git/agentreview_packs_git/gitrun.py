@@ -1,0 +1,137 @@
+"""Running git against an untrusted remote: a scrubbed environment, hardened config, a hard deadline.
+
+Nothing from the user's or the system's git configuration reaches the fetch
+(no hooks, no credential helpers, no url rewrites, no other protocols), except the
+CA settings a corporate or test setup needs to reach an https server. Every call is
+bounded; on timeout the whole process group (git and its remote helper) is killed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+# -c options placed before every git subcommand that may touch the remote or the object store.
+HARDENING: tuple[str, ...] = (
+    "-c", "protocol.allow=never",
+    "-c", "protocol.https.allow=always",
+    "-c", "core.hooksPath=/dev/null",
+    "-c", "credential.helper=",
+    "-c", "core.askPass=",
+    "-c", "core.fsmonitor=false",
+    "-c", "submodule.recurse=false",
+    "-c", "fetch.recurseSubmodules=false",
+    "-c", "transfer.fsckObjects=true",
+    "-c", "http.followRedirects=initial",
+)  # fmt: skip
+
+_KEEP_GIT_VARS = ("GIT_SSL_CAINFO", "GIT_SSL_CAPATH")
+
+
+class GitRunError(Exception):
+    """A git step failed or ran out of time; the message carries git's last line."""
+
+    def __init__(self, message: str, *, timed_out: bool = False):
+        super().__init__(message)
+        self.timed_out = timed_out
+
+
+def safe_env(ca_overrides: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment for every git call: no inherited GIT_* (a hook's GIT_DIR would redirect us),
+    no system or global config, https only, never a prompt, no LFS smudge."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") and k != "SSH_ASKPASS"}
+    for key in _KEEP_GIT_VARS:
+        if key in os.environ:
+            env[key] = os.environ[key]
+    env.update(ca_overrides or {})
+    env.update(
+        {
+            "GIT_ALLOW_PROTOCOL": "https",
+            "GIT_PROTOCOL_FROM_USER": "0",
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_LFS_SKIP_SMUDGE": "1",
+            "GIT_ASKPASS": "",
+            "LC_ALL": "C",
+        }
+    )
+    return env
+
+
+def user_ca_settings(cwd: Path, timeout: float) -> dict[str, str]:
+    """``http.sslCAInfo`` / ``http.sslCAPath`` from the user's own config, carried over as the
+    equivalent environment variables (the rest of that config is ignored on purpose)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_CEILING_DIRECTORIES")}
+    try:
+        proc = subprocess.run(
+            ["git", "config", "--get-regexp", r"^http\.sslca(info|path)$"],
+            cwd=str(cwd),
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    found: dict[str, str] = {}
+    for line in proc.stdout.splitlines():
+        key, _, value = line.partition(" ")
+        if key.lower() == "http.sslcainfo" and value:
+            found["GIT_SSL_CAINFO"] = value
+        elif key.lower() == "http.sslcapath" and value:
+            found["GIT_SSL_CAPATH"] = value
+    return found
+
+
+def run_git(
+    args: Sequence[str],
+    cwd: Path,
+    env: dict[str, str],
+    deadline: float,
+    *,
+    input_bytes: bytes | None = None,
+) -> bytes:
+    """Run ``git <HARDENING> <args>`` in ``cwd`` until ``deadline`` (a ``time.monotonic()`` value).
+
+    Returns stdout bytes; raises :class:`GitRunError` on a non-zero exit or on timeout.
+    """
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise GitRunError(f"git {args[0]} was not started: the time limit was already used up", timed_out=True)
+    try:
+        proc = subprocess.Popen(
+            ["git", *HARDENING, *args],
+            cwd=str(cwd),
+            env=env,
+            stdin=subprocess.PIPE if input_bytes is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise GitRunError(f"cannot start git ({exc.strerror or exc}) — is git installed?") from exc
+    try:
+        out, err = proc.communicate(input=input_bytes, timeout=remaining)
+    except subprocess.TimeoutExpired as exc:
+        _kill_group(proc)
+        raise GitRunError(f"git {args[0]} did not finish in time and was killed", timed_out=True) from exc
+    except BaseException:
+        _kill_group(proc)
+        raise
+    if proc.returncode != 0:
+        lines = [ln for ln in err.decode("utf-8", "replace").splitlines() if ln.strip()]
+        raise GitRunError(lines[-1].strip() if lines else f"git {args[0]} exited with {proc.returncode}")
+    return out
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.communicate()
