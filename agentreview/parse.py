@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 from agentreview.errors import EXIT_ERROR, AgentreviewError
 
@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agentreview.documents.manifest import Binding, ReviewManifest, ReviewPack
 
 MAX_MANIFEST_BYTES = 1 << 20
+MAX_PROBLEMS = 100
 BOM = "\ufeff"
 GIT_PACK_REF = re.compile(r"^git\+(https://[^\s#]+)#([0-9a-f]{40})$")
 
@@ -239,7 +240,7 @@ def parse_review(source: bytes, path: Path | None = None) -> ParsedReview:
     cross, bindings = _review_rules(data)
     problems += cross
     if problems:
-        raise ManifestError(path, _with_lines(_dedupe(problems), front.lines))
+        _fail(path, problems, front.lines)
     assert manifest is not None
     return ParsedReview(manifest, source, path, front.body, bindings)
 
@@ -403,7 +404,7 @@ def parse_pack(source: bytes, path: Path | None = None) -> ReviewPack:
     indexed, _ = _valid_checks(raw_checks, is_pack=True)
     problems += rules.run_placeholder_problems(indexed)
     if problems:
-        raise ManifestError(path, _with_lines(_dedupe(problems), front.lines))
+        _fail(path, problems, front.lines)
     assert pack is not None
     return pack
 
@@ -525,8 +526,30 @@ _PATTERN_TEXT = {
 }
 
 
+_UNLISTED = "(not listed)"
+
+
 def _schema_problems(exc: ValidationError, data: dict[str, Any], *, is_pack: bool) -> list[Problem]:
-    return [_translate(err, data, is_pack) for err in exc.errors(include_url=False)]
+    """Translated schema errors; past :data:`MAX_PROBLEMS` each is only counted (translation costs time)."""
+    errors = exc.errors(include_url=False)
+    unlisted = Problem("manifest", _UNLISTED)
+    return [_translate(err, data, is_pack) if i < MAX_PROBLEMS else unlisted for i, err in enumerate(errors)]
+
+
+def _fail(path: Path | None, problems: list[Problem], lines: dict[tuple[str | int, ...], int]) -> NoReturn:
+    """Raise with the problems in file order, at most :data:`MAX_PROBLEMS` of them listed.
+
+    A hostile file must not flood the terminal; the rest is one counted line.
+    """
+    unlisted = sum(p.message == _UNLISTED for p in problems)
+    listed = _with_lines(_dedupe([p for p in problems if p.message != _UNLISTED]), lines)
+    more = unlisted + max(0, len(listed) - MAX_PROBLEMS)
+    listed = listed[:MAX_PROBLEMS]
+    if more:
+        listed.append(
+            Problem("manifest", f"{more} more problems not listed", "fix the problems above, then check again")
+        )
+    raise ManifestError(path, listed)
 
 
 def _translate(err: Any, data: dict[str, Any], is_pack: bool) -> Problem:

@@ -456,3 +456,13 @@ def test_pack_check_rules() -> None:
 def test_pack_unbound_placeholder() -> None:
     err = problems_of(review(PACK.replace("{head}", "{tip}")), pack=True)
     assert err.problems[0].location == "checks[1].run" and "{tip}" in err.problems[0].message
+
+
+def test_problem_list_is_capped_but_counted() -> None:
+    from agentreview.parse import MAX_PROBLEMS
+
+    source = review(MINIMAL + "".join(f"extra{i}: 1\n" for i in range(MAX_PROBLEMS + 50)))
+    err = problems_of(source)
+    assert len(err.problems) == MAX_PROBLEMS + 1
+    assert err.problems[-1].message == "50 more problems not listed"
+    assert str(err).endswith(f"(and {MAX_PROBLEMS} more)")
