@@ -119,7 +119,7 @@ def test_pass_is_signed_recorded_and_binds_placeholders(repo: Repo) -> None:
     assert lanes["ok"]["status"] == "pass" and lanes["ok"]["exitCode"] == 0
     advisory = lanes["shows"]
     assert advisory["status"] == "fail" and advisory["blocking"] is False
-    assert f"base={base} head={head} changed='[{base}]'" in advisory["findings"][0]["detail"]
+    assert f"base={base} head={head} changed=[{base}]" in advisory["findings"][0]["detail"]
     assert att["attestor"]["signature"]["alg"] == "ssh-ed25519"
     assert att["requester"]["gitAuthor"] == {"name": "Dev Example", "email": "dev@example.test"}
     assert att["attestor"]["daemon"].startswith("agentreview/")
