@@ -84,18 +84,6 @@ def pid_alive(pid: int) -> bool:
     return Path(f"/proc/{pid}").exists() and not _is_zombie(str(pid))
 
 
-def kill_marked(mark: str) -> None:
-    """Test clean-up for processes a test deliberately let escape: each marked process and its group."""
-    for pid in marked_pids(mark):
-        try:
-            pgid = os.getpgid(pid)
-            if pgid != os.getpgrp():
-                os.killpg(pgid, 9)
-            os.kill(pid, 9)
-        except OSError:
-            pass
-
-
 DRIVER = textwrap.dedent(
     """
     import json, os, resource, sys, threading, time

@@ -15,7 +15,7 @@ from agentreview_command.executor import (
     CommandLaneExecutor,
     cancel_all,
 )
-from cmdlane_helpers import kill_marked, marked_pids, new_mark, pid_alive, request, wait_until
+from cmdlane_helpers import marked_pids, new_mark, pid_alive, request, wait_until
 
 from agentreview.plugins import load_registry
 
@@ -234,10 +234,15 @@ def test_stragglers_are_killed_when_the_shell_exits(executor, tmp_path):
 
 def test_escapee_that_left_the_group_is_found_by_its_marker(executor, tmp_path):
     mark = new_mark()
-    outcome = executor.run_lane(
-        request(f"export M={mark}; setsid sleep 300 </dev/null >/dev/null 2>&1 & echo done", repo_root=tmp_path)
+    # The shell waits until the escapee has left the group, so only the marker can find it.
+    command = (
+        f"export M={mark}; setsid sh -c 'echo $$ > escaped; exec sleep 300' </dev/null >/dev/null 2>&1 & "
+        "while [ ! -s escaped ]; do sleep 0.01; done; echo done"
     )
-    assert outcome.exit_code == 0
+    outcome = executor.run_lane(request(command, repo_root=tmp_path))
+    assert (outcome.exit_code, outcome.output) == (0, "done\n")
+    escaped = int((tmp_path / "escaped").read_text())
+    assert not pid_alive(escaped)
     assert marked_pids(mark) == []
 
 
@@ -254,16 +259,21 @@ def test_escapee_holding_the_pipe_on_timeout_is_killed(executor, tmp_path):
 
 def test_scrubbed_escapee_cannot_hang_the_lane(executor, tmp_path):
     # Known limit: setsid + an empty environment escapes both the group kill and the marker
-    # sweep. What must hold is that the lane still ends promptly instead of waiting on the pipe.
-    mark = new_mark()
+    # sweep. What must hold is that the lane still ends promptly instead of waiting on the
+    # pipe the escapee keeps open.
+    command = (
+        "setsid env -i sh -c 'echo $$ > scrubbed; exec sleep 300' & "
+        "while [ ! -s scrubbed ]; do sleep 0.01; done; echo done"
+    )
+    started = time.monotonic()
+    outcome = executor.run_lane(request(command, repo_root=tmp_path))
+    elapsed = time.monotonic() - started
+    escaped = int((tmp_path / "scrubbed").read_text())
     try:
-        started = time.monotonic()
-        command = f"setsid env -i sh -c 'sleep 300; : {mark}' & echo done"
-        outcome = executor.run_lane(request(command, repo_root=tmp_path))
         assert (outcome.kind, outcome.exit_code, outcome.output) == ("exited", 0, "done\n")
-        assert time.monotonic() - started < 2.0
+        assert elapsed < 2.0
     finally:
-        kill_marked(mark)
+        os.kill(escaped, 9)
 
 
 # --------------------------------------------------------------------------- parallel lanes and the watchdog

@@ -59,10 +59,16 @@ def test_host_process_group_sigkill_kills_every_lane(tmp_path):
 
 def test_host_sigkill_also_finds_escapees_by_marker(tmp_path):
     mark = new_mark()
-    driver, _, mark = _hold(
-        tmp_path, f"export M={mark}; setsid sleep 300 </dev/null >/dev/null 2>&1 & sleep 300", lanes=1, expect=3
+    command = (
+        f"export M={mark}; setsid sh -c 'echo $$ > escaped; exec sleep 300' </dev/null >/dev/null 2>&1 & sleep 300"
     )
+    driver, _, mark = _hold(tmp_path, command, lanes=1, expect=3)
+    escaped_file = tmp_path / "escaped"
+    assert wait_until(lambda: escaped_file.exists() and escaped_file.read_text().strip().isdigit(), 5)
+    escaped = int(escaped_file.read_text())
+    assert os.getsid(escaped) == escaped  # it really left the lane's session and group
     _sigkill_and_wait(driver, mark, within_s=3)
+    assert not pid_alive(escaped)
 
 
 @pytest.mark.slow
