@@ -466,3 +466,13 @@ def test_problem_list_is_capped_but_counted() -> None:
     assert len(err.problems) == MAX_PROBLEMS + 1
     assert err.problems[-1].message == "50 more problems not listed"
     assert str(err).endswith(f"(and {MAX_PROBLEMS} more)")
+
+
+def test_uses_accepts_only_the_as_spelling() -> None:
+    uses = "uses:\n  - {pack: ./p, as_: core}\nbindings:\n  b: {checks: [lint]}\n"
+    err = problems_of(review(MINIMAL + uses))
+    assert "unknown key 'as_'" in only_message(err, "uses[0].as_")
+
+
+def only_message(err: ManifestError, location: str) -> str:
+    return next(p.message for p in err.problems if p.location == location)

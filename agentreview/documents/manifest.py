@@ -95,6 +95,9 @@ PackRef = Annotated[str, AfterValidator(_pack_ref)]
 
 
 class UsesEntry(Strict):
+    # `as` is a Python keyword, so the field is `as_`; only the spelling `as` is accepted as input.
+    model_config = ConfigDict(validate_by_name=False, validate_by_alias=True)
+
     pack: PackRef
     as_: Id = Field(alias="as")
     checks: list[Id] | None = None
