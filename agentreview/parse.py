@@ -522,7 +522,6 @@ _PATTERN_TEXT = {
     "ID": ("is not a valid id", "use lowercase letters, digits and '-', starting with a letter (at most 64)"),
     "REF": ("is not a valid check ref", "write a check id, or '<as>/<id>' for a pack check"),
     "SEMVER": ("is not a semver version", "write a version like 1.0.0"),
-    "PACK": ("is not a valid pack reference", "write an npm name, ./path, /abs/path or git+https://<url>#<sha>"),
 }
 
 
@@ -595,9 +594,7 @@ def _translate(err: Any, data: dict[str, Any], is_pack: bool) -> Problem:
             return Problem(where, str(ref_exc), "pin the pack as git+https://<host>/<repo>#<40-hex commit sha>")
     if kind == "string_pattern_mismatch":
         pattern = ctx.get("pattern")
-        key = {m.ID_PATTERN: "ID", m.REF_PATTERN: "REF", m.SEMVER_PATTERN: "SEMVER", m.PACK_REF_PATTERN: "PACK"}.get(
-            pattern, ""
-        )
+        key = {m.ID_PATTERN: "ID", m.REF_PATTERN: "REF", m.SEMVER_PATTERN: "SEMVER"}.get(pattern, "")
         text, fix = _PATTERN_TEXT.get(key, ("does not match " + str(pattern), ""))
         noun = "key" if err["loc"] and err["loc"][-1] == "[key]" else "value"
         return Problem(where, f"{noun} {value!r} {text}", fix)
@@ -635,5 +632,6 @@ def _translate(err: Any, data: dict[str, Any], is_pack: bool) -> Problem:
     if kind == "union_tag_not_found":
         return Problem(where, "the check has no 'kind'", "add kind: command or kind: agent")
     if kind == "value_error":
-        return Problem(where, str(err["msg"]).removeprefix("Value error, "), "")
+        fix = "write an npm name, ./path, /abs/path or git+https://<url>#<sha>" if last == "pack" else ""
+        return Problem(where, str(err["msg"]).removeprefix("Value error, "), fix)
     return Problem(where, str(err["msg"]), "")
