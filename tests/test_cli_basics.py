@@ -114,3 +114,21 @@ def test_a_plugin_module_that_does_not_exist_is_one_warning_without_a_traceback(
     assert proc.returncode == 0
     assert "Traceback" not in proc.stderr
     assert len(proc.stderr.splitlines()) == 1 and "ModuleNotFoundError" in proc.stderr
+
+
+def test_a_command_run_loads_only_its_own_module(env: dict[str, str]) -> None:
+    code = (
+        "import sys, contextlib, io; from agentreview.cli.app import COMMAND_MODULES, run_app\n"
+        "with contextlib.redirect_stdout(io.StringIO()): rc = run_app(['schema', 'review'])\n"
+        "print(rc, sorted(m for m in COMMAND_MODULES if m in sys.modules))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.stdout.strip() == "0 ['agentreview.cli.schema_cmd']", proc.stderr
+
+
+def test_root_help_before_a_command_still_lists_every_command(env: dict[str, str]) -> None:
+    proc = cli(env, "--help", "schema")
+    assert proc.returncode == 0
+    assert "  plugins " in proc.stdout and "  schema " in proc.stdout
+    sub_help = cli(env, "schema", "--help")
+    assert sub_help.returncode == 0 and sub_help.stdout.startswith("Usage: agentreview schema")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from typing import Any
 
 import typer
 
@@ -39,7 +40,18 @@ def _version(value: bool) -> None:
         raise typer.Exit(0)
 
 
-def build_app() -> typer.Typer:
+def _module_of(command: str) -> str | None:
+    """The module that registers ``command``, by the naming rule ``agentreview.cli.<command>_cmd``."""
+    module = f"agentreview.cli.{command}_cmd"
+    return module if module in COMMAND_MODULES else None
+
+
+def build_app(only: str | None = None) -> typer.Typer:
+    """The app with every command, or with only ``only`` (the command being run).
+
+    Registering one command spares the start-up cost of importing every other command module
+    and of Typer converting every other command's parameters, which each invocation pays.
+    """
     app = typer.Typer(
         name="agentreview",
         help="Attested code reviews over a frozen git range (agentreview/v1).",
@@ -58,7 +70,8 @@ def build_app() -> typer.Typer:
     ) -> None:
         """Attested code reviews over a frozen git range (agentreview/v1)."""
 
-    for name in COMMAND_MODULES:
+    module = _module_of(only) if only else None
+    for name in [module] if module else COMMAND_MODULES:
         importlib.import_module(name).register(app)
     return app
 
@@ -69,11 +82,23 @@ def _fail(command: str, message: str, code: int) -> int:
     return code
 
 
+def _command_for(sub: str) -> Any:
+    """The click command to run: narrowed to ``sub`` when its module is known, else every command
+    (help, and an unknown command reported with the full list)."""
+    if _module_of(sub):
+        narrow = typer.main.get_command(build_app(only=sub))
+        if sub in getattr(narrow, "commands", {}):
+            return narrow
+    return typer.main.get_command(build_app())
+
+
 def run_app(args: list[str]) -> int:
-    app = build_app()
-    command = typer.main.get_command(app)
+    # The root takes no option with a value, so the first word is the command.
     sub = next((a for a in args if not a.startswith("-")), "")
     try:
+        # Inside the try, so a broken command module is one line, not a traceback. Narrow only
+        # `agentreview <command> ...`: `agentreview --help <command>` shows the full root help.
+        command = _command_for(sub if args[:1] == [sub] else "")
         result = command.main(args=args, prog_name="agentreview", standalone_mode=False)
     except click_exc.NoArgsIsHelpError as exc:
         sys.stdout.write((exc.ctx.get_help() if exc.ctx else "") + "\n")
