@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from agentreview.digests import multiset_key, range_sha
+from agentreview.fold import fold_verdict
 from agentreview.repo import repo_slug
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -68,6 +69,7 @@ ENTRY_NAME = re.compile(r"^([0-9a-f]{64})\.json$")
 BINDING_SEGMENT = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")
 RUN_ID = re.compile(r"^review-[A-Za-z0-9._-]{1,200}$")
 PR_STATES = ("open", "merged", "closed")
+LANE_STATUSES = ("pass", "fail", "skipped", "timeout")
 
 
 class LedgerError(Exception):
@@ -231,31 +233,74 @@ def _key_matches(entry: LedgerEntry, key: LedgerKey) -> bool:
     return LedgerKey.of(entry.attestation) == key
 
 
-def _row_of(entry: LedgerEntry) -> dict[str, Any]:
-    """The settled ``review_ledger`` row, without annotations (those are read per query)."""
-    att, raw = entry.attestation, entry.raw
+def _str(doc: Mapping[str, Any], name: str, where: str = "attestation") -> str:
+    value = doc.get(name)
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{where}.{name} must be a non-empty string")
+    return value
+
+
+def _summarize(doc: Any) -> tuple[LedgerKey, tuple[str, str, str, str | None, str], dict[str, Any]]:
+    """The index columns and the settled ``review_ledger`` row (reference-notes 5.2) of an entry.
+
+    Checked without the full document model, because rebuilding the index of
+    100,000 entries must take seconds, not minutes: the key fields have their exact
+    shape, rangeSha is recomputed and the verdict re-folded. Everything else is
+    validated when an entry is read (``get``, ``lookup_cached``, ``candidates``).
+    Annotations are not part of the row; a query reads them.
+    """
+    if not isinstance(doc, dict) or not isinstance(doc.get("attestation"), dict):
+        raise ValueError("not a ledger entry {attestation, host}")
+    att, host = doc["attestation"], HostInfo.from_json(doc.get("host"))
+    if att.get("schema") != "agentproto.review.attestation/v1":
+        raise ValueError(f"unknown schema {att.get('schema')!r}")
+    target = att.get("target")
+    if not isinstance(target, dict):
+        raise ValueError("attestation.target must be an object")
+    remote, base, head = (_str(target, k, "attestation.target") for k in ("repoRemote", "baseSha", "headSha"))
+    run_id, review_id, binding, created = (_str(att, k) for k in ("runId", "reviewId", "binding", "createdAt"))
+    manifest_sha, rsha = _str(att, "manifestSha"), _str(att, "rangeSha")
+    if not run_id.startswith("review-") or not HEX64.match(manifest_sha) or not HEX64.match(rsha):
+        raise ValueError("attestation.runId, manifestSha or rangeSha has the wrong shape")
+    if rsha != range_sha(base, head):
+        raise ValueError("rangeSha does not match target.baseSha..target.headSha")
+    lanes = att.get("lanes")
+    if not isinstance(lanes, list) or not all(
+        isinstance(lane, dict) and isinstance(lane.get("id"), str) and lane.get("status") in LANE_STATUSES
+        and isinstance(lane.get("blocking"), bool)
+        for lane in lanes
+    ):
+        raise ValueError("attestation.lanes must be LaneResults {id, status, blocking, ...}")
+    verdict = att.get("verdict")
+    if verdict != fold_verdict((lane["blocking"], lane["status"]) for lane in lanes):
+        raise ValueError(f"verdict {verdict!r} does not follow from its lanes")
+    attestor = att.get("attestor")
+    if not isinstance(attestor, dict):
+        raise ValueError("attestation.attestor must be an object")
+    requester = att.get("requester") if isinstance(att.get("requester"), dict) else None
+    session = requester.get("sessionId") if requester and isinstance(requester.get("sessionId"), str) else None
     row: dict[str, Any] = {
-        "runId": att.runId,
-        "reviewId": att.reviewId,
-        "binding": att.binding,
-        "verdict": att.verdict,
-        "repoRemote": att.target.repoRemote,
-        "baseSha": att.target.baseSha,
-        "headSha": att.target.headSha,
-        "rangeSha": att.rangeSha,
-        "manifestSha": att.manifestSha,
-        "createdAt": att.createdAt,
-        "cwd": entry.host.repo_root,
+        "runId": run_id,
+        "reviewId": review_id,
+        "binding": binding,
+        "verdict": verdict,
+        "repoRemote": remote,
+        "baseSha": base,
+        "headSha": head,
+        "rangeSha": rsha,
+        "manifestSha": manifest_sha,
+        "createdAt": created,
+        "cwd": host.repo_root,
     }
-    if att.dirty:
+    if att.get("dirty") is True:
         row["dirty"] = True
-    if isinstance(raw.get("requester"), dict):
-        row["requester"] = raw["requester"]
-    if isinstance(raw.get("pr"), dict):
-        row["pr"] = raw["pr"]
-    row["signed"] = att.attestor.signature is not None
-    row["lanes"] = [{"id": lane.id, "status": lane.status, "blocking": lane.blocking} for lane in att.lanes]
-    return row
+    if requester:
+        row["requester"] = requester
+    if isinstance(att.get("pr"), dict):
+        row["pr"] = att["pr"]
+    row["signed"] = isinstance(attestor.get("signature"), dict)
+    row["lanes"] = [{"id": lane["id"], "status": lane["status"], "blocking": lane["blocking"]} for lane in lanes]
+    return LedgerKey(remote, manifest_sha, binding, rsha), (base, head, run_id, session, created), row
 
 
 def _stat_sig(st: os.stat_result) -> tuple[int, int, int]:
@@ -341,6 +386,7 @@ class Ledger:
 
     def __init__(self, root: Path, *, warn: Callable[[str], None] | None = None):
         self.root = Path(root)
+        self._root_s = str(self.root)
         self.warnings: list[str] = []
         self._warn = warn or self.warnings.append
         self._conn: sqlite3.Connection | None = None
@@ -393,8 +439,8 @@ class Ledger:
             raise LedgerError(
                 f"timed out after {LOCK_TIMEOUT_S:.0f}s waiting for the ledger entry lock of {path}"
             ) from exc
-        entry = LedgerEntry(attestation, attestation.to_json_dict(), info, path)
-        self._index_write(lambda conn: self._upsert(conn, path.parent, path.name, st, entry))
+        params = self._index_params(path.parent.relative_to(self.root).as_posix(), path.name, st, text.encode())
+        self._index_write(lambda conn: conn.execute(_UPSERT, params))
         return path
 
     def _make_dirs(self, leaf: Path) -> None:
@@ -628,7 +674,7 @@ class Ledger:
                 stale = []
                 for rel, name, mtime_ns, size, ino, _row in rows:
                     try:
-                        st = (self.root / rel / name).lstat()
+                        st = os.lstat(os.path.join(self._root_s, rel, name))
                     except FileNotFoundError:
                         stale.append((rel, name, None))
                         continue
@@ -641,7 +687,7 @@ class Ledger:
                         if st is None:
                             conn.execute("DELETE FROM entries WHERE dir = ? AND name = ?", (rel, name))
                         else:
-                            self._index_file(conn, rel, name, st)
+                            conn.execute(_UPSERT, self._index_params(rel, name, st))
             return [(rel, name, row) for rel, name, _m, _s, _i, row in conn.execute(sql, params).fetchall()]
 
         return self._index_read(run)
@@ -739,9 +785,9 @@ class Ledger:
         self._visit(conn, _Visit(dict(rows)), scope)
 
     def _visit(self, conn: sqlite3.Connection, visit: _Visit, rel: str) -> None:
-        path = self.root / rel if rel else self.root
+        path = os.path.join(self._root_s, rel) if rel else self._root_s
         try:
-            st = path.lstat()
+            st: os.stat_result | None = os.lstat(path)
         except FileNotFoundError:
             st = None
         if st is None or not stat.S_ISDIR(st.st_mode):
@@ -790,7 +836,7 @@ class Ledger:
         conn.execute("DELETE FROM dirs WHERE rel = ? OR (rel >= ? AND rel < ?)", (rel, lo, hi))
         conn.execute("DELETE FROM entries WHERE dir = ? OR (dir >= ? AND dir < ?)", (rel, lo, hi))
 
-    def _reconcile_leaf(self, conn: sqlite3.Connection, rel: str, path: Path) -> None:
+    def _reconcile_leaf(self, conn: sqlite3.Connection, rel: str, path: str) -> None:
         indexed = {
             name: (m, s, i)
             for name, m, s, i in conn.execute("SELECT name, mtime_ns, size, ino FROM entries WHERE dir = ?", (rel,))
@@ -801,6 +847,7 @@ class Ledger:
         except OSError as exc:
             self._warn(f"ledger directory {path} cannot be listed ({exc.strerror}) — skipped")
             return
+        batch = []
         for de in scan:
             if not ENTRY_NAME.match(de.name) or not de.is_file(follow_symlinks=False):
                 continue
@@ -810,50 +857,43 @@ class Ledger:
                 continue
             seen.add(de.name)
             if indexed.get(de.name) != _stat_sig(st):
-                self._index_file(conn, rel, de.name, st)
-        for name in indexed.keys() - seen:
-            conn.execute("DELETE FROM entries WHERE dir = ? AND name = ?", (rel, name))
+                batch.append(self._index_params(rel, de.name, st))
+        conn.executemany(_UPSERT, batch)
+        conn.executemany("DELETE FROM entries WHERE dir = ? AND name = ?", [(rel, n) for n in indexed.keys() - seen])
 
-    def _index_file(self, conn: sqlite3.Connection, rel: str, name: str, st: os.stat_result) -> None:
-        """Read one entry file into the index (a bad one is recorded as such, once, with a warning).
+    def _index_params(self, rel: str, name: str, st: os.stat_result, data: bytes | None = None) -> tuple[Any, ...]:
+        """The index row of one entry file; a bad file gets a row marked not-ok (warned about once).
 
         ``st`` is taken before the read: if the file is replaced meanwhile, the recorded
         signature is the older one and the next query re-reads the file.
         """
-        path = self.root / rel / name
-        slug, manifest_sha, binding = rel.split("/")
-        entry = self._read_entry(path, None)
-        if entry is not None:
-            key = LedgerKey.of(entry.attestation)
-            if (
-                _ledger_slug(key.repo_remote) != slug or key.manifest_sha != manifest_sha
-                or key.binding != binding or f"{key.range_sha}.json" != name
+        path = os.path.join(self._root_s, rel, name)
+        try:
+            if data is None:
+                if st.st_size > MAX_ENTRY_BYTES:
+                    raise ValueError(f"larger than {MAX_ENTRY_BYTES} bytes")
+                with open(path, "rb") as fh:
+                    data = fh.read(MAX_ENTRY_BYTES + 1)
+            key, (base, head, run_id, session, created), row = _summarize(json.loads(data))
+            slug, manifest_sha, binding = rel.split("/")
+            if (_ledger_slug(key.repo_remote), key.manifest_sha, key.binding, f"{key.range_sha}.json") != (
+                slug, manifest_sha, binding, name
             ):
-                self._warn(f"ledger entry {path} holds an attestation for another key — skipped")
-                entry = None
-        if entry is None:
-            conn.execute(
-                "INSERT OR REPLACE INTO entries (dir, name, mtime_ns, size, ino, ok) VALUES (?, ?, ?, ?, ?, 0)",
-                (rel, name, *_stat_sig(st)),
-            )
-            return
-        self._upsert(conn, path.parent, name, st, entry)
+                raise ValueError("it holds an attestation for another key")
+        except FileNotFoundError:
+            return (rel, name, *_stat_sig(st), 0, *([None] * 10))
+        except (OSError, ValueError) as exc:  # json and UnicodeDecodeError are ValueErrors
+            self._warn(f"ledger entry {path} is unusable ({exc}) — skipped; delete it or re-run the review")
+            return (rel, name, *_stat_sig(st), 0, *([None] * 10))
+        return (rel, name, *_stat_sig(st), 1, key.repo_remote, key.manifest_sha, key.binding, key.range_sha, base,
+                head, run_id, session, created, json.dumps(row, ensure_ascii=False))
 
-    def _upsert(self, conn: sqlite3.Connection, directory: Path, name: str, st: os.stat_result,
-                entry: LedgerEntry) -> None:
-        rel = directory.relative_to(self.root).as_posix()
-        att = entry.attestation
-        session = att.requester.sessionId if att.requester is not None else None
-        conn.execute(
-            "INSERT OR REPLACE INTO entries (dir, name, mtime_ns, size, ino, ok, repo_remote, manifest_sha, binding, "
-            "range_sha, base_sha, head_sha, run_id, requester_session, created_at, row_json) "
-            "VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                rel, name, *_stat_sig(st), att.target.repoRemote, att.manifestSha, att.binding, att.rangeSha,
-                att.target.baseSha, att.target.headSha, att.runId, session, att.createdAt,
-                json.dumps(_row_of(entry), ensure_ascii=False),
-            ),
-        )
+
+_UPSERT = (
+    "INSERT OR REPLACE INTO entries (dir, name, mtime_ns, size, ino, ok, repo_remote, manifest_sha, binding, "
+    "range_sha, base_sha, head_sha, run_id, requester_session, created_at, row_json) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
 
 
 class _RebuildError(sqlite3.DatabaseError):
