@@ -165,6 +165,18 @@ def test_submodules_are_refused(https_git_server: GitHttpsServer, home: Path) ->
         GitPackLoader().load(https_git_server.ref("remote", sha), ctx(home))
 
 
+def test_pack_review_md_missing_inside_or_escaping(https_git_server: GitHttpsServer, home: Path) -> None:  # noqa: F811
+    missing = https_git_server.make_repo("missing", {"rubrics/correctness.md": "x"})
+    with pytest.raises(PackLoadError, match=r"no REVIEW\.md at"):
+        GitPackLoader().load(https_git_server.ref("missing", missing), ctx(home))
+    linked = {**PACK, "REVIEW.md": Symlink("docs/pack.md"), "docs/pack.md": PACK_MD}
+    inside = https_git_server.make_repo("inside", linked)
+    assert GitPackLoader().load(https_git_server.ref("inside", inside), ctx(home)).source == PACK_MD.encode()
+    escaping = https_git_server.make_repo("escaping", {**PACK, "REVIEW.md": Symlink("/etc/hostname")})
+    with pytest.raises(PackLoadError, match=r"REVIEW\.md resolves outside its pack root"):
+        GitPackLoader().load(https_git_server.ref("escaping", escaping), ctx(home))
+
+
 def test_a_silent_server_is_bounded_by_the_timeout(home: Path) -> None:
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))

@@ -38,8 +38,9 @@ class FetchError(Exception):
     """The pinned commit could not be fetched (network, server, missing commit)."""
 
 
-def verify_entry(entry: Path, sha: str) -> bytes:
-    """Check a cache entry against the pinned sha; return its REVIEW.md bytes as hashed.
+def verify_entry(entry: Path, sha: str) -> bytes | None:
+    """Check a cache entry against the pinned sha; return its REVIEW.md bytes as hashed
+    (``None`` when the pack's REVIEW.md is missing or not a regular file).
 
     Raises :class:`TreeMismatchError` (or ``OSError``) naming what is wrong.
     """

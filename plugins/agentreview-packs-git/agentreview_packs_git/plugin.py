@@ -31,14 +31,19 @@ class GitPackLoader:
         entry = pack_cache_dir(ctx.home) / sha
         if os.path.lexists(entry):
             try:
-                return self._loaded(entry, verify_entry(entry, sha), url)
+                return self._loaded(entry, verify_entry(entry, sha), url, ref)
             except (TreeMismatchError, OSError) as exc:
                 return self._refetch(ref, url, sha, entry, ctx, problem=str(exc))
         return self._refetch(ref, url, sha, entry, ctx, problem=None)
 
     @staticmethod
-    def _loaded(entry: Path, manifest: bytes, url: str) -> LoadedPack:
-        return LoadedPack(root=Path(os.path.realpath(entry)), source=manifest, trusted=False, origin=url)
+    def _loaded(entry: Path, manifest: bytes | None, url: str, ref: str) -> LoadedPack:
+        root = Path(os.path.realpath(entry))
+        if manifest is None:  # missing, or a symlink: the confined reader decides (and names the fix)
+            from agentreview.builtin.path_loader import read_pack_manifest
+
+            manifest = read_pack_manifest(root, ref)
+        return LoadedPack(root=root, source=manifest, trusted=False, origin=url)
 
     def _refetch(
         self, ref: str, url: str, sha: str, entry: Path, ctx: PackLoadContext, *, problem: str | None
@@ -59,7 +64,7 @@ class GitPackLoader:
             with FileLock(str(entry.parent / f".{sha}.lock"), timeout=ctx.timeout_s):
                 if os.path.lexists(entry):
                     try:
-                        return self._loaded(entry, verify_entry(entry, sha), url)
+                        return self._loaded(entry, verify_entry(entry, sha), url, ref)
                     except (TreeMismatchError, OSError):
                         discard(entry)
                 try:
@@ -75,7 +80,7 @@ class GitPackLoader:
                 except OSError:  # lost a race with a process that does not lock: keep the winner's copy
                     discard(fresh)
                 try:
-                    return self._loaded(entry, verify_entry(entry, sha), url)
+                    return self._loaded(entry, verify_entry(entry, sha), url, ref)
                 except (TreeMismatchError, OSError) as exc:
                     raise PackLoadError(f"pack '{ref}': the fetched copy does not verify ({exc})") from exc
         except Timeout as exc:

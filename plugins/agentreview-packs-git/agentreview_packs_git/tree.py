@@ -61,19 +61,24 @@ def _tree_sort_key(item: tuple[bytes, str, str]) -> bytes:
     return name + b"/" if mode == "40000" else name
 
 
-def disk_tree_id(root: Path, *, skip_top: Iterable[str] = (".git",), capture: str | None = None) -> tuple[str, bytes]:
+def disk_tree_id(
+    root: Path, *, skip_top: Iterable[str] = (".git",), capture: str | None = None
+) -> tuple[str, bytes | None]:
     """The git tree id of the folder ``root`` as git would record it (empty folders omitted).
 
     Top-level names in ``skip_top`` are left out. When ``capture`` names a top-level
-    regular file, its bytes are returned too, from the same read that was hashed.
+    regular file, its bytes are returned too, from the same read that was hashed
+    (``None`` when it is absent or not a regular file).
     """
-    captured: list[bytes] = [b""]
+    captured: list[bytes | None] = [None]
     skip = {os.fsencode(name) for name in skip_top}
     tree_id = _dir_tree_id(os.fsencode(root), skip, os.fsencode(capture) if capture else None, captured)
     return tree_id or object_id(b"tree", b""), captured[0]
 
 
-def _dir_tree_id(path: bytes, skip: set[bytes], capture: bytes | None, captured: list[bytes]) -> str | None:
+def _dir_tree_id(
+    path: bytes, skip: set[bytes], capture: bytes | None, captured: list[bytes | None]
+) -> str | None:
     entries: list[tuple[bytes, str, str]] = []
     for name in os.listdir(path):
         if name in skip:
