@@ -59,8 +59,11 @@ def watch(host_pid: int, groups: set[int]) -> None:
     poller = select.poll()
     poller.register(0, select.POLLIN)
     pending = b""
-    while os.getppid() == host_pid:
+    while True:
+        # Registrations already in the pipe are read first, even when the host is already gone.
         if not poller.poll(1000):
+            if os.getppid() != host_pid:
+                return
             continue
         data = os.read(0, 65536)
         if not data:
