@@ -99,6 +99,13 @@ def expected_digest(review_md: str, rubric_lines: list[tuple[str, str]]) -> str:
 # --------------------------------------------------------------------------- merge and digest
 
 
+def test_expected_digest_helper_reproduces_the_spec_vector() -> None:
+    # reference-notes 3.1: the EXAMPLES.md section 6 vector, so the helper below is itself checked.
+    assert expected_digest("pack-md\n", [("./rubrics/correctness.md", "rubric\n")]) == (
+        "fe060a88f5bb7f3fdc86d883b1681665cd633d5a8cc5bcdb6d0b32112ed173a7"
+    )
+
+
 def test_digest_matches_spec_recipe_with_shared_rubric(tmp_path: Path, registry: Registry) -> None:
     repo = tracked_repo(tmp_path)
     uses = "  - pack: ./packs/core\n    as: core\n    checks: [correctness, security, style]\n    preset: exec"
