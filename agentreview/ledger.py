@@ -454,18 +454,23 @@ class Ledger:
 
     # ------------------------------------------------------------------ reading one entry
 
-    def _read_entry(self, path: Path, key: LedgerKey | None) -> LedgerEntry | None:
+    def _read_entry(self, path: Path, key: LedgerKey) -> LedgerEntry | None:
+        """Read and fully validate the entry at ``path``; it must be a regular file (never a
+        symlink) holding an attestation for ``key``. Anything else is None, with a warning."""
         try:
-            st = path.lstat()
-            if not stat.S_ISREG(st.st_mode):
-                self._warn(f"ledger entry {path} is not a regular file — skipped")
-                return None
-            if st.st_size > MAX_ENTRY_BYTES:
-                self._warn(f"ledger entry {path} is larger than {MAX_ENTRY_BYTES} bytes — skipped")
-                return None
-            data = path.read_bytes()
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
         except FileNotFoundError:
             return None
+        except OSError as exc:
+            self._warn(f"ledger entry {path} cannot be read ({exc.strerror}) — skipped")
+            return None
+        try:
+            with os.fdopen(fd, "rb") as fh:
+                st = os.fstat(fh.fileno())
+                if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_ENTRY_BYTES:
+                    self._warn(f"ledger entry {path} is not a regular file under {MAX_ENTRY_BYTES} bytes — skipped")
+                    return None
+                data = fh.read(MAX_ENTRY_BYTES + 1)
         except OSError as exc:
             self._warn(f"ledger entry {path} cannot be read ({exc.strerror}) — skipped")
             return None
@@ -474,7 +479,7 @@ class Ledger:
         except ValueError as exc:
             self._warn(f"ledger entry {path} is corrupt ({exc}) — skipped; delete it or re-run the review")
             return None
-        if key is not None and not _key_matches(entry, key):
+        if not _key_matches(entry, key):
             self._warn(f"ledger entry {path} holds an attestation for another key — skipped")
             return None
         return entry

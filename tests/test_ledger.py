@@ -480,6 +480,16 @@ def test_symlinks_in_the_ledger_are_not_followed(root: Path, tmp_path: Path) -> 
     assert led.get(*LedgerKey.of(att)) is None
 
 
+def test_a_fifo_in_place_of_an_entry_cannot_hang_a_read(root: Path) -> None:
+    led = Ledger(root)
+    led.put(make_att(1), HOST)
+    att = make_att(2)
+    os.mkfifo(led.entry_path(*LedgerKey.of(att)))
+    assert led.get(*LedgerKey.of(att)) is None
+    assert led.lookup_cached(*LedgerKey.of(att), RUBRICS, PACKS) is None
+    assert run_ids(led.list()) == ["review-0001"]
+
+
 def test_list_on_a_missing_root_is_empty_and_creates_nothing(root: Path) -> None:
     assert Ledger(root).list() == []
     assert not root.exists()
