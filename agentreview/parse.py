@@ -13,6 +13,7 @@ duplicate keys, bounded depth).
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -330,15 +331,23 @@ def _raw_ids(raw: list[Any], field: str) -> list[tuple[int, str]]:
     return [(i, x[field]) for i, x in enumerate(raw) if isinstance(x, dict) and isinstance(x.get(field), str)]
 
 
-def _valid_checks(raw: Any, *, is_pack: bool) -> tuple[list[tuple[int, Any]], set[str]]:
-    """Checks that validate on their own, by index, and the ids of those that do not."""
-    from pydantic import TypeAdapter, ValidationError
+@functools.lru_cache(maxsize=2)
+def _check_adapter(is_pack: bool) -> Any:
+    """One validator per check union, built once: building it costs milliseconds per call."""
+    from pydantic import TypeAdapter
 
     from agentreview.documents.manifest import Check, PackCheck
 
+    return TypeAdapter(PackCheck if is_pack else Check)
+
+
+def _valid_checks(raw: Any, *, is_pack: bool) -> tuple[list[tuple[int, Any]], set[str]]:
+    """Checks that validate on their own, by index, and the ids of those that do not."""
+    from pydantic import ValidationError
+
     if not isinstance(raw, list):
         return [], set()
-    adapter: TypeAdapter[Any] = TypeAdapter(PackCheck if is_pack else Check)
+    adapter = _check_adapter(is_pack)
     valid: list[tuple[int, Any]] = []
     opaque: set[str] = set()
     for index, item in enumerate(raw):

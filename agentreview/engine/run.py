@@ -244,7 +244,9 @@ def _manifest_sha(source: bytes) -> str:
 
 
 def _rubric_digests(resolved: Any, check_ids: list[str]) -> tuple[list[dict[str, str]], dict[str, Path]]:
+    from agentreview.contracts import PackLoadError
     from agentreview.digests import sha256_hex
+    from agentreview.resolve import read_confined
 
     rubrics: list[dict[str, str]] = []
     paths: dict[str, Path] = {}
@@ -254,8 +256,10 @@ def _rubric_digests(resolved: Any, check_ids: list[str]) -> tuple[list[dict[str,
             continue
         path = rc.rubric_path()
         try:
-            data = path.read_bytes()
-        except OSError:
+            # A pack rubric is read through the confined reader again: a prepare step or a
+            # local process must not swap it for a link out of the pack between resolution and now.
+            data = read_confined(rc.rubric_base, rc.check.rubric) if rc.namespace else path.read_bytes()
+        except (OSError, PackLoadError):
             continue  # the lane is skipped at execution: "rubric not found"
         rubrics.append({"check": check_id, "path": rc.check.rubric, "sha256": sha256_hex(data)})
         paths[check_id] = path.resolve()
