@@ -159,5 +159,5 @@ def test_the_planted_config_would_be_caught_if_it_were_reached(claude, tmp_path:
 
 
 def test_corrupt_stream_cannot_be_audited() -> None:
-    audit, corrupt = audit_stream('{"type": "system", "subtype": "init"}\nnot json\n')
+    _, corrupt = audit_stream('{"type": "system", "subtype": "init"}\nnot json\n')
     assert corrupt == "line 2 is not JSON (Expecting value: line 1 column 1 (char 0))"

@@ -50,9 +50,15 @@ def listing(directory):
 
 def _read(path):
     try:
-        return open(path).read()
+        with open(path) as fh:
+            return fh.read()
     except OSError:
         return None
+
+
+def _load_json(path):
+    text = _read(path)
+    return json.loads(text) if text else {}
 
 
 def main():
@@ -72,17 +78,11 @@ def main():
     config_dir = os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(home, ".claude")
     settings = {}
     if arg(argv, "--setting-sources") != "":
-        try:
-            settings = json.load(open(os.path.join(config_dir, "settings.json")))
-        except OSError:
-            pass
+        settings = _load_json(os.path.join(config_dir, "settings.json"))
     mcp = {}
     if "--strict-mcp-config" not in argv:
         mcp.update(settings.get("mcpServers", {}))
-        try:
-            mcp.update(json.load(open(os.path.join(home, ".claude.json"))).get("mcpServers", {}))
-        except OSError:
-            pass
+        mcp.update(_load_json(os.path.join(home, ".claude.json")).get("mcpServers", {}))
     mcp.update(json.loads(arg(argv, "--mcp-config", "{}")).get("mcpServers", {}))
     record = os.environ.get("FAKE_RECORD")
     if record:

@@ -1,0 +1,252 @@
+"""``codex``: the Codex CLI as a read-only reviewer (reviewer-clis.md §1.5, §3; wrapper contract).
+
+Isolation: ``codex exec --sandbox read-only`` under a private ``CODEX_HOME`` built
+fresh per attempt (only ``auth.json`` linked in), ``--ignore-user-config``,
+``--ignore-rules``, ``--ephemeral``, hooks and every feature that adds a surface
+(unified exec sessions, sub-agents, apps, plugins, browser/computer use, ...) turned
+off when ``codex features list`` shows it, and web search disabled. Codex may run
+commands inside its read-only sandbox — the contract's one exception, since Codex
+has no other way to read the repository — but any other item (a file change, an MCP
+tool call, a web search, an item type this audit does not know) is a boundary
+violation. The final answer is constrained by ``--output-schema`` and read from the
+``-o`` file, from which this provider writes the verdict file. The 401 and quota
+errors arrive in the JSONL stream (``turn.failed``), not on stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from agentreview.contracts import ProviderStatus, ReviewerRequest, ReviewerResult
+from agentreview_agent.answer import VERDICT_SCHEMA, record_answer
+from agentreview_agent.proc import ProcResult, run_in_group
+from agentreview_agent.providers.base import (
+    CliInfo,
+    capability_missing,
+    child_env,
+    cli_info,
+    clip,
+    ended_abnormally,
+    fresh_dir,
+    help_lists,
+    link_if_exists,
+    request_env,
+    status_from,
+    tail,
+    user_home,
+)
+from agentreview_agent.streams import AUTH_TEXT, QUOTA_TEXT, parse_jsonl, unavailable_reason
+
+HELP_ARGS = ("exec", "--help")
+REQUIRED_FLAGS = (
+    "--sandbox",
+    "--ephemeral",
+    "--skip-git-repo-check",
+    "--ignore-user-config",
+    "--disable",
+    "--json",
+    "--output-schema",
+    "--output-last-message",
+    "--cd",
+)
+OPTIONAL_FLAGS = ("--ignore-rules",)
+# Features that add a surface beyond reading; each is disabled when this CLI lists it.
+DISABLE_FEATURES = (
+    "hooks", "unified_exec", "multi_agent", "goals", "apps", "plugins", "remote_plugin", "plugin_sharing",
+    "browser_use", "browser_use_external", "computer_use", "image_generation", "in_app_browser", "tool_suggest",
+    "skill_mcp_dependency_install", "realtime_conversation", "worktrees", "workspace_dependencies",
+    "unbounded_connection_retries",
+)  # fmt: skip
+ALLOWED_ITEMS = frozenset(("agent_message", "reasoning", "error", "command_execution", "todo_list"))
+EROFS = "Read-only file system"  # a write the read-only sandbox refused
+UNSUPPORTED = re.compile(r"unsupported call: ([^\s,;]+)")
+# Preset `config` keys that may be passed as `-c`: model selection only, never access.
+CONFIG_KEYS = (
+    "model_provider", "model_providers", "model_reasoning_effort", "model_reasoning_summary", "model_verbosity",
+)  # fmt: skip
+
+
+@lru_cache(maxsize=16)
+def _features(binary: str, stamp: tuple[int, int]) -> frozenset[str]:
+    with tempfile.TemporaryDirectory(prefix="agentreview-codex-probe-") as home:
+        proc = run_in_group(
+            [binary, "features", "list"],
+            cwd=Path(home),
+            env=child_env({"CODEX_HOME": home}),
+            deadline=time.monotonic() + 20,
+            cancel=threading.Event(),
+            kill_grace_s=1.0,
+        )
+    return frozenset(line.split()[0] for line in proc.stdout_text().splitlines() if line.split())
+
+
+def features(binary: str) -> frozenset[str]:
+    st = os.stat(binary)
+    return _features(binary, (st.st_mtime_ns, st.st_size))
+
+
+def _flatten(prefix: str, value: Any, out: list[tuple[str, Any]]) -> None:
+    if isinstance(value, Mapping):
+        for key, sub in value.items():
+            _flatten(f"{prefix}.{key}" if prefix else str(key), sub, out)
+    else:
+        out.append((prefix, value))
+
+
+def config_overrides(options: Mapping[str, Any]) -> list[str] | str:
+    """``-c key=value`` pairs from a preset's ``config`` table, or why they are refused."""
+    table = options.get("config") or {}
+    if not isinstance(table, Mapping):
+        return "preset option 'config' must be a table"
+    pairs: list[tuple[str, Any]] = []
+    _flatten("", table, pairs)
+    argv: list[str] = []
+    for key, value in pairs:
+        if key.split(".")[0] not in CONFIG_KEYS:
+            return f"preset option config.{key} is not allowed for codex (only model selection may be configured)"
+        argv += ["-c", f"{key}={json.dumps(value)}"]
+    return argv
+
+
+@dataclass
+class Audit:
+    breach: list[str] = field(default_factory=list)
+    session_id: str | None = None
+    completed: bool = False
+    failed: str | None = None
+    errors: list[str] = field(default_factory=list)
+    last_message: str | None = None
+
+
+def audit_stream(text: str) -> tuple[Audit, str | None]:
+    stream = parse_jsonl(text)
+    audit = Audit()
+    for event in stream.events:
+        kind = event.get("type")
+        if kind == "thread.started" and isinstance(event.get("thread_id"), str):
+            audit.session_id = event["thread_id"]
+        elif kind in ("item.started", "item.updated", "item.completed"):
+            item = event.get("item")
+            item_type = item.get("type") if isinstance(item, dict) else None
+            if item_type not in ALLOWED_ITEMS:
+                audit.breach.append(f"reviewer used {clip(str(item_type), 60)!r}, which a read-only review may not")
+            elif item_type == "agent_message" and kind == "item.completed" and isinstance(item.get("text"), str):
+                audit.last_message = item["text"]
+            elif item_type == "command_execution" and EROFS in str(item.get("aggregated_output", "")):
+                command = clip(str(item.get("command")), 120)
+                audit.breach.append(f"reviewer tried to write through its shell (the sandbox refused): {command}")
+        elif kind == "error" and isinstance(event.get("message"), str):
+            if not event["message"].startswith("Reconnecting..."):
+                audit.errors.append(event["message"])
+        elif kind == "turn.failed":
+            error = event.get("error")
+            message = error.get("message") if isinstance(error, dict) else None
+            audit.failed = message if isinstance(message, str) else "turn failed"
+        elif kind == "turn.completed":
+            audit.completed = True
+    return audit, stream.corrupt
+
+
+def _refused_calls(stderr: str) -> list[str]:
+    """Codex logs a call to a tool it did not offer on stderr only (``unsupported call: <name>``)."""
+    return [f"reviewer called tool {clip(name, 60)!r}, which was not offered" for name in UNSUPPORTED.findall(stderr)]
+
+
+def classify(audit: Audit, corrupt: str | None, proc: ProcResult, last_file: Path) -> ReviewerResult | str:
+    ids = {"session_id": audit.session_id}
+    audit.breach += _refused_calls(proc.stderr_text())
+    if corrupt:
+        return ReviewerResult("boundary_violation", f"codex's event stream cannot be audited: {corrupt}", **ids)
+    if audit.breach:
+        return ReviewerResult("boundary_violation", "; ".join(dict.fromkeys(audit.breach)), **ids)
+    abnormal = ended_abnormally("codex", proc)
+    if abnormal:
+        return ReviewerResult(abnormal.end, abnormal.error, **ids)
+    if audit.failed or proc.rc or not audit.completed:
+        text = " ".join(filter(None, [audit.failed, *audit.errors[-1:]])) or tail(proc.stderr_text())
+        detail = clip(text, 300)
+        if QUOTA_TEXT.search(text):
+            return ReviewerResult("unavailable", f"quota or rate limit: {detail}", **ids)
+        if AUTH_TEXT.search(text) or AUTH_TEXT.search(proc.stderr_text()):
+            return ReviewerResult("unavailable", f"authentication failed: {detail}", **ids)
+        if not text:
+            return ReviewerResult("unavailable", f"codex exited with code {proc.rc} before finishing its turn", **ids)
+        reason, retryable = unavailable_reason(text)
+        return ReviewerResult("unavailable", f"{reason}: {detail}", retryable=retryable, **ids)
+    try:
+        answer = last_file.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        answer = ""
+    return answer if answer.strip() else (audit.last_message or "")
+
+
+def _user_codex_home() -> Path:
+    value = os.environ.get("CODEX_HOME")
+    return Path(value) if value else user_home() / ".codex"
+
+
+class CodexProvider:
+    name = "codex"
+    binary = "codex"
+
+    def status(self) -> ProviderStatus:
+        return status_from(cli_info(None, self.binary, HELP_ARGS), REQUIRED_FLAGS)
+
+    def argv(self, info: CliInfo, request: ReviewerRequest, schema: Path, last: Path, extra: list[str]) -> list[str]:
+        argv = [
+            info.binary, "exec",
+            "--sandbox", "read-only", "--ephemeral", "--skip-git-repo-check", "--ignore-user-config",
+        ]  # fmt: skip
+        argv += [flag for flag in OPTIONAL_FLAGS if not help_lists(info.help_text, [flag])]
+        for feature in DISABLE_FEATURES:
+            if feature in features(info.binary):
+                argv += ["--disable", feature]
+        argv += ["-c", 'web_search="disabled"', *extra]
+        if request.preset.model:
+            argv += ["-m", request.preset.model]
+        argv += ["--json", "--output-schema", str(schema), "-o", str(last), "-C", str(request.repo_root), "-"]
+        return argv
+
+    def review(self, request: ReviewerRequest) -> ReviewerResult:
+        info = cli_info(request.preset, self.binary, HELP_ARGS)
+        if isinstance(info, str):
+            return ReviewerResult("unavailable", info)
+        missing = help_lists(info.help_text, REQUIRED_FLAGS)
+        if missing:
+            return capability_missing("codex", info, missing)
+        extra = config_overrides(request.preset.options)
+        if isinstance(extra, str):
+            return ReviewerResult("unavailable", extra)
+        home = fresh_dir(request.work_dir / "codex-home")
+        link_if_exists(_user_codex_home() / "auth.json", home / "auth.json")
+        schema = request.work_dir / "verdict.schema.json"
+        schema.write_text(json.dumps(VERDICT_SCHEMA))
+        last = request.work_dir / "last-message.json"
+        env = child_env({**request_env(request), "CODEX_HOME": str(home)})
+        proc = run_in_group(
+            self.argv(info, request, schema, last, extra),
+            cwd=request.repo_root,
+            env=env,
+            stdin=request.answer_prompt.encode("utf-8"),
+            deadline=request.deadline,
+            cancel=request.cancel,
+        )
+        audit, corrupt = audit_stream(proc.stdout_text())
+        outcome = classify(audit, corrupt, proc, last)
+        model = request.preset.model
+        if isinstance(outcome, ReviewerResult):
+            return ReviewerResult(outcome.end, outcome.error, outcome.retryable, outcome.session_id, model)
+        recorded = record_answer(outcome, request.verdict_path, who="codex")
+        if recorded is not None:
+            return ReviewerResult(recorded.end, recorded.error, session_id=audit.session_id, model=model)
+        return ReviewerResult("verdict", session_id=audit.session_id, model=model)

@@ -1,0 +1,201 @@
+"""A scripted model server on 127.0.0.1 speaking just enough of the Anthropic Messages
+API (for Claude Code, via ANTHROPIC_BASE_URL) and the OpenAI Responses API (for Codex,
+via a model provider base_url) to drive the real CLIs end to end.
+
+The script is a function ``reply(api, request_json) -> Reply`` chosen by the test: it
+sees every request (and the server records them) and answers with text or one tool
+call. Replies are streamed as server-sent events, as both CLIs request.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Reply:
+    text: str | None = None
+    tool: str | None = None  # a tool/function name the model "calls"
+    tool_input: dict[str, Any] = field(default_factory=dict)
+
+
+Script = Callable[[str, dict[str, Any]], Reply]
+
+
+def _sse(event: str, data: dict[str, Any]) -> bytes:
+    return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
+
+
+def anthropic_events(body: dict[str, Any], reply: Reply) -> list[bytes]:
+    model = body.get("model", "claude-stub")
+    msg_id = "msg_" + uuid.uuid4().hex[:12]
+    usage = {"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+    out = [
+        _sse("message_start", {"type": "message_start", "message": {
+            "id": msg_id, "type": "message", "role": "assistant", "model": model, "content": [],
+            "stop_reason": None, "stop_sequence": None, "usage": usage}}),
+    ]  # fmt: skip
+    if reply.tool:
+        out += [
+            _sse("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {
+                "type": "tool_use", "id": "toolu_" + uuid.uuid4().hex[:12], "name": reply.tool, "input": {}}}),
+            _sse("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {
+                "type": "input_json_delta", "partial_json": json.dumps(reply.tool_input)}}),
+            _sse("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ]  # fmt: skip
+        stop = "tool_use"
+    else:
+        out += [
+            _sse("content_block_start", {"type": "content_block_start", "index": 0,
+                                         "content_block": {"type": "text", "text": ""}}),
+            _sse("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                         "delta": {"type": "text_delta", "text": reply.text or ""}}),
+            _sse("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ]  # fmt: skip
+        stop = "end_turn"
+    out += [
+        _sse("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
+                               "usage": {"output_tokens": 5}}),
+        _sse("message_stop", {"type": "message_stop"}),
+    ]  # fmt: skip
+    return out
+
+
+def responses_events(body: dict[str, Any], reply: Reply) -> list[bytes]:
+    resp_id = "resp_" + uuid.uuid4().hex[:12]
+    model = body.get("model", "gpt-stub")
+    base = {"id": resp_id, "object": "response", "model": model, "status": "in_progress", "output": []}
+    if reply.tool:
+        item = {
+            "type": "function_call",
+            "id": "fc_" + uuid.uuid4().hex[:8],
+            "call_id": "call_" + uuid.uuid4().hex[:8],
+            "name": reply.tool,
+            "arguments": json.dumps(reply.tool_input),
+            "status": "completed",
+        }
+    else:
+        item = {
+            "type": "message",
+            "id": "msg_" + uuid.uuid4().hex[:8],
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": reply.text or "", "annotations": []}],
+        }
+    done = {
+        **base,
+        "status": "completed",
+        "output": [item],
+        "usage": {
+            "input_tokens": 10,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": 5,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": 15,
+        },
+    }
+    events = [_sse("response.created", {"type": "response.created", "response": base})]
+    if not reply.tool:
+        events.append(
+            _sse(
+                "response.output_text.delta",
+                {
+                    "type": "response.output_text.delta",
+                    "item_id": item["id"],
+                    "output_index": 0,
+                    "content_index": 0,
+                    "delta": reply.text or "",
+                },
+            )
+        )
+    events += [
+        _sse("response.output_item.done", {"type": "response.output_item.done", "output_index": 0, "item": item}),
+        _sse("response.completed", {"type": "response.completed", "response": done}),
+    ]
+    return events
+
+
+class ModelServer:
+    """Start with ``with ModelServer(script) as server:``; ``server.url`` is the base URL."""
+
+    def __init__(self, script: Script) -> None:
+        self.script = script
+        self.requests: list[tuple[str, dict[str, Any]]] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _send(self, status: int, chunks: list[bytes], content_type: str) -> None:
+                payload = b"".join(chunks)
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def do_GET(self) -> None:  # model listings and the like
+                self._send(200, [json.dumps({"data": [], "models": []}).encode()], "application/json")
+
+            def do_HEAD(self) -> None:
+                self._send(200, [], "text/plain")
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                try:
+                    body = json.loads(raw or b"{}")
+                except ValueError:
+                    body = {}
+                path = self.path.split("?")[0]
+                if path.endswith("/messages/count_tokens"):
+                    self._send(200, [b'{"input_tokens": 10}'], "application/json")
+                    return
+                api = "anthropic" if path.endswith("/messages") else "responses" if path.endswith("/responses") else ""
+                if not api:
+                    self._send(404, [b'{"error": "not found"}'], "application/json")
+                    return
+                outer.requests.append((api, body))
+                reply = outer.script(api, body)
+                if api == "anthropic" and not body.get("stream"):
+                    content = (
+                        [{"type": "tool_use", "id": "toolu_x", "name": reply.tool, "input": reply.tool_input}]
+                        if reply.tool
+                        else [{"type": "text", "text": reply.text or ""}]
+                    )
+                    message = {
+                        "id": "msg_x",
+                        "type": "message",
+                        "role": "assistant",
+                        "model": body.get("model"),
+                        "content": content,
+                        "stop_reason": "tool_use" if reply.tool else "end_turn",
+                        "stop_sequence": None,
+                        "usage": {"input_tokens": 10, "output_tokens": 5},
+                    }
+                    self._send(200, [json.dumps(message).encode()], "application/json")
+                    return
+                events = anthropic_events(body, reply) if api == "anthropic" else responses_events(body, reply)
+                self._send(200, events, "text/event-stream")
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> ModelServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()

@@ -1,0 +1,133 @@
+"""The ``codex`` provider against a fake Codex CLI replaying recorded output
+(reviewer-clis.md section 6): status and error per case, and the exact argv and
+environment — read-only sandbox, user config ignored, private CODEX_HOME with only a
+linked auth.json, the planted MCP server never reached."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+from agentreview_agent.providers.codex import CodexProvider, audit_stream, config_overrides
+
+from agentreview.contracts import PresetSpec
+from agentreview.lanes import to_lane_result
+
+BACKUP = "import os; open(os.environ['AGENTREVIEW_VERDICT_PATH'], 'w').write('{\"findings\": []}')"
+
+
+@pytest.fixture
+def codex(lane, fake_cli):
+    cli = fake_cli("codex")
+    lane.providers["codex"] = CodexProvider()
+    lane.presets["codex"] = PresetSpec(name="codex", provider="codex", builtin=True)
+    lane.presets["backup"] = PresetSpec(
+        name="backup", provider="exec", options={"command": [sys.executable, "-c", BACKUP]}
+    )
+    return cli
+
+
+def run(lane, monkeypatch, scenario: str, **check):
+    monkeypatch.setenv("FAKE_SCENARIO", scenario)
+    check = lane.check(preset="codex", **check)
+    return check, lane.run(check)
+
+
+def test_success_exact_argv_and_private_home(lane, codex, monkeypatch) -> None:
+    finding = {"severity": "high", "title": "bug", "detail": "d", "file": "app.py", "line": 1}
+    monkeypatch.setenv("FAKE_VERDICT", json.dumps({"decision": "approve", "summary": "s", "findings": [finding]}))
+    check, outcome = run(lane, monkeypatch, "success")
+    assert outcome.kind == "reported", outcome.error
+    assert (outcome.preset, outcome.session_id) == ("codex", "01a2293e-fake")
+    assert to_lane_result(check, outcome, 1).status == "fail"
+    (call,) = codex.calls()
+    work = lane.run_dir / "reviewers" / "correctness.1"
+    disables = []
+    for feature in ("hooks", "unified_exec", "multi_agent", "goals", "apps", "plugins"):
+        disables += ["--disable", feature]
+    assert call["argv"] == [
+        "exec", "--sandbox", "read-only", "--ephemeral", "--skip-git-repo-check", "--ignore-user-config",
+        "--ignore-rules", *disables, "-c", 'web_search="disabled"',
+        "--json", "--output-schema", str(work / "verdict.schema.json"), "-o", str(work / "last-message.json"),
+        "-C", str(lane.repo.root), "-",
+    ]  # fmt: skip
+    assert call["home"] == str(work / "codex-home") == call["env"]["CODEX_HOME"]
+    assert call["listing"] == {"auth.json": f"link:{codex.home / '.codex' / 'auth.json'}"}  # no config.toml
+    assert "final answer ONLY this JSON" in call["stdin"]
+
+
+def test_config_option_allows_model_selection_only(lane, codex, monkeypatch) -> None:
+    stub = {"base_url": "http://127.0.0.1:9/v1", "wire_api": "responses"}
+    assert config_overrides({"config": {"model_provider": "stub", "model_providers": {"stub": stub}}}) == [
+        "-c", 'model_provider="stub"', "-c", 'model_providers.stub.base_url="http://127.0.0.1:9/v1"',
+        "-c", 'model_providers.stub.wire_api="responses"',
+    ]  # fmt: skip
+    lane.presets["codex"] = PresetSpec(
+        name="codex", provider="codex", options={"config": {"sandbox_mode": "danger-full-access"}}
+    )
+    _, outcome = run(lane, monkeypatch, "success")
+    assert outcome.kind == "skipped" and "config.sandbox_mode is not allowed" in outcome.error
+    assert codex.calls() == []
+
+
+@pytest.mark.parametrize(
+    ("scenario", "error"),
+    [
+        ("auth", "authentication failed: unexpected status 401 Unauthorized: invalid x-api-key, url: "),
+        ("quota", "quota or rate limit: You've hit your usage limit."),
+    ],
+)
+def test_unavailable_falls_back(lane, codex, monkeypatch, scenario: str, error: str) -> None:
+    _, outcome = run(lane, monkeypatch, scenario, fallbackPresets=["backup"])
+    assert outcome.kind == "reported" and outcome.preset == "backup"
+    assert outcome.fallbacks[0].preset == "codex" and outcome.fallbacks[0].error.startswith(error)
+
+
+@pytest.mark.parametrize(
+    ("scenario", "error"),
+    [
+        ("tool_breach", "reviewer used 'file_change', which a read-only review may not"),
+        ("unknown_item", "reviewer used 'collab_tool_call', which a read-only review may not"),
+    ],
+)
+def test_boundary_violation_is_terminal(lane, codex, monkeypatch, scenario: str, error: str) -> None:
+    _, outcome = run(lane, monkeypatch, scenario, fallbackPresets=["backup"])
+    assert outcome.kind == "skipped" and not outcome.fallbacks
+    assert outcome.error == "reviewer boundary violation: " + error
+
+
+def test_user_mcp_config_would_be_a_breach_if_reached(codex, tmp_path) -> None:
+    # Run the fake as a naive wrapper would (user CODEX_HOME, user config): the planted MCP server is used and the
+    # audit stops it. The provider's private home and --ignore-user-config are what keep it out.
+    import subprocess
+
+    out = subprocess.run(
+        [str(codex.bin_dir / "codex"), "exec", "--json", "-"],
+        input="hi", capture_output=True, text=True, timeout=30, cwd=tmp_path,
+    ).stdout  # fmt: skip
+    audit, corrupt = audit_stream(out)
+    assert corrupt is None and audit.breach == ["reviewer used 'mcp_tool_call', which a read-only review may not"]
+
+
+def test_harmless_noise_and_commands_in_the_sandbox_are_tolerated(lane, codex, monkeypatch) -> None:
+    _, outcome = run(lane, monkeypatch, "drift")
+    assert outcome.kind == "reported", outcome.error
+
+
+def test_malformed_answer_stops_with_excerpt(lane, codex, monkeypatch) -> None:
+    _, outcome = run(lane, monkeypatch, "malformed", fallbackPresets=["backup"])
+    assert outcome.kind == "skipped" and not outcome.fallbacks
+    assert "looks like a finding" in outcome.error and "src/app.py:12 user input reaches eval()" in outcome.error
+
+
+def test_hang_is_killed_at_the_deadline(lane, codex, monkeypatch) -> None:
+    _, outcome = run(lane, monkeypatch, "hang", fallbackPresets=["backup"], timeoutMs=1500)
+    assert outcome.kind == "timeout" and not outcome.fallbacks
+
+
+def test_missing_required_flag_is_capability_missing(lane, codex, monkeypatch) -> None:
+    monkeypatch.setenv("FAKE_HELP_DROP", "--ignore-user-config")
+    _, outcome = run(lane, monkeypatch, "success", fallbackPresets=["backup"])
+    assert outcome.preset == "backup" and "its help lacks --ignore-user-config" in outcome.fallbacks[0].error
+    assert codex.calls() == []

@@ -1,0 +1,110 @@
+"""End to end with the real reviewer CLIs (installed by scripts/install-reviewer-clis)
+against a scripted model server on 127.0.0.1: a verdict answer passes or blocks the
+lane; a scripted request for a forbidden tool never reaches the repository and ends
+the lane skipped. Skipped only when the CLI binary is absent."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from model_server import ModelServer, Reply
+
+from agentreview.contracts import PresetSpec
+from agentreview.lanes import to_lane_result
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[3]
+CLI_DIR = (
+    Path(os.environ.get("AGENTREVIEW_REVIEWER_CLIS") or ROOT / "build" / "reviewer-clis") / "node_modules" / ".bin"
+)
+HIGH = {"severity": "high", "title": "x is now 2", "detail": "breaks callers", "file": "app.py", "line": 1}
+
+
+def cli(name: str) -> str:
+    path = CLI_DIR / name
+    found = str(path) if os.access(path, os.X_OK) else shutil.which(name)
+    if not found:
+        pytest.skip(
+            f"{name} CLI not installed: run scripts/install-reviewer-clis (installs into {CLI_DIR.parent.parent})"
+        )
+    return found
+
+
+def _codex_preset(binary: str, url: str) -> PresetSpec:
+    stub = {"name": "stub", "base_url": url + "/v1", "env_key": "STUB_API_KEY", "wire_api": "responses"}
+    return PresetSpec(
+        name="codex",
+        provider="codex",
+        model="gpt-5",
+        options={"binary": binary, "config": {"model_provider": "stub", "model_providers": {"stub": stub}}},
+    )
+
+
+@pytest.fixture
+def codex_lane(lane, monkeypatch, tmp_path: Path):
+    from agentreview_agent.providers.codex import CodexProvider
+
+    binary = cli("codex")
+    monkeypatch.setenv("HOME", str(tmp_path / "userhome"))
+    monkeypatch.setenv("STUB_API_KEY", "stub-key")
+    monkeypatch.delenv("CODEX_HOME", raising=False)
+    lane.providers["codex"] = CodexProvider()
+    return lane, binary
+
+
+@pytest.mark.parametrize(("findings", "status"), [([], "pass"), ([HIGH], "fail")])
+def test_codex_verdict_passes_or_blocks(codex_lane, findings, status) -> None:
+    lane, binary = codex_lane
+    verdict = {"decision": "approve", "summary": "stub review", "findings": findings}
+    with ModelServer(lambda api, body: Reply(text=json.dumps(verdict))) as server:
+        lane.presets["codex"] = _codex_preset(binary, server.url)
+        check = lane.check(preset="codex", timeoutMs=120000)
+        outcome = lane.run(check)
+    assert outcome.kind == "reported", outcome.error
+    assert outcome.preset == "codex" and outcome.model == "gpt-5" and outcome.session_id
+    assert to_lane_result(check, outcome, 1).status == status
+    assert [api for api, _ in server.requests] and server.requests[0][0] == "responses"
+    body = server.requests[0][1]
+    tool_names = {t.get("name") or t.get("type") for t in body.get("tools", [])}
+    # reading through the sandboxed shell is the one tool surface left (wrapper contract's Codex exception)
+    assert not tool_names & {"apply_patch", "web_search", "spawn_agent", "create_goal", "image_generation"}, tool_names
+
+
+def _once(tool: str, tool_input: dict):
+    """Ask for ``tool`` first, then answer with a passing verdict (which must not be accepted)."""
+
+    def script(api, body):
+        outputs = [i for i in body.get("input", []) if isinstance(i, dict) and i.get("type") == "function_call_output"]
+        return Reply(tool=tool, tool_input=tool_input) if not outputs else Reply(text='{"findings": []}')
+
+    return script
+
+
+@pytest.mark.parametrize(
+    ("tool", "tool_input", "error"),
+    [
+        # Codex 0.171 drops the command_execution events of a command that ends within ~0 ms (observed), so
+        # the audit of shell commands is best effort and the read-only sandbox is the boundary; this command
+        # lives long enough to be reported.
+        ("exec_command", {"cmd": "sleep 0.5; touch pwned.txt"}, "reviewer tried to write through its shell"),
+        (
+            "apply_patch",
+            {"input": "*** Begin Patch\n*** Add File: pwned.txt\n+pwned\n*** End Patch\n"},
+            "reviewer called tool 'apply_patch', which was not offered",
+        ),
+    ],
+)
+def test_codex_write_attempt_never_reaches_the_repo_and_skips(codex_lane, tool, tool_input, error) -> None:
+    lane, binary = codex_lane
+    lane.exec_preset("backup", Path(__file__))  # would be wrong to reach: a breach never falls back
+    with ModelServer(_once(tool, tool_input)) as server:
+        lane.presets["codex"] = _codex_preset(binary, server.url)
+        outcome = lane.run(lane.check(preset="codex", fallbackPresets=["backup"], timeoutMs=120000))
+    assert not (lane.repo.root / "pwned.txt").exists()
+    assert outcome.kind == "skipped" and not outcome.fallbacks
+    assert outcome.error.startswith("reviewer boundary violation: " + error), outcome.error
