@@ -108,3 +108,82 @@ def test_codex_write_attempt_never_reaches_the_repo_and_skips(codex_lane, tool, 
     assert not (lane.repo.root / "pwned.txt").exists()
     assert outcome.kind == "skipped" and not outcome.fallbacks
     assert outcome.error.startswith("reviewer boundary violation: " + error), outcome.error
+
+
+# ----------------------------------------------------------------------------- Claude Code
+
+
+def _has_tool_result(body: dict) -> bool:
+    messages = body.get("messages") or []
+    content = messages[-1].get("content") if messages else None
+    return isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+
+
+def _claude_script(verdict: dict, first_tool: tuple[str, dict] | None = None):
+    """Answer the review turn with a StructuredOutput call (after ``first_tool``, if any); side requests get text."""
+
+    def script(api, body):
+        tools = {t.get("name") for t in body.get("tools") or []}
+        if "StructuredOutput" not in tools:
+            return Reply(text="ok")
+        results = sum(
+            1
+            for m in body.get("messages") or []
+            if isinstance(m.get("content"), list) and any(b.get("type") == "tool_result" for b in m["content"])
+        )
+        if first_tool and results == 0:
+            return Reply(tool=first_tool[0], tool_input=first_tool[1])
+        if results <= (1 if first_tool else 0):
+            return Reply(tool="StructuredOutput", tool_input=verdict)
+        return Reply(text="Done.")
+
+    return script
+
+
+@pytest.fixture
+def claude_lane(lane, monkeypatch, tmp_path: Path):
+    from agentreview_agent.providers.claude import ClaudeProvider
+
+    binary = cli("claude")
+    monkeypatch.setenv("HOME", str(tmp_path / "userhome"))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "stub-key")
+    monkeypatch.setenv("CLAUDE_CODE_MAX_RETRIES", "0")
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    lane.providers["claude"] = ClaudeProvider()
+    lane.presets["claude"] = PresetSpec(name="claude", provider="claude", options={"binary": binary})
+    return lane
+
+
+@pytest.mark.parametrize(("findings", "status"), [([], "pass"), ([HIGH], "fail")])
+def test_claude_verdict_passes_or_blocks(claude_lane, monkeypatch, findings, status) -> None:
+    lane = claude_lane
+    verdict = {"decision": "approve", "summary": "stub review", "findings": findings}
+    with ModelServer(_claude_script(verdict)) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        check = lane.check(preset="claude", timeoutMs=120000)
+        outcome = lane.run(check)
+    assert outcome.kind == "reported", outcome.error
+    assert outcome.preset == "claude" and outcome.session_id and outcome.model
+    assert to_lane_result(check, outcome, 1).status == status
+    review = [b for api, b in server.requests if "StructuredOutput" in {t.get("name") for t in b.get("tools") or []}]
+    assert review, "the review turn never reached the model server"
+    offered = {t.get("name") for t in review[0]["tools"]}
+    assert offered == {"Read", "Grep", "Glob", "StructuredOutput"}, offered
+
+
+@pytest.mark.parametrize(
+    ("tool", "tool_input"),
+    [
+        ("Bash", {"command": "touch pwned.txt"}),
+        ("Write", {"file_path": "pwned.txt", "content": "pwned"}),
+    ],
+)
+def test_claude_forbidden_tool_never_reaches_the_repo_and_skips(claude_lane, monkeypatch, tool, tool_input) -> None:
+    lane = claude_lane
+    tool_input = {k: (str(lane.repo.root / v) if k == "file_path" else v) for k, v in tool_input.items()}
+    with ModelServer(_claude_script({"findings": []}, first_tool=(tool, tool_input))) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        outcome = lane.run(lane.check(preset="claude", timeoutMs=120000))
+    assert not (lane.repo.root / "pwned.txt").exists()
+    assert outcome.kind == "skipped", outcome
+    assert outcome.error == f"reviewer boundary violation: reviewer used tool '{tool}' outside the allow-list"
