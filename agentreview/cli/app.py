@@ -29,6 +29,7 @@ COMMAND_MODULES = [
     "agentreview.cli.check_cmd",
     "agentreview.cli.pack_cmd",
     "agentreview.cli.plugins_cmd",
+    "agentreview.cli.presets_cmd",
     "agentreview.cli.schema_cmd",
     "agentreview.cli.verify_cmd",
 ]
