@@ -23,15 +23,17 @@ from agentreview import __version__
 from agentreview.errors import EXIT_ERROR, EXIT_USAGE, AgentreviewError
 
 COMMAND_MODULES = [
-    "agentreview.cli.ledger_cmd",
-    "agentreview.cli.key_cmd",
-    "agentreview.cli.export_cmd",
-    "agentreview.cli.check_cmd",
-    "agentreview.cli.pack_cmd",
-    "agentreview.cli.plugins_cmd",
-    "agentreview.cli.presets_cmd",
-    "agentreview.cli.schema_cmd",
+    "agentreview.cli.run_cmd",
     "agentreview.cli.verify_cmd",
+    "agentreview.cli.check_cmd",
+    "agentreview.cli.ledger_cmd",
+    "agentreview.cli.export_cmd",
+    "agentreview.cli.key_cmd",
+    "agentreview.cli.presets_cmd",
+    "agentreview.cli.pack_cmd",
+    "agentreview.cli.schema_cmd",
+    "agentreview.cli.plugins_cmd",
+    "agentreview.cli.demo_cmd",
 ]
 
 
