@@ -1,0 +1,165 @@
+"""``kimi``: Kimi Code as a read-only reviewer (reviewer-clis.md §1.5, §5.1; wrapper contract).
+
+Prompt mode (``-p``) always auto-approves tools, so the only way to keep Kimi Code to
+reading is its global tool allow-list: each attempt gets a private ``KIMI_CODE_HOME``
+whose ``config.toml`` keeps only the user's provider, model and thinking settings
+(no MCP, hooks, plugins or skills) and ends with ``[tools] enabled = ["Read", "Grep",
+"Glob"]``; ``credentials/`` and ``oauth/`` are *linked* from the user's home so token
+refresh is not lost. It runs in the attempt's empty work dir with the repository
+added read-side via ``--add-dir``, an empty ``--skills-dir`` when the CLI has it, and
+telemetry off. The stream is audited: a tool call outside the allow-list is a boundary
+violation. Kimi reports failures only on stderr (``error: failed to run prompt:
+<code>: <message>``), which is classified per section 7. The prompt goes in argv
+(Kimi Code 2.1 has no stdin prompt), so it is visible to other local users' ``ps``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from agentreview.contracts import ProviderStatus, ReviewerRequest, ReviewerResult
+from agentreview_agent.answer import record_answer
+from agentreview_agent.proc import run_in_group
+from agentreview_agent.providers.base import (
+    capability_missing,
+    child_env,
+    cli_info,
+    clip,
+    ended_abnormally,
+    fresh_dir,
+    help_lists,
+    link_if_exists,
+    request_env,
+    status_from,
+    user_home,
+)
+from agentreview_agent.streams import AUTH_TEXT, QUOTA_TEXT, parse_jsonl, unavailable_reason
+
+HELP_ARGS = ("--help",)
+REQUIRED_FLAGS = ("--output-format", "--add-dir")
+OPTIONAL_FLAGS = ("--skills-dir",)
+READ_TOOLS = ("Read", "Grep", "Glob")
+KEPT_KEYS = ("default_model", "providers", "models", "thinking", "default_thinking")
+FAILURE = re.compile(r"error: failed to run prompt: (.*)")
+
+
+def _user_home_dir() -> Path:
+    value = os.environ.get("KIMI_CODE_HOME")
+    return Path(value) if value else user_home() / ".kimi-code"
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return json.dumps(str(value))
+
+
+def _toml_tables(prefix: str, table: dict[str, Any], out: list[str]) -> None:
+    scalars = {k: v for k, v in table.items() if not isinstance(v, dict)}
+    if prefix:
+        out.append(f"[{prefix}]")
+    out += [f"{json.dumps(k)} = {_toml_value(v)}" for k, v in scalars.items()]
+    for key, sub in table.items():
+        if isinstance(sub, dict):
+            _toml_tables(f"{prefix}.{json.dumps(key)}" if prefix else json.dumps(key), sub, out)
+
+
+def private_config(user_config: Path) -> str:
+    """The user's provider/model/thinking settings and nothing else, plus the read-only tool allow-list."""
+    try:
+        with user_config.open("rb") as fh:
+            data = tomllib.load(fh)
+    except (OSError, tomllib.TOMLDecodeError):
+        data = {}
+    kept = {k: v for k, v in data.items() if k in KEPT_KEYS}
+    lines: list[str] = []
+    _toml_tables("", {k: v for k, v in kept.items() if not isinstance(v, dict)}, lines)
+    for key, value in kept.items():
+        if isinstance(value, dict):
+            _toml_tables(json.dumps(key), value, lines)
+    lines += ["[tools]", f"enabled = {_toml_value(list(READ_TOOLS))}"]
+    return "\n".join(lines) + "\n"
+
+
+def audit(text: str) -> tuple[list[str], str | None, str | None, str, int | None]:
+    """(breaches, corrupt, session id, final answer, retry status code) of a stream-json run."""
+    stream = parse_jsonl(text)
+    breach: list[str] = []
+    session_id, final, status = None, "", None
+    for event in stream.events:
+        role, kind = event.get("role"), event.get("type")
+        if role == "assistant":
+            for call in event.get("tool_calls") or []:
+                fn = call.get("function") if isinstance(call, dict) else None
+                name = fn.get("name") if isinstance(fn, dict) else None
+                if name not in READ_TOOLS:
+                    breach.append(f"reviewer used tool {clip(str(name), 60)!r} outside the allow-list")
+            if isinstance(event.get("content"), str) and event["content"].strip():
+                final = event["content"]
+        elif role == "meta" and kind == "session.resume_hint" and isinstance(event.get("session_id"), str):
+            session_id = event["session_id"]
+        elif role == "meta" and kind == "turn.step.retrying" and isinstance(event.get("status_code"), int):
+            status = event["status_code"]
+    return breach, stream.corrupt, session_id, final, status
+
+
+class KimiProvider:
+    name = "kimi"
+    binary = "kimi"
+
+    def status(self) -> ProviderStatus:
+        return status_from(cli_info(None, self.binary, HELP_ARGS), REQUIRED_FLAGS)
+
+    def review(self, request: ReviewerRequest) -> ReviewerResult:
+        info = cli_info(request.preset, self.binary, HELP_ARGS)
+        if isinstance(info, str):
+            return ReviewerResult("unavailable", info)
+        missing = help_lists(info.help_text, REQUIRED_FLAGS)
+        if missing:
+            return capability_missing("kimi", info, missing)
+        home = fresh_dir(request.work_dir / "kimi-home")
+        user = _user_home_dir()
+        (home / "config.toml").write_text(private_config(user / "config.toml"))
+        for name in ("credentials", "oauth"):
+            link_if_exists(user / name, home / name)
+        cwd = fresh_dir(request.work_dir / "cwd")
+        argv = [info.binary, "-p", request.answer_prompt, "--output-format", "stream-json"]
+        argv += ["--add-dir", str(request.repo_root)]
+        if not help_lists(info.help_text, ["--skills-dir"]):
+            argv += ["--skills-dir", str(fresh_dir(request.work_dir / "skills"))]
+        if request.preset.model:
+            argv += ["-m", request.preset.model]
+        env = child_env({**request_env(request), "KIMI_CODE_HOME": str(home), "KIMI_DISABLE_TELEMETRY": "1"})
+        proc = run_in_group(argv, cwd=cwd, env=env, deadline=request.deadline, cancel=request.cancel)
+        breach, corrupt, session_id, final, status = audit(proc.stdout_text())
+        ids = {"session_id": session_id, "model": request.preset.model}
+        if corrupt:
+            return ReviewerResult("boundary_violation", f"kimi's event stream cannot be audited: {corrupt}", **ids)
+        if breach:
+            return ReviewerResult("boundary_violation", "; ".join(dict.fromkeys(breach)), **ids)
+        abnormal = ended_abnormally("kimi", proc)
+        if abnormal:
+            return ReviewerResult(abnormal.end, abnormal.error, **ids)
+        if proc.rc:
+            found = FAILURE.search(proc.stderr_text())
+            message = clip(found.group(1) if found else proc.stderr_text() or f"exit {proc.rc}", 300)
+            if status == 429 or QUOTA_TEXT.search(message):
+                return ReviewerResult("unavailable", f"quota or rate limit: {message}", **ids)
+            if "provider.auth_error" in message or AUTH_TEXT.search(message):
+                return ReviewerResult("unavailable", f"authentication failed: {message}", **ids)
+            reason, retryable = unavailable_reason(message)
+            retryable = retryable or proc.rc == 75 or "provider.connection_error" in message
+            return ReviewerResult("unavailable", f"{reason}: {message}", retryable=retryable, **ids)
+        recorded = record_answer(final, request.verdict_path, who="kimi")
+        if recorded is not None:
+            return ReviewerResult(recorded.end, recorded.error, **ids)
+        return ReviewerResult("verdict", **ids)

@@ -1,0 +1,200 @@
+"""``opencode``: OpenCode as a read-only reviewer (reviewer-clis.md §1.5, §4; wrapper contract).
+
+OpenCode imports ``.opencode/plugin`` code from its project and the project's parents,
+so it never runs in the reviewed repository: each attempt builds a private empty git
+project holding one generated agent whose permissions deny everything but reading
+(``read``, ``grep``, ``glob``, ``list``, and reading outside that project, which is how
+it reaches the repository), under private XDG config/data/state/cache dirs with only
+``auth.json`` linked in, with ``--pure`` (no external plugins) when the CLI has it. A
+preflight ``opencode debug agent`` (no inference) must show every other tool off. The
+JSON event stream is audited: any ``tool_use`` other than those reads — including a
+call OpenCode itself rejected — is a boundary violation. The final text answer is the
+verdict JSON, which this provider writes to the verdict file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+from agentreview.contracts import ProviderStatus, ReviewerRequest, ReviewerResult
+from agentreview_agent.answer import record_answer
+from agentreview_agent.proc import run_in_group
+from agentreview_agent.providers.base import (
+    capability_missing,
+    child_env,
+    cli_info,
+    clip,
+    ended_abnormally,
+    fresh_dir,
+    help_lists,
+    link_if_exists,
+    request_env,
+    status_from,
+    tail,
+    user_home,
+)
+from agentreview_agent.streams import parse_jsonl, unavailable_reason
+
+HELP_ARGS = ("run", "--help")
+REQUIRED_FLAGS = ("--agent", "--format", "--dir", "--file")
+OPTIONAL_FLAGS = ("--pure",)
+AGENT = "agentreview-review"
+READ_TOOLS = frozenset(("read", "grep", "glob", "list"))
+PREFLIGHT_TIMEOUT_S = 60.0
+AGENT_FILE = """---
+description: agentreview read-only reviewer (generated per attempt)
+mode: primary
+permission:
+  "*": deny
+  read: allow
+  grep: allow
+  glob: allow
+  list: allow
+  external_directory: allow
+---
+You review a committed git range read-only and answer with one JSON object.
+"""
+
+
+def _user_data_dir() -> Path:
+    value = os.environ.get("XDG_DATA_HOME")
+    return (Path(value) if value else user_home() / ".local" / "share") / "opencode"
+
+
+def build_home(work_dir: Path) -> tuple[Path, dict[str, str]]:
+    """The private project (with the generated agent) and the XDG environment of one attempt."""
+    root = fresh_dir(work_dir / "opencode")
+    xdg = {name: str(fresh_dir(root / name.lower())) for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME",
+                                                                   "XDG_STATE_HOME", "XDG_CACHE_HOME")}  # fmt: skip
+    link_if_exists(_user_data_dir() / "auth.json", Path(xdg["XDG_DATA_HOME"]) / "opencode" / "auth.json")
+    project = fresh_dir(root / "project")
+    subprocess.run(["git", "init", "-q", str(project)], check=True, timeout=30, capture_output=True)
+    agent = project / ".opencode" / "agent" / f"{AGENT}.md"
+    agent.parent.mkdir(parents=True)
+    agent.write_text(AGENT_FILE)
+    env = {
+        **xdg,
+        "OPENCODE_DISABLE_AUTOUPDATE": "1",
+        "OPENCODE_DISABLE_CLAUDE_CODE": "1",
+        "OPENCODE_DISABLE_EXTERNAL_SKILLS": "1",
+    }
+    return project, env
+
+
+def preflight(binary: str, project: Path, env: dict[str, str], deadline: float, cancel) -> str | None:
+    """``opencode debug agent``: every tool but the reads must be off; return why not, or None."""
+    proc = run_in_group(
+        [binary, "debug", "agent", AGENT],
+        cwd=project,
+        env=env,
+        deadline=min(deadline, time.monotonic() + PREFLIGHT_TIMEOUT_S),
+        cancel=cancel,
+        kill_grace_s=1.0,
+    )
+    text = proc.stdout_text()
+    try:
+        described = json.loads(text[text.index("{") :])
+    except ValueError:
+        return f"opencode debug agent printed no agent description: {tail(proc.stderr_text() or text, 200)}"
+    tools = described.get("tools") if isinstance(described, dict) else None
+    if not isinstance(tools, dict):
+        return "opencode debug agent shows no tools table, so the read-only agent is unverified"
+    widened = sorted(name for name, on in tools.items() if on is not False and name not in READ_TOOLS)
+    return "the generated agent still has tools: " + ", ".join(widened) if widened else None
+
+
+def audit(text: str) -> tuple[list[str], str | None, str | None, str, list[dict]]:
+    """(breaches, corrupt, session id, final text, error payloads) of a ``--format json`` stream."""
+    stream = parse_jsonl(text)
+    breach: list[str] = []
+    errors: list[dict] = []
+    session_id, final, finished = None, "", False
+    for event in stream.events:
+        session_id = session_id or (event.get("sessionID") if isinstance(event.get("sessionID"), str) else None)
+        part = event.get("part") if isinstance(event.get("part"), dict) else {}
+        kind = event.get("type")
+        if kind == "tool_use":
+            tool = part.get("tool")
+            if tool not in READ_TOOLS:
+                breach.append(f"reviewer used tool {clip(str(tool), 60)!r} outside the allow-list")
+        elif kind == "text" and isinstance(part.get("text"), str):
+            final = part["text"]
+        elif kind == "step_finish":
+            finished = part.get("reason") == "stop"
+        elif kind == "error" and isinstance(event.get("error"), dict):
+            errors.append(event["error"])
+    return breach, stream.corrupt, session_id, final if finished else "", errors
+
+
+def _classify_errors(errors: list[dict]) -> ReviewerResult | None:
+    for error in errors:
+        data = error.get("data") if isinstance(error.get("data"), dict) else {}
+        status, message = data.get("statusCode"), clip(str(data.get("message") or error.get("name")), 300)
+        if status == 401:
+            return ReviewerResult("unavailable", f"authentication failed: {message}")
+        if status in (402, 429):
+            return ReviewerResult("unavailable", f"quota or rate limit: {message}")
+    if errors:
+        data = errors[-1].get("data") if isinstance(errors[-1].get("data"), dict) else {}
+        message = str(data.get("message") or errors[-1].get("name"))
+        reason, retryable = unavailable_reason(message)
+        return ReviewerResult("unavailable", f"{reason}: {clip(message, 300)}", retryable=retryable)
+    return None
+
+
+class OpenCodeProvider:
+    name = "opencode"
+    binary = "opencode"
+
+    def status(self) -> ProviderStatus:
+        return status_from(cli_info(None, self.binary, HELP_ARGS), REQUIRED_FLAGS)
+
+    def review(self, request: ReviewerRequest) -> ReviewerResult:
+        info = cli_info(request.preset, self.binary, HELP_ARGS)
+        if isinstance(info, str):
+            return ReviewerResult("unavailable", info)
+        missing = help_lists(info.help_text, REQUIRED_FLAGS)
+        if missing:
+            return capability_missing("opencode", info, missing)
+        project, xdg = build_home(request.work_dir)
+        env = child_env({**request_env(request), **xdg})
+        why = preflight(info.binary, project, env, request.deadline, request.cancel)
+        if why:
+            return ReviewerResult("unavailable", f"capability_missing: {why}")
+        prompt_file = request.work_dir / "prompt.md"
+        prompt_file.write_text(request.answer_prompt, encoding="utf-8")
+        argv = [info.binary, "run", "--dir", str(project), "--agent", AGENT, "--format", "json"]
+        argv += [flag for flag in OPTIONAL_FLAGS if not help_lists(info.help_text, [flag])]
+        if request.preset.model:
+            argv += ["-m", request.preset.model]
+        argv += [
+            "--file",
+            str(prompt_file),
+            "--",
+            f"Follow the attached instructions (repository: {request.repo_root}).",
+        ]
+        proc = run_in_group(argv, cwd=project, env=env, deadline=request.deadline, cancel=request.cancel)
+        breach, corrupt, session_id, final, errors = audit(proc.stdout_text())
+        ids = {"session_id": session_id, "model": request.preset.model}
+        if corrupt:
+            return ReviewerResult("boundary_violation", f"opencode's event stream cannot be audited: {corrupt}", **ids)
+        if breach:
+            return ReviewerResult("boundary_violation", "; ".join(dict.fromkeys(breach)), **ids)
+        abnormal = ended_abnormally("opencode", proc)
+        if abnormal:
+            return ReviewerResult(abnormal.end, abnormal.error, **ids)
+        failed = _classify_errors(errors)
+        if failed:
+            return ReviewerResult(failed.end, failed.error, failed.retryable, **ids)
+        if proc.rc:
+            return ReviewerResult(
+                "unavailable", f"opencode exited with code {proc.rc}: {tail(proc.stderr_text())}", **ids
+            )
+        recorded = record_answer(final, request.verdict_path, who="opencode")
+        if recorded is not None:
+            return ReviewerResult(recorded.end, recorded.error, **ids)
+        return ReviewerResult("verdict", **ids)
