@@ -1,0 +1,135 @@
+"""A stand-in ``opencode`` CLI that replays recorded OpenCode 1.18.33 output.
+
+The JSON lines are those recorded in reviewer-clis.md section 6 (real output of that
+version with stubbed model replies), extended only where a case needs it; a real
+model cannot be made to fail auth, hit a quota or call a denied tool on demand. It
+emulates what matters for isolation: ``debug agent <name>`` reads the agent file
+from ``<cwd>/.opencode/agent/`` and reports its tools (all on when it is missing),
+and ``run`` with no private ``XDG_CONFIG_HOME`` would load the user's
+``~/.config/opencode/opencode.json`` MCP servers (reported as a tool call). Every
+``run`` is recorded to ``$FAKE_RECORD``.
+"""
+
+import json
+import os
+import re
+import sys
+import time
+
+TOOLS = [
+    "invalid",
+    "question",
+    "bash",
+    "read",
+    "glob",
+    "grep",
+    "edit",
+    "write",
+    "task",
+    "webfetch",
+    "todowrite",
+    "websearch",
+    "skill",
+]
+HELP = """opencode run [message..]
+      --pure  -m, --model  --agent  --format  -f, --file  --dir  --auto
+"""
+
+
+def emit(kind, sid="ses_dd6c18f1-fake", **fields):
+    sys.stdout.write(json.dumps({"type": kind, "timestamp": 1795988289758, "sessionID": sid, **fields}) + "\n")
+    sys.stdout.flush()
+
+
+def main():
+    argv = sys.argv[1:]
+    scenario = os.environ.get("FAKE_SCENARIO", "success")
+    if argv == ["--version"]:
+        print("1.18.33")
+        return 0
+    if "--help" in argv:
+        print(HELP)
+        return 0
+    if argv[:2] == ["debug", "agent"]:
+        path = os.path.join(os.getcwd(), ".opencode", "agent", argv[2] + ".md")
+        text = ""
+        if os.path.exists(path):
+            with open(path) as fh:
+                text = fh.read()
+        allowed = set(re.findall(r"^  (\w+): allow$", text, re.M)) if '"*": deny' in text else set(TOOLS)
+        if scenario == "drift":
+            allowed.add("bash")  # a release where the generated agent no longer turns bash off
+        print(
+            json.dumps(
+                {
+                    "name": argv[2],
+                    "mode": "primary",
+                    "permission": [],
+                    "options": {},
+                    "native": False,
+                    "tools": {t: t in allowed for t in TOOLS},
+                }
+            )
+        )
+        return 0
+    with open(os.environ["FAKE_RECORD"], "a") as fh:
+        fh.write(
+            json.dumps(
+                {
+                    "argv": argv,
+                    "cwd": os.getcwd(),
+                    "env": {k: v for k, v in os.environ.items() if k.startswith(("XDG_", "OPENCODE"))},
+                }
+            )
+            + "\n"
+        )
+    if not os.environ.get("XDG_CONFIG_HOME") and os.path.exists(os.path.expanduser("~/.config/opencode/opencode.json")):
+        emit("tool_use", part={"type": "tool", "tool": "evil_run", "callID": "c0", "state": {"status": "completed"}})
+    verdict = os.environ.get("FAKE_VERDICT", '{"findings": []}')
+    if scenario == "hang":
+        emit(
+            "error",
+            error={
+                "name": "APIError",
+                "data": {
+                    "message": "Cannot connect to API: Unable to connect. Is the computer able to access the url?",
+                    "isRetryable": True,
+                    "metadata": {"url": "https://opencode.ai/zen"},
+                },
+            },
+        )
+        time.sleep(300)
+    if scenario in ("auth", "quota"):
+        code = 401 if scenario == "auth" else 429
+        emit(
+            "error",
+            error={"name": "APIError", "data": {"message": f"status {code}", "statusCode": code, "isRetryable": False}},
+        )
+        return 1
+    emit("step_start", part={"id": "prt_1", "type": "step-start"})
+    if scenario == "tool_breach":  # a denied call still shows as tool_use with an error state
+        emit(
+            "tool_use",
+            part={
+                "type": "tool",
+                "tool": "bash",
+                "callID": "c1",
+                "state": {"status": "error", "input": {"command": "touch pwned"}, "error": "denied"},
+            },
+        )
+    if scenario == "malformed":
+        verdict = "HIGH app.py:1 x changed without tests"
+    emit("text", part={"type": "text", "text": verdict, "time": {"start": 1, "end": 2}})
+    emit(
+        "step_finish",
+        part={
+            "reason": "stop",
+            "type": "step-finish",
+            "tokens": {"total": 13, "input": 10, "output": 3, "reasoning": 0, "cache": {"write": 0, "read": 0}},
+            "cost": 0,
+        },
+    )
+    return 0
+
+
+sys.exit(main())

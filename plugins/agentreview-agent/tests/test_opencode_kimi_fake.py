@@ -1,0 +1,121 @@
+"""The ``opencode`` and ``kimi`` providers against fake CLIs replaying recorded output
+(reviewer-clis.md section 6): status and error per case, and the argv and environment
+used — a private project/XDG dirs for OpenCode, a private KIMI_CODE_HOME with the tool
+allow-list for Kimi, credentials linked, the planted user MCP config never reached."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+from agentreview_agent.providers.kimi import KimiProvider
+from agentreview_agent.providers.opencode import AGENT, OpenCodeProvider
+
+from agentreview.contracts import PresetSpec
+from agentreview.lanes import to_lane_result
+
+BACKUP = "import os; open(os.environ['AGENTREVIEW_VERDICT_PATH'], 'w').write('{\"findings\": []}')"
+PROVIDERS = {"opencode": OpenCodeProvider, "kimi": KimiProvider}
+
+
+@pytest.fixture(params=["opencode", "kimi"])
+def reviewer(request, lane, fake_cli):
+    name = request.param
+    cli = fake_cli(name)
+    lane.providers[name] = PROVIDERS[name]()
+    lane.presets[name] = PresetSpec(name=name, provider=name, builtin=True)
+    lane.presets["backup"] = PresetSpec(
+        name="backup", provider="exec", options={"command": [sys.executable, "-c", BACKUP]}
+    )
+    return name, cli
+
+
+def run(lane, monkeypatch, name: str, scenario: str, **check):
+    monkeypatch.setenv("FAKE_SCENARIO", scenario)
+    check = lane.check(preset=name, **check)
+    return check, lane.run(check)
+
+
+def test_success_blocks_on_a_high_finding(lane, reviewer, monkeypatch) -> None:
+    name, cli = reviewer
+    monkeypatch.setenv("FAKE_VERDICT", json.dumps({"findings": [{"severity": "high", "title": "bug"}]}))
+    check, outcome = run(lane, monkeypatch, name, "success")
+    assert outcome.kind == "reported", outcome.error
+    assert outcome.preset == name and outcome.session_id
+    assert to_lane_result(check, outcome, 1).status == "fail"
+    (call,) = cli.calls()
+    work = lane.run_dir / "reviewers" / "correctness.1"
+    if name == "opencode":
+        project = work / "opencode" / "project"
+        assert call["argv"][:9] == [
+            "run",
+            "--dir",
+            str(project),
+            "--agent",
+            AGENT,
+            "--format",
+            "json",
+            "--pure",
+            "--file",
+        ]
+        assert call["cwd"] == str(project)
+        assert call["env"]["XDG_CONFIG_HOME"] == str(work / "opencode" / "xdg_config_home")
+        assert call["env"]["XDG_DATA_HOME"] == str(work / "opencode" / "xdg_data_home")
+    else:
+        assert call["argv"][0] == "-p" and "final answer ONLY this JSON" in call["argv"][1]
+        assert call["argv"][2:] == [
+            "--output-format", "stream-json", "--add-dir", str(lane.repo.root), "--skills-dir", str(work / "skills"),
+        ]  # fmt: skip
+        assert call["cwd"] == str(work / "cwd")
+        assert call["env"]["KIMI_CODE_HOME"] == str(work / "kimi-home")
+        assert call["env"]["KIMI_DISABLE_TELEMETRY"] == "1"
+        # only provider/model settings kept (no [mcp]), the allow-list added, credentials linked
+        assert call["config"] == {
+            "default_model": "kimi-k2",
+            "providers": {"moonshot": {"api_key": "user-key"}},
+            "tools": {"enabled": ["Read", "Grep", "Glob"]},
+        }
+        assert call["listing"] == {
+            "config.toml": "file",
+            "credentials": f"link:{cli.home / '.kimi-code' / 'credentials'}",
+        }
+
+
+@pytest.mark.parametrize(("scenario", "error"), [("auth", "authentication failed"), ("quota", "quota or rate limit")])
+def test_auth_and_quota_fall_back(lane, reviewer, monkeypatch, scenario: str, error: str) -> None:
+    name, _ = reviewer
+    _, outcome = run(lane, monkeypatch, name, scenario, fallbackPresets=["backup"])
+    assert outcome.kind == "reported" and outcome.preset == "backup"
+    assert outcome.fallbacks[0].preset == name and outcome.fallbacks[0].error.startswith(error)
+
+
+def test_tool_breach_is_terminal(lane, reviewer, monkeypatch) -> None:
+    name, _ = reviewer
+    _, outcome = run(lane, monkeypatch, name, "tool_breach", fallbackPresets=["backup"])
+    tool = "bash" if name == "opencode" else "Bash"
+    assert outcome.kind == "skipped" and not outcome.fallbacks
+    assert outcome.error == f"reviewer boundary violation: reviewer used tool '{tool}' outside the allow-list"
+
+
+def test_drift(lane, reviewer, monkeypatch) -> None:
+    name, _ = reviewer
+    _, outcome = run(lane, monkeypatch, name, "drift", fallbackPresets=["backup"])
+    if name == "opencode":  # the preflight shows a tool the generated agent should have turned off
+        assert outcome.preset == "backup"
+        assert outcome.fallbacks[0].error == "capability_missing: the generated agent still has tools: bash"
+    else:  # an unknown meta event and an allowed read are tolerated
+        assert outcome.kind == "reported" and outcome.preset == "kimi", outcome.error
+
+
+def test_malformed_answer_stops(lane, reviewer, monkeypatch) -> None:
+    name, _ = reviewer
+    _, outcome = run(lane, monkeypatch, name, "malformed", fallbackPresets=["backup"])
+    assert outcome.kind == "skipped" and not outcome.fallbacks and "looks like a finding" in outcome.error
+    assert "app.py:1 x changed" in outcome.error
+
+
+def test_hang_is_a_timeout(lane, reviewer, monkeypatch) -> None:
+    name, _ = reviewer
+    _, outcome = run(lane, monkeypatch, name, "hang", fallbackPresets=["backup"], timeoutMs=2500)
+    assert outcome.kind == "timeout" and not outcome.fallbacks
