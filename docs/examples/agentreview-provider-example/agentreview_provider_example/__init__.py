@@ -1,0 +1,1 @@
+"""A minimal third-party reviewer provider for agentreview (see docs/providers.md)."""

@@ -1,0 +1,86 @@
+"""The third-party provider example in docs/examples is complete: installed as a
+distribution (a dist-info on PYTHONPATH, built from its pyproject.toml) it registers through the hook, shows in
+``agentreview presets`` as a built-in preset, and runs an agent lane to a verdict in a
+real ``agentreview`` process."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+EXAMPLE = ROOT / "docs" / "examples" / "agentreview-provider-example"
+
+
+@pytest.fixture(scope="module")
+def example_site(tmp_path_factory) -> Path:
+    """Install the example as a distribution on PYTHONPATH: its package plus a dist-info whose
+    METADATA and entry_points.txt are generated from the example's own pyproject.toml."""
+    target = tmp_path_factory.mktemp("site")
+    project = tomllib.loads((EXAMPLE / "pyproject.toml").read_text())["project"]
+    package = EXAMPLE / "agentreview_provider_example"
+    shutil.copytree(package, target / package.name, ignore=shutil.ignore_patterns("__pycache__"))
+    dist_info = target / f"{project['name'].replace('-', '_')}-{project['version']}.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {project['name']}\nVersion: {project['version']}\n"
+    )
+    groups = project["entry-points"]
+    (dist_info / "entry_points.txt").write_text(
+        "".join(f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items()) for group, eps in groups.items())
+    )
+    return target
+
+
+def _env(site: Path, home: Path) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(site), "AGENTREVIEW_HOME": str(home)}
+
+
+def test_example_provider_registers_and_lists(example_site: Path, tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "agentreview", "presets", "--json"],
+        capture_output=True, text=True, timeout=60, env=_env(example_site, tmp_path),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    rows = {row["name"]: row for row in json.loads(proc.stdout)}
+    assert rows["example-linter"]["source"] == "builtin" and rows["example-linter"]["usable"] is True
+
+
+def test_example_provider_runs_an_agent_lane(example_site: Path, repo, tmp_path: Path) -> None:
+    repo.head = repo.commit("app.py", "x = eval(input())  # TODO tidy\n", "use eval")
+    run_dir = tmp_path / "runs" / "r1"
+    run_dir.mkdir(parents=True)
+    program = f"""
+import json, sys, threading
+from pathlib import Path
+from agentreview.contracts import LaneRequest
+from agentreview.documents.manifest import AgentCheck
+from agentreview.lanes import to_lane_result
+from agentreview.plugins import load_registry
+from agentreview.presets import load_presets
+
+registry = load_registry()
+providers = registry.objects("providers")
+check = AgentCheck.model_validate({{"id": "lint", "kind": "agent", "preset": "example-linter", "rubric": "r.md"}})
+request = LaneRequest(
+    check=check, review_id="rev", repo_root=Path({str(repo.root)!r}), base_sha={repo.base!r}, head_sha={repo.head!r},
+    placeholders={{}}, run_dir=Path({str(run_dir)!r}), cancel=threading.Event(), rubric_path=Path({str(repo.rubric)!r}),
+    presets=load_presets(Path({str(tmp_path)!r}), providers), providers=providers,
+)
+outcome = registry.get("lane_executors", "agent").run_lane(request)
+print(to_lane_result(check, outcome, 1).model_dump_json(exclude_none=True))
+"""
+    proc = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=60, env=_env(example_site, tmp_path)
+    )
+    assert proc.returncode == 0, proc.stderr
+    lane = json.loads(proc.stdout)
+    assert lane["status"] == "fail" and lane["preset"] == "example-linter" and lane["model"] == "example-linter-1"
+    assert {f["title"] for f in lane["findings"]} == {"eval() added"}  # the one line carries eval(, so it is high
