@@ -187,3 +187,25 @@ def test_claude_forbidden_tool_never_reaches_the_repo_and_skips(claude_lane, mon
     assert not (lane.repo.root / "pwned.txt").exists()
     assert outcome.kind == "skipped", outcome
     assert outcome.error == f"reviewer boundary violation: reviewer used tool '{tool}' outside the allow-list"
+
+
+# ----------------------------------------------------------------------------- OpenCode (no inference)
+
+
+def test_opencode_generated_agent_is_read_only_per_the_real_cli(tmp_path: Path, monkeypatch) -> None:
+    # `opencode debug agent` (no model call) resolves the generated agent: every tool but the reads must be off.
+    import threading
+    import time
+
+    from agentreview_agent.providers.base import child_env
+    from agentreview_agent.providers.opencode import build_home, preflight
+
+    binary = cli("opencode")
+    monkeypatch.setenv("HOME", str(tmp_path / "userhome"))
+    project, xdg = build_home(tmp_path / "work")
+    assert preflight(binary, project, child_env(xdg), time.monotonic() + 120, threading.Event()) is None
+    # and the check has teeth: an agent that allows bash is refused
+    agent = next((project / ".opencode" / "agent").iterdir())
+    agent.write_text(agent.read_text().replace("  read: allow", "  read: allow\n  bash: allow"))
+    why = preflight(binary, project, child_env(xdg), time.monotonic() + 120, threading.Event())
+    assert why == "the generated agent still has tools: bash"
