@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.run import Case, machine_line, measure, print_table, venv_script  # noqa: E402
+from bench.run import Case, machine_line, measure, print_table, venv_script
 
 LANES = 8
 
