@@ -404,6 +404,17 @@ def test_index_of_another_schema_version_is_rebuilt(root: Path) -> None:
     assert run_ids(fresh.list()) == ["review-0001"]
 
 
+def test_an_index_that_cannot_be_opened_falls_back_to_the_files(root: Path) -> None:
+    root.mkdir(parents=True)
+    (root / INDEX_NAME).mkdir()  # not a database file and not removable as one
+    led = Ledger(root)
+    led.put(make_att(1), HOST)
+    led.put(make_att(2, binding="ci"), HOST)
+    assert run_ids(led.list()) == ["review-0002", "review-0001"]
+    assert [a.runId for a in led.candidates(REMOTE, MSHA, "ci")] == ["review-0002"]
+    assert any("scanning the files" in w for w in led.warnings)
+
+
 def test_files_added_behind_the_index_are_found(root: Path) -> None:
     led = Ledger(root)
     led.put(make_att(1), HOST)
