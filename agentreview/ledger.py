@@ -413,7 +413,7 @@ class Ledger:
         return path
 
     def _entry_lock(self, entry: Path) -> Any:
-        from filelock import FileLock
+        from agentreview.locks import FileLock
 
         return FileLock(str(entry.with_name(entry.name[: -len(".json")] + ".lock")), timeout=LOCK_TIMEOUT_S)
 
@@ -421,7 +421,7 @@ class Ledger:
 
     def put(self, attestation: Attestation, host: HostInfo | Mapping[str, Any]) -> Path:
         """Record an attestation (every one: incomplete and dirty included); a re-run of the key overwrites."""
-        from filelock import Timeout
+        from agentreview.locks import Timeout
 
         info = host if isinstance(host, HostInfo) else HostInfo.from_json(host)
         if attestation.verdict != attestation.refold():
@@ -561,7 +561,7 @@ class Ledger:
         self, repo_remote: str, manifest_sha: str, binding: str, range_sha: str,
         change: Callable[[dict[str, Any]], None],
     ) -> Path:
-        from filelock import Timeout
+        from agentreview.locks import Timeout
 
         entry = self.entry_path(repo_remote, manifest_sha, binding, range_sha)
         if not entry.is_file():
@@ -739,7 +739,7 @@ class Ledger:
     def _first_sync(self, conn: sqlite3.Connection) -> None:
         """Fill a new index from a full scan, under a lock so concurrent processes scan once
         (the second one finds the work done and only checks directory times)."""
-        from filelock import FileLock, Timeout
+        from agentreview.locks import FileLock, Timeout
 
         try:
             with FileLock(str(self.root / INDEX_LOCK), timeout=600):

@@ -95,7 +95,7 @@ class SshSigner:
 
     def _ensure_key(self, ctx: SignerContext) -> Path:
         """Create the key on first use; concurrent first uses create exactly one key."""
-        from filelock import FileLock, Timeout
+        from agentreview.locks import FileLock, Timeout
 
         key = self.key_path(ctx.home)
         directory = key.parent

@@ -288,7 +288,7 @@ class _JoinLock:
 
 def _acquire_join_lock(path: Path, cancel: threading.Event, options: RunOptions, reporter: Reporter) -> _JoinLock:
     """Take the per-key lock; when another run holds it, wait for it (cancellable, bounded)."""
-    from filelock import FileLock, Timeout
+    from agentreview.locks import FileLock, Timeout
 
     path.parent.mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(path))

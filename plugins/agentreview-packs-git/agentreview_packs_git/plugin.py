@@ -50,8 +50,7 @@ class GitPackLoader:
     ) -> LoadedPack:
         """Under the per-sha lock: re-check the entry (another process may have fixed it), drop a bad
         one, fetch, publish with one rename."""
-        from filelock import FileLock, Timeout
-
+        from agentreview.locks import FileLock, Timeout
         from agentreview_packs_git.cache import FetchError, discard, fetch_entry, verify_entry
         from agentreview_packs_git.tree import TreeMismatchError
 
