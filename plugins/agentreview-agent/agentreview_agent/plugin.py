@@ -1,24 +1,69 @@
-"""Plugin entry module: the ``agent`` lane executor and the reviewer providers."""
+"""Plugin entry module: the ``agent`` lane executor and the reviewer providers.
+
+Every command that loads plugins imports this module, so it registers light
+stand-ins that import the executor or a provider (about 20 ms together) only when
+one is first used: a review with command lanes alone never pays for them.
+"""
 
 from __future__ import annotations
+
+import importlib
+from typing import Any
 
 from agentreview import hookimpl
 
 
+class _Lazy:
+    """Defers importing ``module.attr`` until the first call on the object it builds."""
+
+    def __init__(self, module: str, attr: str):
+        self._module = module
+        self._attr = attr
+        self._target: Any = None
+
+    def _get(self) -> Any:
+        if self._target is None:
+            self._target = getattr(importlib.import_module(self._module), self._attr)()
+        return self._target
+
+
+class LazyAgentExecutor(_Lazy):
+    kind = "agent"
+
+    def __init__(self) -> None:
+        super().__init__("agentreview_agent.executor", "AgentLaneExecutor")
+
+    def run_lane(self, request: Any) -> Any:
+        return self._get().run_lane(request)
+
+
+class LazyProvider(_Lazy):
+    def __init__(self, name: str, module: str, attr: str):
+        super().__init__(f"agentreview_agent.providers.{module}", attr)
+        self.name = name
+
+    def status(self) -> Any:
+        return self._get().status()
+
+    def review(self, request: Any) -> Any:
+        return self._get().review(request)
+
+
+PROVIDERS = (
+    ("claude", "claude", "ClaudeProvider"),
+    ("codex", "codex", "CodexProvider"),
+    ("opencode", "opencode", "OpenCodeProvider"),
+    ("kimi", "kimi", "KimiProvider"),
+    ("exec", "exec_provider", "ExecProvider"),
+)
+
+
 @hookimpl
 def agentreview_register_lane_executors(register):
-    from agentreview_agent.executor import AgentLaneExecutor
-
-    register(AgentLaneExecutor())
+    register(LazyAgentExecutor())
 
 
 @hookimpl
 def agentreview_register_reviewer_providers(register):
-    from agentreview_agent.providers.claude import ClaudeProvider
-    from agentreview_agent.providers.codex import CodexProvider
-    from agentreview_agent.providers.exec_provider import ExecProvider
-    from agentreview_agent.providers.kimi import KimiProvider
-    from agentreview_agent.providers.opencode import OpenCodeProvider
-
-    for provider in (ClaudeProvider(), CodexProvider(), OpenCodeProvider(), KimiProvider(), ExecProvider()):
-        register(provider)
+    for name, module, attr in PROVIDERS:
+        register(LazyProvider(name, module, attr))
