@@ -1,5 +1,3 @@
-import sys
+from agentreview.cli.entry import console
 
-from agentreview.cli.entry import main
-
-sys.exit(main())
+console()
