@@ -54,7 +54,7 @@ def manifest() -> str:
 
 def precommit_config(entry: str) -> str:
     hooks = "".join(
-        f"      - id: h{i}\n        name: h{i}\n        entry: {entry}\n        language: system\n"
+        f"      - id: h{i}\n        name: h{i}\n        entry: '{entry}'\n        language: system\n"
         "        pass_filenames: false\n        always_run: true\n"
         for i in range(LANES)
     )
