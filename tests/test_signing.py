@@ -273,3 +273,18 @@ def test_signing_never_raises(home: Path, registry: Any) -> None:
     (home / "keys" / "review_ed25519").write_text("not a key\n")
     result, error = sign_attestation(att, registry=registry, home=home, repo_root=None, principal="p@x")
     assert result is att and error is not None and error.startswith("could not prepare the review signing key: ")
+
+
+def test_fingerprint_matches_ssh_keygen(tmp_path: Path) -> None:
+    """The fingerprint is computed in-process; it must equal what ssh-keygen -lf prints."""
+    key = tmp_path / "k"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True, timeout=30)
+    expected = subprocess.run(
+        ["ssh-keygen", "-l", "-f", str(key) + ".pub"], check=True, capture_output=True, text=True, timeout=30
+    ).stdout.split()[1]
+    assert SshSigner()._fingerprint(Path(str(key) + ".pub"), 30) == expected
+    # an unreadable public key falls back to ssh-keygen, which reports the problem
+    broken = tmp_path / "broken.pub"
+    broken.write_text("not a key\n")
+    with pytest.raises(SigningError, match="could not prepare the review signing key"):
+        SshSigner()._fingerprint(broken, 30)
