@@ -11,82 +11,11 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-
-AGENTREVIEW = [sys.executable, "-m", "agentreview"]
-
-
-class Repo:
-    """A throw-away git repository with helpers to write, commit and run agentreview in it."""
-
-    def __init__(self, path: Path, home: Path):
-        self.path = path
-        self.home = home
-        path.mkdir(parents=True, exist_ok=True)
-        self.git("init", "-q", "-b", "main")
-        self.git("config", "user.email", "dev@example.test")
-        self.git("config", "user.name", "Dev Example")
-        self.git("config", "commit.gpgsign", "false")
-
-    @property
-    def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTREVIEW_")}
-        env["AGENTREVIEW_HOME"] = str(self.home)
-        env["CI"] = "true"
-        return env
-
-    def git(self, *args: str) -> str:
-        return subprocess.run(
-            ["git", *args], cwd=self.path, check=True, capture_output=True, text=True, timeout=30
-        ).stdout.strip()
-
-    def write(self, rel: str, text: str) -> None:
-        path = self.path / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-
-    def commit(self, message: str = "change", **files: str) -> str:
-        for rel, text in files.items():
-            self.write(rel.replace("__", "/"), text)
-        self.git("add", "-A")
-        self.git("commit", "-q", "-m", message)
-        return self.git("rev-parse", "HEAD")
-
-    def run(self, *args: str, timeout: float = 60, env: dict[str, str] | None = None):
-        return subprocess.run(
-            [*AGENTREVIEW, "run", "--json", *args],
-            cwd=self.path,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env=env or self.env,
-            stdin=subprocess.DEVNULL,
-        )
-
-    def run_json(self, *args: str, expect: int | None = None, **kw) -> dict:
-        proc = self.run(*args, **kw)
-        assert proc.stdout, proc.stderr
-        data = json.loads(proc.stdout)
-        if expect is not None:
-            assert proc.returncode == expect, (proc.returncode, data, proc.stderr)
-        assert data["exitCode"] == proc.returncode
-        return data
-
-    def ledger_files(self) -> list[Path]:
-        root = self.home / "reviews"
-        return [p for p in root.rglob("*.json") if "runs" not in p.parts and "inflight" not in p.parts]
-
-
-def manifest(checks: str, bindings: str = "", extra: str = "") -> str:
-    text = "---\nkind: review\nid: demo\ntarget: { kind: git-range, base: main }\nchecks:\n" + checks
-    if bindings:
-        text += "bindings:\n" + bindings
-    return text + extra + "---\n\n# demo\n"
-
+from reviewrepo import AGENTREVIEW, Repo, manifest
 
 PASSING = manifest(
     "  - id: ok\n    kind: command\n    run: 'true'\n"
@@ -416,3 +345,30 @@ def test_supersede_cancels_an_older_run_of_the_same_line(repo: Repo) -> None:
     assert cancelled["supersededBy"] == new["runId"]
     entries = repo.ledger_files()
     assert len(entries) == 1
+
+
+def test_cache_misses_after_a_pack_changes(repo: Repo, tmp_path: Path) -> None:
+    pack = tmp_path / "shared-pack"
+    (pack / "rubrics").mkdir(parents=True)
+    pack_md = (
+        "---\nkind: review-pack\nid: shared\nversion: 1.0.0\nchecks:\n"
+        "  - id: review\n    kind: agent\n    rubric: ./rubrics/r.md\n    blocking: false\n---\n"
+    )
+    (pack / "REVIEW.md").write_text(pack_md)
+    (pack / "rubrics" / "r.md").write_text("v1\n")
+    text = manifest(
+        "  - id: ok\n    kind: command\n    run: 'true'\n",
+        "  local:\n    checks: [ok, ext/review]\n",
+        extra=f"uses:\n  - pack: {pack}\n    as: ext\n    preset: claude\n",
+    )
+    start_feature(repo, text)
+    first = repo.run_json("--headless", expect=0)
+    assert first["attestation"]["packs"][0]["id"] == "shared"
+    assert repo.run_json("--headless", expect=0)["cached"] is True
+    (pack / "REVIEW.md").write_text(pack_md.replace("version: 1.0.0", "version: 1.0.1"))
+    changed = repo.run_json("--headless", expect=0)
+    assert changed["cached"] is False
+    assert changed["attestation"]["packs"][0]["sha256"] != first["attestation"]["packs"][0]["sha256"]
+    assert repo.run_json("--headless", expect=0)["cached"] is True
+    (pack / "rubrics" / "r.md").write_text("v2\n")
+    assert repo.run_json("--headless", expect=0)["cached"] is False

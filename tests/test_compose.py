@@ -1,0 +1,123 @@
+"""Composition end to end: an agent lane that passed is re-reviewed as a delta over only the new commits.
+
+The reviewer is an ``exec`` preset running a small script that logs the range it was
+given and answers with no findings, so the test sees exactly what the host asked for.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from reviewrepo import Repo, manifest
+
+REVIEWER = """
+import json, os, sys
+sys.stdin.read()
+with open(os.environ["LOG"], "a") as fh:
+    fh.write(os.environ["AGENTREVIEW_BASE"] + ".." + os.environ["AGENTREVIEW_HEAD"] + "\\n")
+with open(os.environ["AGENTREVIEW_VERDICT_PATH"], "w") as fh:
+    json.dump({"decision": "approve", "summary": "ok", "findings": []}, fh)
+"""
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Repo:
+    r = Repo(tmp_path / "repo", tmp_path / "home")
+    r.home.mkdir(parents=True)
+    script = tmp_path / "reviewer.py"
+    script.write_text(REVIEWER)
+    (r.home / "presets.toml").write_text(
+        f'[presets.rev]\nprovider = "exec"\ncommand = {json.dumps([sys.executable, str(script)])}\n'
+    )
+    text = manifest(
+        "  - id: ok\n    kind: command\n    run: 'true'\n"
+        "  - id: review\n    kind: agent\n    preset: rev\n    rubric: ./rubric.md\n",
+        extra="verdict:\n  exportDir: .reviews\n",
+    )
+    r.commit("initial", **{"README.md": "hello\n", "rubric.md": "look for bugs\n", "REVIEW.md": text})
+    r.git("switch", "-q", "-c", "feature")
+    return r
+
+
+def _log(tmp_path: Path) -> list[str]:
+    path = tmp_path / "log.txt"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def test_delta_review_records_composed_from_and_verifies(repo: Repo, tmp_path: Path) -> None:
+    env = {**repo.env, "LOG": str(tmp_path / "log.txt")}
+    base = repo.git("rev-parse", "main")
+    first_head = repo.commit("one", **{"a.txt": "1\n"})
+    first = repo.run_json("--export", env=env, expect=0)
+    assert "composedFrom" not in first["attestation"]["lanes"][1]
+    assert _log(tmp_path) == [f"{base}..{first_head}"]
+
+    second_head = repo.commit("two", **{"b.txt": "2\n"})
+    second = repo.run_json("--export", env=env, expect=0)
+    att = second["attestation"]
+    lane = att["lanes"][1]
+    assert att["target"]["baseSha"] == base and att["target"]["headSha"] == second_head
+    # the reviewer saw only the new commit
+    assert _log(tmp_path)[-1] == f"{first_head}..{second_head}"
+    prior = first["attestation"]
+    from agentreview.digests import attestation_sha256_of
+
+    assert lane["composedFrom"] == {
+        "rangeSha": prior["rangeSha"],
+        "headSha": first_head,
+        "attestationSha256": attestation_sha256_of(prior),
+    }
+    # command lanes never compose
+    assert "composedFrom" not in att["lanes"][0]
+
+    verify = [sys.executable, "-m", "agentreview", "verify", "--json"]
+    ok = subprocess.run(verify, cwd=repo.path, env=env, capture_output=True, text=True, timeout=60)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+
+    # altering the prior export breaks the pinned digest
+    prior_path = Path(first["exportPath"])
+    data = json.loads(prior_path.read_text())
+    data["lanes"][1]["summary"] = "edited"
+    prior_path.write_text(json.dumps(data, indent=2) + "\n")
+    bad = subprocess.run(verify, cwd=repo.path, env=env, capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 1
+    assert any("composedFrom" in p or "prior" in p for p in json.loads(bad.stdout)["problems"])
+
+    # a missing prior is a problem too
+    prior_path.unlink()
+    gone = subprocess.run(verify, cwd=repo.path, env=env, capture_output=True, text=True, timeout=60)
+    assert gone.returncode == 1
+
+
+def test_no_compose_and_no_cache_review_the_whole_range(repo: Repo, tmp_path: Path) -> None:
+    env = {**repo.env, "LOG": str(tmp_path / "log.txt")}
+    base = repo.git("rev-parse", "main")
+    repo.commit("one", **{"a.txt": "1\n"})
+    repo.run_json(env=env, expect=0)
+    head = repo.commit("two", **{"b.txt": "2\n"})
+    for flag in ("--no-compose", "--no-cache"):
+        data = repo.run_json(flag, env=env, expect=0)
+        assert "composedFrom" not in data["attestation"]["lanes"][1]
+        assert _log(tmp_path)[-1] == f"{base}..{head}"
+
+
+def test_a_dirty_prior_or_changed_rubric_is_not_composed(repo: Repo, tmp_path: Path) -> None:
+    env = {**repo.env, "LOG": str(tmp_path / "log.txt")}
+    base = repo.git("rev-parse", "main")
+    repo.commit("one", **{"a.txt": "1\n"})
+    repo.write("README.md", "uncommitted\n")
+    dirty = repo.run_json(env=env, expect=0)
+    assert dirty["attestation"]["dirty"] is True
+    repo.git("checkout", "--", "README.md")
+    head = repo.commit("two", **{"b.txt": "2\n"})
+    repo.run_json(env=env, expect=0)
+    assert _log(tmp_path)[-1] == f"{base}..{head}", "a dirty prior must never be a composition base"
+    # a rubric edit makes the prior ineligible for that lane
+    head = repo.commit("rubric", **{"rubric.md": "look harder\n"})
+    data = repo.run_json(env=env, expect=0)
+    assert "composedFrom" not in data["attestation"]["lanes"][1]
+    assert _log(tmp_path)[-1] == f"{base}..{head}"
