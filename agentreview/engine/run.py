@@ -68,6 +68,19 @@ class RunResult:
     superseded_by: str | None = None
     exit_code: int = EXIT_ERROR
 
+    @classmethod
+    def done(cls, att: Attestation, ledger_path: Path | None, **extra: Any) -> RunResult:
+        """A run that ends with an attestation (fresh, cached or joined)."""
+        return cls(
+            run_id=att.runId,
+            status="done",
+            verdict=att.verdict,
+            attestation=att,
+            ledger_path=ledger_path,
+            exit_code=VERDICT_EXIT[att.verdict],
+            **extra,
+        )
+
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "runId": self.run_id,
@@ -200,7 +213,9 @@ def _run(run_id: str, options: RunOptions, reporter: Reporter, registry: Any) ->
             cached = ledger.lookup_cached(remote, msha, binding_name, key[3], rubrics, packs)
             if cached is not None:
                 reporter.phase(f"cache hit: {cached.runId} ({cached.verdict})")
-                return _finish_cached(cached, ledger, key, options, root, reporter, joined=False)
+                return _finish_cached(
+                    cached, ledger, key, options, root, reporter, joined=False, export_dir=manifest.verdict.exportDir
+                )
         join_lock = _acquire_join_lock(join_lock_path(slug_dir, key), cancel, options, reporter)
         try:
             waited_since = join_lock.waited_since
@@ -208,7 +223,16 @@ def _run(run_id: str, options: RunOptions, reporter: Reporter, registry: Any) ->
                 entry = ledger.get(*key)
                 if entry is not None and _created_after(entry.attestation, waited_since):
                     reporter.phase(f"joined identical run {entry.attestation.runId}")
-                    return _finish_cached(entry.attestation, ledger, key, options, root, reporter, joined=True)
+                    return _finish_cached(
+                        entry.attestation,
+                        ledger,
+                        key,
+                        options,
+                        root,
+                        reporter,
+                        joined=True,
+                        export_dir=manifest.verdict.exportDir,
+                    )
             # 9. execute
             return _execute(
                 run_id=run_id,
@@ -323,34 +347,24 @@ def _finish_cached(
     reporter: Reporter,
     *,
     joined: bool,
+    export_dir: str | None,
 ) -> RunResult:
-    entry_path = ledger.entry_path(*key)
-    result = RunResult(
-        run_id=att.runId,
-        status="done",
-        verdict=att.verdict,
-        cached=not joined,
-        joined=joined,
-        attestation=att,
-        ledger_path=entry_path,
-        exit_code=VERDICT_EXIT[att.verdict],
-    )
-    _maybe_export(result, options, root, reporter)
+    result = RunResult.done(att, ledger.entry_path(*key), cached=not joined, joined=joined)
+    _maybe_export(result, options, root, export_dir, reporter)
     return result
 
 
-def _maybe_export(result: RunResult, options: RunOptions, root: Path, reporter: Reporter) -> None:
+def _maybe_export(
+    result: RunResult, options: RunOptions, root: Path, export_dir: str | None, reporter: Reporter
+) -> None:
     if not (options.export or options.export_to) or result.attestation is None:
         return
     from agentreview.export import export_path, write_export
-    from agentreview.parse import parse_review, read_manifest_bytes
 
     att = result.attestation
     if options.export_to:
         target = (options.cwd / options.export_to).resolve()
     else:
-        manifest_path = (options.cwd / options.manifest).resolve() if options.manifest else root / "REVIEW.md"
-        export_dir = parse_review(read_manifest_bytes(manifest_path), manifest_path).manifest.verdict.exportDir
         if not export_dir:
             raise AgentreviewError("--export needs verdict.exportDir in REVIEW.md (or use --export-to PATH)")
         target = export_path(att, root / export_dir)
@@ -499,16 +513,8 @@ def _execute(
         if options.pr:
             with contextlib.suppress(Exception):
                 ledger.set_pr(remote, msha, binding_name, att.rangeSha, options.pr)
-        result = RunResult(
-            run_id=run_id,
-            status="done",
-            verdict=att.verdict,
-            attestation=att,
-            ledger_path=ledger_path,
-            signing_error=signing_error,
-            exit_code=VERDICT_EXIT[att.verdict],
-        )
-        _maybe_export(result, options, root, reporter)
+        result = RunResult.done(att, ledger_path, signing_error=signing_error)
+        _maybe_export(result, options, root, manifest.verdict.exportDir, reporter)
         return result
     except PrepareFailed as exc:
         return _failed(run_id, str(exc))
