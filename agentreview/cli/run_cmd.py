@@ -16,6 +16,8 @@ import typer
 
 from agentreview.errors import UsageError
 
+# How many last lines of a finding's detail (a command lane's output tail) the summary repeats.
+DETAIL_LINES = 5
 PR_URL = re.compile(r"^(?:https?://)?github\.com/([^/]+/[^/]+)/pull/(\d+)(?:[/?#].*)?$")
 
 
@@ -27,19 +29,27 @@ def parse_pr_url(url: str) -> dict[str, Any]:
     return {"provider": "github", "repo": repo, "number": number, "url": f"https://github.com/{repo}/pull/{number}"}
 
 
-def render_summary(result: Any) -> str:
-    """The final table of lanes with status and duration, and the verdict line."""
+def render_summary(result: Any, *, lanes_shown: bool = False) -> str:
+    """The final table of lanes with status and duration, and the verdict line.
+
+    After a live display (``lanes_shown``) the table is already on screen, so only each
+    lane's findings and errors are repeated under its id.
+    """
     lines: list[str] = []
     att = result.attestation
     if att is not None:
         width = max([len(lane.id) for lane in att.lanes] + [4])
-        lines.append(f"{'lane'.ljust(width)}  {'kind':7}  {'role':8}  {'status':8}  time")
+        if not lanes_shown:
+            lines.append(f"{'lane'.ljust(width)}  {'kind':7}  {'role':8}  {'status':8}  time")
         for lane in att.lanes:
             role = "blocking" if lane.blocking else "advisory"
-            lines.append(
-                f"{lane.id.ljust(width)}  {lane.kind:7}  {role:8}  {lane.status:8}  {lane.durationMs / 1000:.1f}s"
-                + (f"  (delta since {lane.composedFrom.headSha[:10]})" if lane.composedFrom else "")
-            )
+            if not lanes_shown:
+                lines.append(
+                    f"{lane.id.ljust(width)}  {lane.kind:7}  {role:8}  {lane.status:8}  {lane.durationMs / 1000:.1f}s"
+                    + (f"  (delta since {lane.composedFrom.headSha[:10]})" if lane.composedFrom else "")
+                )
+            elif lane.findings or (lane.error and lane.status in ("skipped", "timeout")):
+                lines.append(f"{lane.id} ({role}, {lane.status}):")
             for finding in lane.findings:
                 where = (
                     f" {finding.file}:{finding.line}"
@@ -47,6 +57,8 @@ def render_summary(result: Any) -> str:
                     else (f" {finding.file}" if finding.file else "")
                 )
                 lines.append(f"  - [{finding.severity}]{where} {finding.title}")
+                detail = [line for line in finding.detail.splitlines() if line.strip()]
+                lines.extend(f"      {line[:200]}" for line in detail[-DETAIL_LINES:])
             if lane.error and lane.status in ("skipped", "timeout"):
                 lines.append(f"  ! {lane.error.splitlines()[0]}")
         origin = " (cached)" if result.cached else (" (joined an identical run)" if result.joined else "")
@@ -129,7 +141,10 @@ def register(app: typer.Typer) -> None:
         if as_json:
             sys.stdout.write(json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n")
         else:
-            summary = render_summary(result)
+            from agentreview.progress import LiveReporter
+
+            live = isinstance(reporter, LiveReporter) and not (result.cached or result.joined)
+            summary = render_summary(result, lanes_shown=live)
             stream = sys.stderr if result.status == "failed" else sys.stdout
             if result.status == "failed":
                 summary = f"agentreview run: {result.error}"
