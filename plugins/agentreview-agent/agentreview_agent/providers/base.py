@@ -17,8 +17,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from agentreview.contracts import PresetSpec, ProviderStatus, ReviewerRequest, ReviewerResult
+from agentreview_agent.answer import record_answer
 from agentreview_agent.proc import ProcResult, run_in_group
 
 PROBE_TIMEOUT_S = 20.0
@@ -142,6 +144,32 @@ def capability_missing(name: str, info: CliInfo, missing: list[str]) -> Reviewer
     )
 
 
+class CliProvider:
+    """A provider that drives one installed CLI: ``status()`` and the probe every ``review()`` starts with.
+
+    Subclasses name the CLI (``binary``, overridable per preset), the arguments that print
+    the help listing its flags, and the flags without which it cannot run isolated.
+    """
+
+    name: str
+    binary: str
+    help_args: tuple[str, ...]
+    required_flags: tuple[str, ...]
+
+    def status(self) -> ProviderStatus:
+        return status_from(cli_info(None, self.binary, self.help_args), self.required_flags)
+
+    def usable_cli(self, request: ReviewerRequest) -> CliInfo | ReviewerResult:
+        """The probed CLI of ``request``'s preset, or the ``unavailable`` result to return at once."""
+        info = cli_info(request.preset, self.binary, self.help_args)
+        if isinstance(info, str):
+            return ReviewerResult("unavailable", info)
+        missing = help_lists(info.help_text, self.required_flags)
+        if missing:
+            return capability_missing(self.name, info, missing)
+        return info
+
+
 def fresh_dir(path: Path) -> Path:
     """An empty private directory (0700), replacing anything left at ``path``."""
     if path.is_symlink() or path.is_file():
@@ -174,6 +202,29 @@ def ended_abnormally(name: str, proc: ProcResult) -> ReviewerResult | None:
     if proc.cancelled:
         return ReviewerResult("cancelled", "review cancelled while the reviewer was running")
     return None
+
+
+def stream_end(
+    name: str, corrupt: str | None, breach: list[str], proc: ProcResult, **ids: str | None
+) -> ReviewerResult | None:
+    """What an audited run ended in before its answer counts: an unauditable stream or a breach
+    (``boundary_violation``, terminal) outranks a spawn failure, timeout or cancel; ``None`` otherwise."""
+    if corrupt:
+        return ReviewerResult("boundary_violation", f"{name}'s event stream cannot be audited: {corrupt}", **ids)
+    if breach:
+        return ReviewerResult("boundary_violation", "; ".join(dict.fromkeys(breach)), **ids)
+    abnormal = ended_abnormally(name, proc)
+    if abnormal:
+        return ReviewerResult(abnormal.end, abnormal.error, **ids)
+    return None
+
+
+def answered(answer: Any, verdict_path: Path, who: str, **ids: str | None) -> ReviewerResult:
+    """``verdict`` once the final answer is written as the verdict file, else why it could not be."""
+    recorded = record_answer(answer, verdict_path, who=who)
+    if recorded is not None:
+        return ReviewerResult(recorded.end, recorded.error, **ids)
+    return ReviewerResult("verdict", **ids)
 
 
 def request_env(request: ReviewerRequest) -> dict[str, str]:

@@ -24,21 +24,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentreview.contracts import ProviderStatus, ReviewerRequest, ReviewerResult
-from agentreview_agent.answer import VERDICT_SCHEMA, record_answer
+from agentreview.contracts import ReviewerRequest, ReviewerResult
+from agentreview_agent.answer import VERDICT_SCHEMA
 from agentreview_agent.proc import ProcResult, run_in_group
 from agentreview_agent.providers.base import (
     CliInfo,
-    capability_missing,
+    CliProvider,
+    answered,
     child_env,
-    cli_info,
     clip,
-    ended_abnormally,
     fresh_dir,
     help_lists,
     link_if_exists,
     request_env,
-    status_from,
+    stream_end,
     tail,
     user_home,
 )
@@ -186,13 +185,9 @@ def audit_stream(text: str) -> tuple[Audit, str | None]:
 def classify(audit: Audit, corrupt: str | None, proc: ProcResult) -> ReviewerResult | Any:
     """Turn the audit into a result, or return the final answer (dict or text) to record."""
     ids = {"session_id": audit.session_id, "model": audit.model}
-    if corrupt:
-        return ReviewerResult("boundary_violation", f"claude's event stream cannot be audited: {corrupt}", **ids)
-    if audit.breach:
-        return ReviewerResult("boundary_violation", "; ".join(dict.fromkeys(audit.breach)), **ids)
-    abnormal = ended_abnormally("claude", proc)
-    if abnormal:
-        return ReviewerResult(abnormal.end, abnormal.error, **ids)
+    ended = stream_end("claude", corrupt, audit.breach, proc, **ids)
+    if ended:
+        return ended
     result = audit.result
     if result is None:
         stderr = tail(proc.stderr_text())
@@ -253,12 +248,11 @@ def _user_config_dir() -> Path:
     return Path(value) if value else user_home() / ".claude"
 
 
-class ClaudeProvider:
+class ClaudeProvider(CliProvider):
     name = "claude"
     binary = "claude"
-
-    def status(self) -> ProviderStatus:
-        return status_from(cli_info(None, self.binary, HELP_ARGS), REQUIRED_FLAGS)
+    help_args = HELP_ARGS
+    required_flags = REQUIRED_FLAGS
 
     def argv(self, info: CliInfo, request: ReviewerRequest, add_dirs: list[Path]) -> list[str]:
         argv = [
@@ -277,12 +271,9 @@ class ClaudeProvider:
         return argv
 
     def review(self, request: ReviewerRequest) -> ReviewerResult:
-        info = cli_info(request.preset, self.binary, HELP_ARGS)
-        if isinstance(info, str):
-            return ReviewerResult("unavailable", info)
-        missing = help_lists(info.help_text, REQUIRED_FLAGS)
-        if missing:
-            return capability_missing("claude", info, missing)
+        info = self.usable_cli(request)
+        if isinstance(info, ReviewerResult):
+            return info
         config_dir = fresh_dir(request.work_dir / "claude-config")
         link_if_exists(_user_config_dir() / ".credentials.json", config_dir / ".credentials.json")
         try:
@@ -321,7 +312,4 @@ class ClaudeProvider:
         outcome = classify(audit, corrupt, proc)
         if isinstance(outcome, ReviewerResult):
             return outcome
-        recorded = record_answer(outcome, request.verdict_path, who="claude")
-        if recorded is not None:
-            return ReviewerResult(recorded.end, recorded.error, session_id=audit.session_id, model=audit.model)
-        return ReviewerResult("verdict", session_id=audit.session_id, model=audit.model)
+        return answered(outcome, request.verdict_path, "claude", session_id=audit.session_id, model=audit.model)

@@ -27,21 +27,20 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from agentreview.contracts import ProviderStatus, ReviewerRequest, ReviewerResult
-from agentreview_agent.answer import VERDICT_SCHEMA, record_answer
+from agentreview.contracts import ReviewerRequest, ReviewerResult
+from agentreview_agent.answer import VERDICT_SCHEMA
 from agentreview_agent.proc import ProcResult, run_in_group
 from agentreview_agent.providers.base import (
     CliInfo,
-    capability_missing,
+    CliProvider,
+    answered,
     child_env,
-    cli_info,
     clip,
-    ended_abnormally,
     fresh_dir,
     help_lists,
     link_if_exists,
     request_env,
-    status_from,
+    stream_end,
     tail,
     user_home,
 )
@@ -165,13 +164,9 @@ def _refused_calls(stderr: str) -> list[str]:
 def classify(audit: Audit, corrupt: str | None, proc: ProcResult, last_file: Path) -> ReviewerResult | str:
     ids = {"session_id": audit.session_id}
     audit.breach += _refused_calls(proc.stderr_text())
-    if corrupt:
-        return ReviewerResult("boundary_violation", f"codex's event stream cannot be audited: {corrupt}", **ids)
-    if audit.breach:
-        return ReviewerResult("boundary_violation", "; ".join(dict.fromkeys(audit.breach)), **ids)
-    abnormal = ended_abnormally("codex", proc)
-    if abnormal:
-        return ReviewerResult(abnormal.end, abnormal.error, **ids)
+    ended = stream_end("codex", corrupt, audit.breach, proc, **ids)
+    if ended:
+        return ended
     if audit.failed or proc.rc or not audit.completed:
         text = " ".join(filter(None, [audit.failed, *audit.errors[-1:]])) or tail(proc.stderr_text())
         detail = clip(text, 300)
@@ -195,12 +190,11 @@ def _user_codex_home() -> Path:
     return Path(value) if value else user_home() / ".codex"
 
 
-class CodexProvider:
+class CodexProvider(CliProvider):
     name = "codex"
     binary = "codex"
-
-    def status(self) -> ProviderStatus:
-        return status_from(cli_info(None, self.binary, HELP_ARGS), REQUIRED_FLAGS)
+    help_args = HELP_ARGS
+    required_flags = REQUIRED_FLAGS
 
     def argv(self, info: CliInfo, request: ReviewerRequest, schema: Path, last: Path, extra: list[str]) -> list[str]:
         argv = [
@@ -218,12 +212,9 @@ class CodexProvider:
         return argv
 
     def review(self, request: ReviewerRequest) -> ReviewerResult:
-        info = cli_info(request.preset, self.binary, HELP_ARGS)
-        if isinstance(info, str):
-            return ReviewerResult("unavailable", info)
-        missing = help_lists(info.help_text, REQUIRED_FLAGS)
-        if missing:
-            return capability_missing("codex", info, missing)
+        info = self.usable_cli(request)
+        if isinstance(info, ReviewerResult):
+            return info
         extra = config_overrides(request.preset.options)
         if isinstance(extra, str):
             return ReviewerResult("unavailable", extra)
@@ -246,7 +237,4 @@ class CodexProvider:
         model = request.preset.model
         if isinstance(outcome, ReviewerResult):
             return ReviewerResult(outcome.end, outcome.error, outcome.retryable, outcome.session_id, model)
-        recorded = record_answer(outcome, request.verdict_path, who="codex")
-        if recorded is not None:
-            return ReviewerResult(recorded.end, recorded.error, session_id=audit.session_id, model=model)
-        return ReviewerResult("verdict", session_id=audit.session_id, model=model)
+        return answered(outcome, request.verdict_path, "codex", session_id=audit.session_id, model=model)

@@ -22,20 +22,18 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from agentreview.contracts import ProviderStatus, ReviewerRequest, ReviewerResult
-from agentreview_agent.answer import record_answer
+from agentreview.contracts import ReviewerRequest, ReviewerResult
 from agentreview_agent.proc import run_in_group
 from agentreview_agent.providers.base import (
-    capability_missing,
+    CliProvider,
+    answered,
     child_env,
-    cli_info,
     clip,
-    ended_abnormally,
     fresh_dir,
     help_lists,
     link_if_exists,
     request_env,
-    status_from,
+    stream_end,
     user_home,
 )
 from agentreview_agent.streams import AUTH_TEXT, QUOTA_TEXT, parse_jsonl, unavailable_reason
@@ -112,20 +110,16 @@ def audit(text: str) -> tuple[list[str], str | None, str | None, str, int | None
     return breach, stream.corrupt, session_id, final, status
 
 
-class KimiProvider:
+class KimiProvider(CliProvider):
     name = "kimi"
     binary = "kimi"
-
-    def status(self) -> ProviderStatus:
-        return status_from(cli_info(None, self.binary, HELP_ARGS), REQUIRED_FLAGS)
+    help_args = HELP_ARGS
+    required_flags = REQUIRED_FLAGS
 
     def review(self, request: ReviewerRequest) -> ReviewerResult:
-        info = cli_info(request.preset, self.binary, HELP_ARGS)
-        if isinstance(info, str):
-            return ReviewerResult("unavailable", info)
-        missing = help_lists(info.help_text, REQUIRED_FLAGS)
-        if missing:
-            return capability_missing("kimi", info, missing)
+        info = self.usable_cli(request)
+        if isinstance(info, ReviewerResult):
+            return info
         home = fresh_dir(request.work_dir / "kimi-home")
         user = _user_home_dir()
         (home / "config.toml").write_text(private_config(user / "config.toml"))
@@ -142,13 +136,9 @@ class KimiProvider:
         proc = run_in_group(argv, cwd=cwd, env=env, deadline=request.deadline, cancel=request.cancel)
         breach, corrupt, session_id, final, status = audit(proc.stdout_text())
         ids = {"session_id": session_id, "model": request.preset.model}
-        if corrupt:
-            return ReviewerResult("boundary_violation", f"kimi's event stream cannot be audited: {corrupt}", **ids)
-        if breach:
-            return ReviewerResult("boundary_violation", "; ".join(dict.fromkeys(breach)), **ids)
-        abnormal = ended_abnormally("kimi", proc)
-        if abnormal:
-            return ReviewerResult(abnormal.end, abnormal.error, **ids)
+        ended = stream_end("kimi", corrupt, breach, proc, **ids)
+        if ended:
+            return ended
         if proc.rc:
             found = FAILURE.search(proc.stderr_text())
             message = clip(found.group(1) if found else proc.stderr_text() or f"exit {proc.rc}", 300)
@@ -159,7 +149,4 @@ class KimiProvider:
             reason, retryable = unavailable_reason(message)
             retryable = retryable or proc.rc == 75 or "provider.connection_error" in message
             return ReviewerResult("unavailable", f"{reason}: {message}", retryable=retryable, **ids)
-        recorded = record_answer(final, request.verdict_path, who="kimi")
-        if recorded is not None:
-            return ReviewerResult(recorded.end, recorded.error, **ids)
-        return ReviewerResult("verdict", **ids)
+        return answered(final, request.verdict_path, "kimi", **ids)

@@ -20,20 +20,18 @@ import subprocess
 import time
 from pathlib import Path
 
-from agentreview.contracts import ProviderStatus, ReviewerRequest, ReviewerResult
-from agentreview_agent.answer import record_answer
+from agentreview.contracts import ReviewerRequest, ReviewerResult
 from agentreview_agent.proc import run_in_group
 from agentreview_agent.providers.base import (
-    capability_missing,
+    CliProvider,
+    answered,
     child_env,
-    cli_info,
     clip,
-    ended_abnormally,
     fresh_dir,
     help_lists,
     link_if_exists,
     request_env,
-    status_from,
+    stream_end,
     tail,
     user_home,
 )
@@ -146,20 +144,16 @@ def _classify_errors(errors: list[dict]) -> ReviewerResult | None:
     return None
 
 
-class OpenCodeProvider:
+class OpenCodeProvider(CliProvider):
     name = "opencode"
     binary = "opencode"
-
-    def status(self) -> ProviderStatus:
-        return status_from(cli_info(None, self.binary, HELP_ARGS), REQUIRED_FLAGS)
+    help_args = HELP_ARGS
+    required_flags = REQUIRED_FLAGS
 
     def review(self, request: ReviewerRequest) -> ReviewerResult:
-        info = cli_info(request.preset, self.binary, HELP_ARGS)
-        if isinstance(info, str):
-            return ReviewerResult("unavailable", info)
-        missing = help_lists(info.help_text, REQUIRED_FLAGS)
-        if missing:
-            return capability_missing("opencode", info, missing)
+        info = self.usable_cli(request)
+        if isinstance(info, ReviewerResult):
+            return info
         project, xdg = build_home(request.work_dir)
         env = child_env({**request_env(request), **xdg})
         why = preflight(info.binary, project, env, request.deadline, request.cancel)
@@ -180,13 +174,9 @@ class OpenCodeProvider:
         proc = run_in_group(argv, cwd=project, env=env, deadline=request.deadline, cancel=request.cancel)
         breach, corrupt, session_id, final, errors = audit(proc.stdout_text())
         ids = {"session_id": session_id, "model": request.preset.model}
-        if corrupt:
-            return ReviewerResult("boundary_violation", f"opencode's event stream cannot be audited: {corrupt}", **ids)
-        if breach:
-            return ReviewerResult("boundary_violation", "; ".join(dict.fromkeys(breach)), **ids)
-        abnormal = ended_abnormally("opencode", proc)
-        if abnormal:
-            return ReviewerResult(abnormal.end, abnormal.error, **ids)
+        ended = stream_end("opencode", corrupt, breach, proc, **ids)
+        if ended:
+            return ended
         failed = _classify_errors(errors)
         if failed:
             return ReviewerResult(failed.end, failed.error, failed.retryable, **ids)
@@ -194,7 +184,4 @@ class OpenCodeProvider:
             return ReviewerResult(
                 "unavailable", f"opencode exited with code {proc.rc}: {tail(proc.stderr_text())}", **ids
             )
-        recorded = record_answer(final, request.verdict_path, who="opencode")
-        if recorded is not None:
-            return ReviewerResult(recorded.end, recorded.error, **ids)
-        return ReviewerResult("verdict", **ids)
+        return answered(final, request.verdict_path, "opencode", **ids)
