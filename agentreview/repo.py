@@ -171,3 +171,33 @@ def files_changed_by(root: Path, sha: str) -> list[str]:
     if proc.returncode != 0:
         return []
     return [p for p in proc.stdout.split("\0") if p]
+
+
+def blob_at(root: Path, rev: str, relpath: str, *, max_bytes: int) -> bytes | None:
+    """The bytes of the regular file ``relpath`` in commit ``rev``; ``None`` when it is absent there,
+    is not a regular file (a symlink or submodule), or is larger than ``max_bytes``.
+
+    Read as bytes (no newline or encoding translation), so it can be compared with a
+    file on disk exactly.
+    """
+    listing = git(["ls-tree", "-z", "--full-tree", "-l", rev, "--", relpath], root, check=False)
+    fields = listing.stdout.split("\0")[0].split("\t", 1)
+    if listing.returncode != 0 or len(fields) != 2 or fields[1] != relpath:
+        return None
+    mode, kind, oid, size = fields[0].split()
+    if kind != "blob" or mode not in ("100644", "100755") or not size.isdigit() or int(size) > max_bytes:
+        return None
+    try:
+        proc = subprocess.run(
+            ["git", "cat-file", "blob", oid],
+            cwd=str(root),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=GIT_TIMEOUT_S,
+            env=_git_env(),
+        )
+    except FileNotFoundError as exc:
+        raise GitError("git is not installed or not on PATH") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise GitError(f"git cat-file did not finish within {GIT_TIMEOUT_S:.0f}s") from exc
+    return proc.stdout if proc.returncode == 0 else None

@@ -18,8 +18,9 @@ verifier is strict:
   pinned by its ``attestationSha256`` and required to share manifest, base, remote and
   binding, with a passing lane and the same rubric digest for the composed check;
 * a signed export is checked whenever an allowed_signers file is known, and an
-  allowed_signers file inside the checkout that the reviewed range itself changed
-  cannot satisfy ``--require-signed`` (a change must not vouch for its own signer);
+  allowed_signers file inside the checkout that the reviewed range itself changed, or
+  that is reached through a symbolic link, cannot satisfy ``--require-signed`` (a change
+  must not vouch for its own signer); the bytes checked are the ones verified against;
 * a manifest that imports packs while the attestation records no pack digest is invalid.
 """
 
@@ -560,20 +561,47 @@ def head_only_touches_exports(root: Path, directory: Path, head_sha: str) -> boo
     return bool(changed) and all(PurePosixPath(p).parent == rel_posix and p.endswith(".json") for p in changed)
 
 
-def _in_repo_signers_changed(root: Path, signers: Path, base_sha: str) -> bool:
-    """Whether the checkout's allowed_signers is not the very blob it was at the range base."""
-    from agentreview.repo import GitError, git
+MAX_ALLOWED_SIGNERS_BYTES = 1024 * 1024
 
+
+def _read_plain_file(path: Path, limit: int) -> bytes | None:
+    """The bytes of ``path`` when it is a regular file of at most ``limit`` bytes reached without
+    following a symbolic link (neither the file nor its directory); ``None`` otherwise."""
     try:
-        rel = signers.resolve().relative_to(root).as_posix()
-    except ValueError:
-        return False
+        if path.parent.is_symlink():
+            return None
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+            return None
+        data = fh.read(limit + 1)
+    return data if len(data) <= limit else None
+
+
+def in_repo_signers_at_base(root: Path, signers: Path, base_sha: str) -> tuple[bytes | None, str | None]:
+    """The checkout's allowed_signers as the range base has it, or why it cannot be trusted.
+
+    Trusted only when the file in the checkout is a plain regular file (no symbolic link,
+    which could point anywhere, e.g. at a pack cache the change itself filled) whose bytes
+    are exactly those of the regular file at the same path in ``base_sha``. The returned
+    bytes are the base's, so what is verified against cannot change after this check.
+    """
+    from agentreview.repo import GitError, blob_at
+
+    rel = ALLOWED_SIGNERS_IN_REPO.as_posix()
+    now = _read_plain_file(signers, MAX_ALLOWED_SIGNERS_BYTES)
+    if now is None:
+        return None, f"{signers} is not a plain regular file (a symbolic link, or too large)"
     try:
-        at_base = git(["rev-parse", "--verify", "--quiet", f"{base_sha}:{rel}"], root, check=False)
-        now = git(["hash-object", "--", str(signers)], root)
-    except GitError:
-        return True  # cannot establish it: fail safe
-    return at_base.returncode != 0 or at_base.stdout.strip() != now.stdout.strip()
+        at_base = blob_at(root, base_sha, rel, max_bytes=MAX_ALLOWED_SIGNERS_BYTES)
+    except GitError as exc:  # cannot establish it: fail safe
+        return None, f"{signers}: cannot read its version at the range base ({exc})"
+    if at_base is None or at_base != now:
+        return None, f"{signers} differs from its version at the range base {base_sha[:10]}"
+    return at_base, None
 
 
 # --------------------------------------------------------------------------- the algorithm
@@ -802,7 +830,7 @@ class _Verifier:
                 raise _Stop(EXIT_USAGE, "usage", f"--allowed-signers {signers}: no such file")
         else:
             candidate = root / ALLOWED_SIGNERS_IN_REPO
-            signers = candidate if candidate.is_file() else None
+            signers = candidate if candidate.is_file() or candidate.is_symlink() else None
             in_repo_default = signers is not None
 
         fail = self.signature_problems.append
@@ -828,16 +856,28 @@ class _Verifier:
                     "so the signature was not checked"
                 )
             return
-        if in_repo_default and _in_repo_signers_changed(root, signers, base_sha):
-            message = (
-                f"{signers} differs from its version at the range base {base_sha[:10]}: the reviewed change "
-                "cannot vouch for its own signer — pass --allowed-signers from a trusted location"
-            )
-            if self.o.require_signed:
-                fail(message)
-            else:
-                self.result.notes.append(message)
-        principal = self._verify_signature(raw, signers)
+        trusted: bytes | None = None
+        if in_repo_default:
+            trusted, why = in_repo_signers_at_base(root, signers, base_sha)
+            if why is not None:
+                message = (
+                    f"{why}: the reviewed change cannot vouch for its own signer — pass --allowed-signers "
+                    "from a trusted location"
+                )
+                if self.o.require_signed:
+                    fail(message)
+                else:
+                    self.result.notes.append(message)
+        if trusted is not None:
+            # Verify against a private copy of the bytes just checked, never the path again.
+            import tempfile
+
+            with tempfile.TemporaryDirectory(prefix="agentreview-signers-") as tmp:
+                copy = Path(tmp) / "allowed_signers"
+                copy.write_bytes(trusted)
+                principal = self._verify_signature(raw, copy, shown=signers)
+        else:
+            principal = self._verify_signature(raw, signers, shown=signers)
         if principal is not None:
             self.result.principal = principal
             self.result.checks.append(CheckLine("signature", True, f"a key in {signers}", f"signed by {principal}"))
@@ -847,15 +887,15 @@ class _Verifier:
                 "from a location the change cannot edit"
             )
 
-    def _verify_signature(self, raw: dict[str, Any], signers: Path) -> str | None:
+    def _verify_signature(self, raw: dict[str, Any], signers: Path, *, shown: Path) -> str | None:
         from agentreview.contracts import SignatureInvalidError
         from agentreview.signing import verify_signature
 
         try:
             return verify_signature(raw, signers, self.registry())
         except SignatureInvalidError as exc:
-            self.signature_problems.append(str(exc))
-            self.result.checks.append(CheckLine("signature", False, f"a key in {signers}", "does not verify"))
+            self.signature_problems.append(str(exc).replace(str(signers), str(shown)))
+            self.result.checks.append(CheckLine("signature", False, f"a key in {shown}", "does not verify"))
             return None
 
 

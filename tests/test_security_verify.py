@@ -1,0 +1,102 @@
+"""Attacks on ``agentreview verify`` by a contributor who controls the reviewed branch.
+
+Each test builds the forged state for real (git repository, ssh-keygen signatures,
+symbolic links) and asserts that the CI gate refuses it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from test_verify import NAMESPACE, PRINCIPAL, Key, Repo, _git, _make_key, sign
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENTREVIEW_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+
+
+def _line(key: Key) -> str:
+    return f'{PRINCIPAL} namespaces="{NAMESPACE}" {key.public}\n'
+
+
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Key]:
+    directory = tmp_path_factory.mktemp("keys")
+    return {"trusted": _make_key(directory, "trusted"), "other": _make_key(directory, "other")}
+
+
+@pytest.fixture
+def trusted_repo(tmp_path: Path, keys: dict[str, Key]) -> Repo:
+    """``main`` trusts only the organisation's key in .agentproto/allowed_signers."""
+    return Repo(tmp_path / "repo", files={".agentproto/allowed_signers": _line(keys["trusted"])})
+
+
+def _planted(tmp_path: Path, key: Key) -> Path:
+    # Stands in for a file the attacker can place outside the checkout, e.g. in the
+    # git pack cache that verify itself fills from a pack URL the change names.
+    planted = tmp_path / "elsewhere" / "allowed_signers"
+    planted.parent.mkdir(parents=True)
+    planted.write_text(_line(key))
+    return planted
+
+
+def test_allowed_signers_symlinked_out_of_the_checkout_cannot_vouch(
+    trusted_repo: Repo, keys: dict[str, Key], tmp_path: Path
+) -> None:
+    repo = trusted_repo
+    link = repo.root / ".agentproto" / "allowed_signers"
+    link.unlink()
+    link.symlink_to(_planted(tmp_path, keys["other"]))
+    repo.head = repo.commit("trust my key", {})
+    repo.export(sign(repo.attestation(), keys["other"]))
+    result = repo.verify(require_signed=True)
+    assert result.exit_code == 6, (result.problems, result.notes)
+    assert any("cannot vouch for its own signer" in p for p in result.problems), result.problems
+
+
+def test_allowed_signers_directory_symlinked_out_of_the_checkout_cannot_vouch(
+    tmp_path: Path, keys: dict[str, Key]
+) -> None:
+    repo = Repo(tmp_path / "repo")
+    planted = _planted(tmp_path, keys["other"])
+    (repo.root / ".agentproto").symlink_to(planted.parent, target_is_directory=True)
+    repo.head = repo.commit("trust my key", {})
+    repo.export(sign(repo.attestation(), keys["other"]))
+    result = repo.verify(require_signed=True)
+    assert result.exit_code == 6, (result.problems, result.notes)
+
+
+def test_allowed_signers_symlink_committed_at_the_base_is_not_trusted_either(
+    tmp_path: Path, keys: dict[str, Key]
+) -> None:
+    # Unchanged in the range, but a link: its target is not content the base vouches for.
+    planted = _planted(tmp_path, keys["other"])
+    repo = Repo(tmp_path / "repo", files={})
+    _git(repo.root, "checkout", "-q", "main")
+    (repo.root / ".agentproto").mkdir()
+    (repo.root / ".agentproto" / "allowed_signers").symlink_to(planted)
+    repo.base = repo.commit("link", {})
+    _git(repo.root, "checkout", "-q", "feature")
+    _git(repo.root, "rebase", "-q", "main")
+    repo.head = _git(repo.root, "rev-parse", "HEAD")
+    repo.export(sign(repo.attestation(), keys["other"]))
+    assert repo.verify(require_signed=True).exit_code == 6
+
+
+def test_the_base_version_is_what_is_verified_against(trusted_repo: Repo, keys: dict[str, Key]) -> None:
+    # The honest case still verifies, and the principal comes from the base's file.
+    repo = trusted_repo
+    repo.export(sign(repo.attestation(), keys["trusted"]))
+    result = repo.verify(require_signed=True)
+    assert result.exit_code == 0, result.problems
+    assert result.principal == PRINCIPAL
+    # A working-tree edit (not committed) that adds the attacker's key is a difference too.
+    signers = repo.root / ".agentproto" / "allowed_signers"
+    signers.write_text(signers.read_text() + _line(keys["other"]))
+    repo.export(sign(repo.attestation(), keys["other"]))
+    assert repo.verify(require_signed=True).exit_code == 6
