@@ -13,6 +13,7 @@ import re
 import shutil
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -144,11 +145,13 @@ def capability_missing(name: str, info: CliInfo, missing: list[str]) -> Reviewer
     )
 
 
-class CliProvider:
-    """A provider that drives one installed CLI: ``status()`` and the probe every ``review()`` starts with.
+class CliProvider(ABC):
+    """A provider that drives one installed CLI: ``status()``, and a ``review()`` that runs
+    the CLI only once it is found and its help lists every flag isolation needs.
 
     Subclasses name the CLI (``binary``, overridable per preset), the arguments that print
-    the help listing its flags, and the flags without which it cannot run isolated.
+    the help listing its flags, the flags without which it cannot run isolated, and
+    implement :meth:`review_with`.
     """
 
     name: str
@@ -159,15 +162,18 @@ class CliProvider:
     def status(self) -> ProviderStatus:
         return status_from(cli_info(None, self.binary, self.help_args), self.required_flags)
 
-    def usable_cli(self, request: ReviewerRequest) -> CliInfo | ReviewerResult:
-        """The probed CLI of ``request``'s preset, or the ``unavailable`` result to return at once."""
+    def review(self, request: ReviewerRequest) -> ReviewerResult:
         info = cli_info(request.preset, self.binary, self.help_args)
         if isinstance(info, str):
             return ReviewerResult("unavailable", info)
         missing = help_lists(info.help_text, self.required_flags)
         if missing:
             return capability_missing(self.name, info, missing)
-        return info
+        return self.review_with(info, request)
+
+    @abstractmethod
+    def review_with(self, info: CliInfo, request: ReviewerRequest) -> ReviewerResult:
+        """Run the probed CLI ``info`` as the reviewer of ``request``."""
 
 
 def fresh_dir(path: Path) -> Path:

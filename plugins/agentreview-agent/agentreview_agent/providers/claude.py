@@ -270,10 +270,7 @@ class ClaudeProvider(CliProvider):
         argv += ["--output-format", "stream-json", "--verbose", "--json-schema", json.dumps(VERDICT_SCHEMA)]
         return argv
 
-    def review(self, request: ReviewerRequest) -> ReviewerResult:
-        info = self.usable_cli(request)
-        if isinstance(info, ReviewerResult):
-            return info
+    def review_with(self, info: CliInfo, request: ReviewerRequest) -> ReviewerResult:
         config_dir = fresh_dir(request.work_dir / "claude-config")
         link_if_exists(_user_config_dir() / ".credentials.json", config_dir / ".credentials.json")
         try:

@@ -211,10 +211,7 @@ class CodexProvider(CliProvider):
         argv += ["--json", "--output-schema", str(schema), "-o", str(last), "-C", str(request.repo_root), "-"]
         return argv
 
-    def review(self, request: ReviewerRequest) -> ReviewerResult:
-        info = self.usable_cli(request)
-        if isinstance(info, ReviewerResult):
-            return info
+    def review_with(self, info: CliInfo, request: ReviewerRequest) -> ReviewerResult:
         extra = config_overrides(request.preset.options)
         if isinstance(extra, str):
             return ReviewerResult("unavailable", extra)

@@ -25,6 +25,7 @@ from typing import Any
 from agentreview.contracts import ReviewerRequest, ReviewerResult
 from agentreview_agent.proc import run_in_group
 from agentreview_agent.providers.base import (
+    CliInfo,
     CliProvider,
     answered,
     child_env,
@@ -116,10 +117,7 @@ class KimiProvider(CliProvider):
     help_args = HELP_ARGS
     required_flags = REQUIRED_FLAGS
 
-    def review(self, request: ReviewerRequest) -> ReviewerResult:
-        info = self.usable_cli(request)
-        if isinstance(info, ReviewerResult):
-            return info
+    def review_with(self, info: CliInfo, request: ReviewerRequest) -> ReviewerResult:
         home = fresh_dir(request.work_dir / "kimi-home")
         user = _user_home_dir()
         (home / "config.toml").write_text(private_config(user / "config.toml"))

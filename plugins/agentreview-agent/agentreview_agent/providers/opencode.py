@@ -23,6 +23,7 @@ from pathlib import Path
 from agentreview.contracts import ReviewerRequest, ReviewerResult
 from agentreview_agent.proc import run_in_group
 from agentreview_agent.providers.base import (
+    CliInfo,
     CliProvider,
     answered,
     child_env,
@@ -150,10 +151,7 @@ class OpenCodeProvider(CliProvider):
     help_args = HELP_ARGS
     required_flags = REQUIRED_FLAGS
 
-    def review(self, request: ReviewerRequest) -> ReviewerResult:
-        info = self.usable_cli(request)
-        if isinstance(info, ReviewerResult):
-            return info
+    def review_with(self, info: CliInfo, request: ReviewerRequest) -> ReviewerResult:
         project, xdg = build_home(request.work_dir)
         env = child_env({**request_env(request), **xdg})
         why = preflight(info.binary, project, env, request.deadline, request.cancel)
