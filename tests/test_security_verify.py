@@ -100,3 +100,29 @@ def test_the_base_version_is_what_is_verified_against(trusted_repo: Repo, keys: 
     signers.write_text(signers.read_text() + _line(keys["other"]))
     repo.export(sign(repo.attestation(), keys["other"]))
     assert repo.verify(require_signed=True).exit_code == 6
+
+
+def test_a_key_fingerprint_not_of_the_signing_key_is_refused(trusted_repo: Repo, keys: dict[str, Key]) -> None:
+    # keyFingerprint is outside the signed bytes: an export could claim the organisation's
+    # key while carrying another one's signature, and only the tie to the sig catches it.
+    repo = trusted_repo
+    signers = repo.root / "trusted_signers"
+    signers.write_text(_line(keys["trusted"]) + _line(keys["other"]))
+    raw = sign(repo.attestation(), keys["other"])
+    assert repo.verify(allowed_signers=signers, require_signed=True).exit_code == 4  # nothing exported yet
+    raw["attestor"]["signature"]["keyFingerprint"] = keys["trusted"].fingerprint
+    repo.export(raw)
+    result = repo.verify(allowed_signers=signers, require_signed=True)
+    assert result.exit_code == 6, result.problems
+    assert any("is not the key that signed" in p for p in result.problems), result.problems
+    raw["attestor"]["signature"]["keyFingerprint"] = keys["other"].fingerprint
+    repo.export(raw)
+    assert repo.verify(allowed_signers=signers, require_signed=True).exit_code == 0
+
+
+def test_sshsig_fingerprint_matches_ssh_keygen(keys: dict[str, Key], trusted_repo: Repo) -> None:
+    from agentreview.builtin.ssh_signer import sshsig_key_fingerprint
+
+    raw = sign(trusted_repo.attestation(), keys["trusted"])
+    assert sshsig_key_fingerprint(raw["attestor"]["signature"]["sig"]) == keys["trusted"].fingerprint
+    assert sshsig_key_fingerprint("not a signature") is None

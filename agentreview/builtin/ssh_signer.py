@@ -83,6 +83,37 @@ def _resolve_principal(ctx: SignerContext) -> str:
     return principal
 
 
+def sshsig_key_fingerprint(armored: str) -> str | None:
+    """``SHA256:...`` of the public key an armored SSHSIG carries, ``None`` when it cannot be read
+    or the key is a certificate (whose fingerprint is not the signer key's own).
+
+    ``keyFingerprint`` sits beside ``sig`` outside the signed bytes, so a verifier must tie
+    it to the key that actually signed; otherwise an export could name any fingerprint.
+    """
+    import base64
+    import binascii
+    import hashlib
+    import struct
+
+    lines = [ln.strip() for ln in armored.strip().splitlines()]
+    if len(lines) < 3 or lines[0] != "-----BEGIN SSH SIGNATURE-----" or lines[-1] != "-----END SSH SIGNATURE-----":
+        return None
+    try:
+        blob = base64.b64decode("".join(lines[1:-1]), validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    if blob[:6] != b"SSHSIG" or len(blob) < 14:
+        return None
+    (length,) = struct.unpack(">I", blob[10:14])
+    key = blob[14 : 14 + length]
+    if len(key) != length or len(key) < 4:
+        return None
+    (type_len,) = struct.unpack(">I", key[:4])
+    if key[4 : 4 + type_len].endswith(b"-cert-v01@openssh.com"):
+        return None
+    return "SHA256:" + base64.b64encode(hashlib.sha256(key).digest()).decode().rstrip("=")
+
+
 class SshSigner:
     """Signs with the host's ed25519 key through ssh-keygen; verifies against allowed_signers."""
 
@@ -254,6 +285,11 @@ class SshSigner:
                 raise SignatureInvalidError("signature does not verify: ssh-keygen did not finish in time") from exc
         if checked.returncode != 0:
             raise SignatureInvalidError(f"signature does not verify: {_err(checked)}")
+        signed_by = sshsig_key_fingerprint(sig)
+        if signed_by is not None and signed_by != fingerprint:
+            raise SignatureInvalidError(
+                f"signature keyFingerprint {fingerprint!r} is not the key that signed ({signed_by})"
+            )
         return principal
 
 
