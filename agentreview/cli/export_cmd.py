@@ -54,7 +54,7 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="Print {path, runId, verdict}.")] = False,
     ) -> int:
         """Write a recorded attestation as an export file (two-space JSON)."""
-        from agentreview.export import export_path, write_export
+        from agentreview.export import confined_export_dir, export_path, write_export
         from agentreview.home import ledger_root
         from agentreview.ledger import Ledger, print_warning
 
@@ -70,7 +70,8 @@ def register(app: typer.Typer) -> None:
             target = to if to.is_absolute() else (cwd or Path.cwd()) / to
         elif entry.host.export_dir:
             try:
-                target = export_path(att, Path(entry.host.repo_root) / entry.host.export_dir)
+                directory = confined_export_dir(Path(entry.host.repo_root), entry.host.export_dir)
+                target = export_path(att, directory)
             except ValueError as exc:
                 raise AgentreviewError(f"{exc} — pass --to PATH") from exc
         else:
