@@ -10,21 +10,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_verify import PRINCIPAL, Key, Repo, allowed_signers, keys, sign  # noqa: F401  (keys is a fixture)
+from verify_helpers import (  # noqa: F401  (isolated_env, keys_fixture, repo_fixture: fixtures)
+    PRINCIPAL,
+    Key,
+    Repo,
+    allowed_signers,
+    isolated_env,
+    keys_fixture,
+    repo_fixture,
+    sign,
+)
 
 from agentreview.cli.app import run_app
-
-
-@pytest.fixture(autouse=True)
-def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AGENTREVIEW_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Repo:
-    return Repo(tmp_path / "repo")
 
 
 def cli(repo: Repo, *args: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -81,7 +78,7 @@ def test_json_payload(repo: Repo, capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_signed_and_verified_shows_the_principal(
-    repo: Repo, keys: dict[str, Key], capsys: pytest.CaptureFixture[str]  # noqa: F811
+    repo: Repo, keys: dict[str, Key], capsys: pytest.CaptureFixture[str]
 ) -> None:
     repo.export(sign(repo.attestation(), keys["trusted"]))
     signers = allowed_signers(repo.root.parent / "allowed_signers", keys["trusted"])

@@ -6,34 +6,25 @@ symbolic links) and asserts that the CI gate refuses it.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
-from test_verify import NAMESPACE, PRINCIPAL, Key, Repo, _git, _make_key, sign
-
-
-@pytest.fixture(autouse=True)
-def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AGENTREVIEW_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
-
-
-def _line(key: Key) -> str:
-    return f'{PRINCIPAL} namespaces="{NAMESPACE}" {key.public}\n'
-
-
-@pytest.fixture(scope="module")
-def keys(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Key]:
-    directory = tmp_path_factory.mktemp("keys")
-    return {"trusted": _make_key(directory, "trusted"), "other": _make_key(directory, "other")}
+from verify_helpers import (  # noqa: F401  (isolated_env, keys_fixture: fixtures)
+    PRINCIPAL,
+    Key,
+    Repo,
+    git,
+    isolated_env,
+    keys_fixture,
+    sign,
+    signers_line,
+)
 
 
 @pytest.fixture
 def trusted_repo(tmp_path: Path, keys: dict[str, Key]) -> Repo:
     """``main`` trusts only the organisation's key in .agentproto/allowed_signers."""
-    return Repo(tmp_path / "repo", files={".agentproto/allowed_signers": _line(keys["trusted"])})
+    return Repo(tmp_path / "repo", files={".agentproto/allowed_signers": signers_line(keys["trusted"])})
 
 
 def _planted(tmp_path: Path, key: Key) -> Path:
@@ -41,7 +32,7 @@ def _planted(tmp_path: Path, key: Key) -> Path:
     # git pack cache that verify itself fills from a pack URL the change names.
     planted = tmp_path / "elsewhere" / "allowed_signers"
     planted.parent.mkdir(parents=True)
-    planted.write_text(_line(key))
+    planted.write_text(signers_line(key))
     return planted
 
 
@@ -77,13 +68,13 @@ def test_allowed_signers_symlink_committed_at_the_base_is_not_trusted_either(
     # Unchanged in the range, but a link: its target is not content the base vouches for.
     planted = _planted(tmp_path, keys["other"])
     repo = Repo(tmp_path / "repo", files={})
-    _git(repo.root, "checkout", "-q", "main")
+    git(repo.root, "checkout", "-q", "main")
     (repo.root / ".agentproto").mkdir()
     (repo.root / ".agentproto" / "allowed_signers").symlink_to(planted)
     repo.base = repo.commit("link", {})
-    _git(repo.root, "checkout", "-q", "feature")
-    _git(repo.root, "rebase", "-q", "main")
-    repo.head = _git(repo.root, "rev-parse", "HEAD")
+    git(repo.root, "checkout", "-q", "feature")
+    git(repo.root, "rebase", "-q", "main")
+    repo.head = git(repo.root, "rev-parse", "HEAD")
     repo.export(sign(repo.attestation(), keys["other"]))
     assert repo.verify(require_signed=True).exit_code == 6
 
@@ -97,7 +88,7 @@ def test_the_base_version_is_what_is_verified_against(trusted_repo: Repo, keys: 
     assert result.principal == PRINCIPAL
     # A working-tree edit (not committed) that adds the attacker's key is a difference too.
     signers = repo.root / ".agentproto" / "allowed_signers"
-    signers.write_text(signers.read_text() + _line(keys["other"]))
+    signers.write_text(signers.read_text() + signers_line(keys["other"]))
     repo.export(sign(repo.attestation(), keys["other"]))
     assert repo.verify(require_signed=True).exit_code == 6
 
@@ -107,7 +98,7 @@ def test_a_key_fingerprint_not_of_the_signing_key_is_refused(trusted_repo: Repo,
     # key while carrying another one's signature, and only the tie to the sig catches it.
     repo = trusted_repo
     signers = repo.root / "trusted_signers"
-    signers.write_text(_line(keys["trusted"]) + _line(keys["other"]))
+    signers.write_text(signers_line(keys["trusted"]) + signers_line(keys["other"]))
     raw = sign(repo.attestation(), keys["other"])
     assert repo.verify(allowed_signers=signers, require_signed=True).exit_code == 4  # nothing exported yet
     raw["attestor"]["signature"]["keyFingerprint"] = keys["trusted"].fingerprint
@@ -126,3 +117,26 @@ def test_sshsig_fingerprint_matches_ssh_keygen(keys: dict[str, Key], trusted_rep
     raw = sign(trusted_repo.attestation(), keys["trusted"])
     assert sshsig_key_fingerprint(raw["attestor"]["signature"]["sig"]) == keys["trusted"].fingerprint
     assert sshsig_key_fingerprint("not a signature") is None
+
+
+@pytest.mark.parametrize("depth", [70, 500, 5000])
+def test_a_deeply_nested_export_is_refused_not_a_crash(tmp_path: Path, depth: int) -> None:
+    repo = Repo(tmp_path / "repo")
+    path = repo.export(repo.attestation())
+    nested = "[" * depth + "]" * depth
+    path.write_text(path.read_text().replace('"findings": []', f'"findings": [], "x": {nested}', 1))
+    scanned = repo.verify()
+    assert scanned.exit_code == 4, (scanned.problems, scanned.error)
+    assert any("nested deeper than" in n or "not valid JSON" in n for n in scanned.notes), scanned.notes
+    named = repo.verify(path=path)
+    assert named.exit_code == 1 and named.problems, named.problems
+
+
+def test_canonical_json_of_a_deep_value_is_a_clear_error() -> None:
+    from agentreview.digests import CanonicalJsonError, canonical_json
+
+    value: list = []
+    for _ in range(100_000):
+        value = [value]
+    with pytest.raises(CanonicalJsonError):
+        canonical_json({"a": value})

@@ -9,17 +9,25 @@ from __future__ import annotations
 import copy
 import json
 import os
-import shutil
-import subprocess
-import threading
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from verify_helpers import (  # noqa: F401  (isolated_env, keys_fixture, repo_fixture: fixtures)
+    PRINCIPAL,
+    Key,
+    Repo,
+    allowed_signers,
+    git,
+    isolated_env,
+    keys_fixture,
+    repo_fixture,
+    sign,
+    signers_line,
+)
 
-from agentreview.digests import attestation_sha256_of, sha256_hex, signed_bytes_of
+from agentreview.digests import attestation_sha256_of
 from agentreview.documents.attestation import Attestation
 from agentreview.verify import (
     MAX_ATTESTATION_BYTES,
@@ -32,194 +40,6 @@ from agentreview.verify import (
     scan_export_dir,
     verify,
 )
-
-REMOTE_URL = "https://github.com/example/demo.git"
-REMOTE = "github.com/example/demo"
-PRINCIPAL = "ci@example.com"
-NAMESPACE = "agentproto-review"
-RUBRIC = "# correctness\nLook for bugs.\n"
-
-MANIFEST = """---
-kind: review
-id: demo
-target: {{ kind: git-range, base: main }}
-checks:
-  - id: types
-    kind: command
-    run: "true"
-  - id: correctness
-    kind: agent
-    preset: kimi
-    rubric: ./rubrics/correctness.md
-{verdict}---
-
-# demo review
-"""
-EXPORT_DIR = "verdict:\n  exportDir: .reviews\n"
-
-
-def _git(cwd: Path, *args: str) -> str:
-    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
-    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=30, env=env, check=True)
-    return proc.stdout.strip()
-
-
-# --------------------------------------------------------------------------- keys
-
-
-@dataclass(frozen=True)
-class Key:
-    path: Path
-    public: str  # "ssh-ed25519 AAAA..."
-    fingerprint: str
-
-
-def _make_key(directory: Path, name: str) -> Key:
-    path = directory / name
-    subprocess.run(
-        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name, "-f", str(path)],
-        check=True,
-        timeout=30,
-        capture_output=True,
-    )
-    public = " ".join(path.with_suffix(".pub").read_text().split()[:2])
-    out = subprocess.run(
-        ["ssh-keygen", "-lf", str(path.with_suffix(".pub"))], check=True, timeout=30, capture_output=True, text=True
-    ).stdout
-    return Key(path, public, out.split()[1])
-
-
-@pytest.fixture(scope="session")
-def keys(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Key]:
-    directory = tmp_path_factory.mktemp("keys")
-    return {"trusted": _make_key(directory, "trusted"), "other": _make_key(directory, "other")}
-
-
-def sign(raw: dict[str, Any], key: Key, principal: str = PRINCIPAL) -> dict[str, Any]:
-    """Sign ``raw`` as a host does: SSHSIG over the canonical bytes without attestor.signature."""
-    signed = copy.deepcopy(raw)
-    signed["attestor"].pop("signature", None)
-    work = key.path.parent / f"payload-{threading.get_ident()}-{os.getpid()}"
-    work.mkdir(exist_ok=True)
-    payload = work / "attestation.json"
-    payload.write_bytes(signed_bytes_of(signed))
-    sig_path = payload.with_name("attestation.json.sig")
-    sig_path.unlink(missing_ok=True)
-    subprocess.run(
-        ["ssh-keygen", "-q", "-Y", "sign", "-f", str(key.path), "-n", NAMESPACE, str(payload)],
-        check=True,
-        timeout=30,
-        capture_output=True,
-    )
-    signed["attestor"]["signature"] = {
-        "alg": "ssh-ed25519",
-        "keyFingerprint": key.fingerprint,
-        "principal": principal,
-        "signedAt": "2026-01-01T00:00:00.000Z",
-        "sig": sig_path.read_text(),
-    }
-    shutil.rmtree(work)
-    return signed
-
-
-def allowed_signers(path: Path, key: Key, principal: str = PRINCIPAL, namespaces: str = NAMESPACE) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f'{principal} namespaces="{namespaces}" {key.public}\n')
-    return path
-
-
-# --------------------------------------------------------------------------- repository
-
-
-class Repo:
-    """A real repository: ``main`` holds the manifest, ``feature`` is the reviewed range."""
-
-    def __init__(
-        self, root: Path, *, export_dir: bool = True, manifest: str | None = None, files: dict[str, str] | None = None
-    ):
-        self.root = root
-        root.mkdir()
-        _git(root, "init", "-q", "-b", "main")
-        _git(root, "config", "user.email", "dev@example.com")
-        _git(root, "config", "user.name", "Dev")
-        _git(root, "config", "commit.gpgsign", "false")
-        _git(root, "remote", "add", "origin", REMOTE_URL)
-        (root / "REVIEW.md").write_text(manifest or MANIFEST.format(verdict=EXPORT_DIR if export_dir else ""))
-        (root / "rubrics").mkdir()
-        (root / "rubrics" / "correctness.md").write_text(RUBRIC)
-        self.base = self.commit("base", {"src/a.py": "a = 1\n", **(files or {})})
-        _git(root, "checkout", "-q", "-b", "feature")
-        self.head = self.commit("change", {"src/a.py": "a = 2\n"})
-
-    def commit(self, message: str, files: dict[str, str]) -> str:
-        for name, text in files.items():
-            path = self.root / name
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
-        _git(self.root, "add", "-A")
-        _git(self.root, "commit", "-q", "-m", message)
-        return _git(self.root, "rev-parse", "HEAD")
-
-    @property
-    def manifest_sha(self) -> str:
-        return sha256_hex((self.root / "REVIEW.md").read_bytes())
-
-    def attestation(
-        self,
-        base: str | None = None,
-        head: str | None = None,
-        *,
-        correctness: dict[str, Any] | None = None,
-        types_status: str = "pass",
-        created_at: str = "2026-01-01T00:00:00.000Z",
-        binding: str = "default",
-        lanes: list[dict[str, Any]] | None = None,
-        packs: Sequence[dict[str, Any]] = (),
-    ) -> dict[str, Any]:
-        lanes = lanes or [
-            {"id": "types", "kind": "command", "status": types_status, "blocking": True, "findings": [],
-             "durationMs": 12, "exitCode": 0 if types_status == "pass" else 1},
-            {"id": "correctness", "kind": "agent", "status": "pass", "blocking": True, "findings": [],
-             "durationMs": 900, "preset": "kimi", **(correctness or {})},
-        ]  # fmt: skip
-        att = Attestation.build(
-            run_id="review-00000000-0000-4000-8000-000000000000",
-            review_id="demo",
-            manifest_sha=self.manifest_sha,
-            binding=binding,
-            repo_remote=REMOTE,
-            base_sha=base or self.base,
-            head_sha=head or self.head,
-            lanes=lanes,
-            daemon="agentreview@test",
-            rubrics=[{"check": "correctness", "path": "./rubrics/correctness.md", "sha256": sha256_hex(RUBRIC)}],
-            packs=packs,
-            created_at=created_at,
-        )
-        return json.loads(att.export_text())
-
-    def export(self, raw: dict[str, Any], name: str | None = None) -> Path:
-        directory = self.root / ".reviews"
-        directory.mkdir(exist_ok=True)
-        head = raw.get("target", {}).get("headSha", "x")
-        path = directory / (name or f"demo-{raw.get('binding')}-{str(head)[:12]}.json")
-        path.write_text(json.dumps(raw, indent=2) + "\n")
-        return path
-
-    def verify(self, **kw: Any) -> VerifyResult:
-        return verify(VerifyOptions(cwd=self.root, **kw))
-
-
-@pytest.fixture(autouse=True)
-def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AGENTREVIEW_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Repo:
-    return Repo(tmp_path / "repo")
 
 
 def expect_problem(result: VerifyResult, problem: str, exit_code: int = 1) -> None:
@@ -429,9 +249,7 @@ def test_require_signed_refuses_unsigned(repo: Repo, keys: dict[str, Key]) -> No
 
 def test_require_signed_without_allowed_signers(repo: Repo, keys: dict[str, Key]) -> None:
     repo.export(sign(repo.attestation(), keys["trusted"]))
-    expect_problem(
-        repo.verify(require_signed=True), "no --allowed-signers file to verify the signature against", 6
-    )
+    expect_problem(repo.verify(require_signed=True), "no --allowed-signers file to verify the signature against", 6)
     unchecked = repo.verify()
     assert unchecked.exit_code == 0
     assert any("not checked" in n for n in unchecked.notes)
@@ -461,12 +279,11 @@ def test_require_signed_refuses_a_wrongly_signed_export(repo: Repo, keys: dict[s
 
 
 def test_allowed_signers_default_is_in_the_checkout(repo: Repo, keys: dict[str, Key]) -> None:
-    _git(repo.root, "checkout", "-q", "main")
-    line = f'{PRINCIPAL} namespaces="{NAMESPACE}" {keys["trusted"].public}\n'
-    repo.base = repo.commit("trust", {".agentproto/allowed_signers": line})
-    _git(repo.root, "checkout", "-q", "feature")
-    _git(repo.root, "rebase", "-q", "main")
-    repo.head = _git(repo.root, "rev-parse", "HEAD")
+    git(repo.root, "checkout", "-q", "main")
+    repo.base = repo.commit("trust", {".agentproto/allowed_signers": signers_line(keys["trusted"])})
+    git(repo.root, "checkout", "-q", "feature")
+    git(repo.root, "rebase", "-q", "main")
+    repo.head = git(repo.root, "rev-parse", "HEAD")
     repo.export(sign(repo.attestation(), keys["trusted"]))
     result = repo.verify(require_signed=True)
     assert result.exit_code == 0, result.problems
@@ -476,8 +293,7 @@ def test_allowed_signers_default_is_in_the_checkout(repo: Repo, keys: dict[str, 
 def test_a_range_cannot_add_its_own_signer(repo: Repo, keys: dict[str, Key]) -> None:
     # The change itself adds an allowed_signers naming the author's key: under
     # --require-signed that file must not count.
-    text = f'{PRINCIPAL} namespaces="{NAMESPACE}" {keys["other"].public}\n'
-    repo.head = repo.commit("trust me", {".agentproto/allowed_signers": text})
+    repo.head = repo.commit("trust me", {".agentproto/allowed_signers": signers_line(keys["other"])})
     repo.export(sign(repo.attestation(), keys["other"]))
     result = repo.verify(require_signed=True)
     assert result.exit_code == 6
@@ -566,7 +382,7 @@ def test_no_retry_for_an_export_dir_at_the_repo_root(tmp_path: Path) -> None:
     manifest = repo.root / "REVIEW.md"
     manifest.write_text(manifest.read_text().replace("---\n\n# demo", "verdict:\n  exportDir: .\n---\n\n# demo"))
     repo.base = repo.commit("export to root", {})
-    _git(repo.root, "branch", "-f", "main", repo.base)
+    git(repo.root, "branch", "-f", "main", repo.base)
     repo.head = repo.commit("change", {"src/a.py": "a = 5\n"})
     (repo.root / "att.json").write_text(json.dumps(repo.attestation()))
     assert repo.verify().exit_code == 0
