@@ -41,7 +41,7 @@ def canonical_json(value: Any) -> bytes:
 
     try:
         return rfc8785.dumps(_drop_none(value))
-    except (rfc8785.CanonicalizationError, TypeError, ValueError) as exc:
+    except (rfc8785.CanonicalizationError, TypeError, ValueError, RecursionError) as exc:
         raise CanonicalJsonError(f"value cannot be written as canonical JSON: {exc}") from exc
 
 

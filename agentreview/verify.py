@@ -58,6 +58,9 @@ ALLOWED_SIGNERS_IN_REPO = Path(".agentproto") / "allowed_signers"
 # An export is a few KiB; anything this large is not one, and reading it must stay bounded.
 MAX_ATTESTATION_BYTES = 8 * 1024 * 1024
 MAX_CHAIN_DEPTH = 64
+# An attestation nests about six levels deep; far deeper input only serves to exhaust the
+# recursion of whatever walks it next (shape check, canonical JSON).
+MAX_JSON_DEPTH = 64
 MAX_SHAPE_PROBLEMS = 8
 
 
@@ -215,7 +218,28 @@ def read_export(path: Path) -> dict[str, Any]:
         raise UnreadableExport(f"not valid JSON ({exc})") from exc
     if not isinstance(value, dict):
         raise UnreadableExport("not a JSON object")
+    if _nesting_depth(value) > MAX_JSON_DEPTH:
+        raise UnreadableExport(f"nested deeper than {MAX_JSON_DEPTH} levels, not an attestation")
     return value
+
+
+def _nesting_depth(value: Any) -> int:
+    """How deeply arrays and objects nest in ``value`` (iterative: no recursion to exhaust)."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if depth > MAX_JSON_DEPTH:
+            return depth
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 @dataclass(frozen=True)
