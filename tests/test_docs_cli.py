@@ -115,27 +115,24 @@ def synopsis(body: str) -> str | None:
 # --------------------------------------------------------------------------- invocations in examples
 
 
-def invocation_fragments(text: str) -> Iterator[tuple[str, str | None]]:
-    """(fragment starting at ``agentreview``, the section's command path or None) for every example.
+def invocation_fragments(text: str) -> Iterator[str]:
+    """Every example invocation, from ``agentreview`` to the end of its line or code span.
 
     Shell and YAML blocks count line by line, console blocks only on ``$ `` lines, inline
     code only when it starts with ``agentreview ``. Output text is never parsed.
     """
-    for title, body in doc_sections(text):
-        match = COMMAND_TITLE.match(title)
-        scope = match.group(1).strip() if match else None
-        for lang, block in FENCE.findall(body):
-            lines = block.replace("\\\n", " ").splitlines()
-            if lang == "console":
-                lines = [line[2:] for line in lines if line.startswith("$ ")]
-            elif lang not in ("sh", "yaml"):
-                continue
-            for line in lines:
-                for hit in re.finditer(r"(?<![^\s/])agentreview(?=\s|$)", line):
-                    yield line[hit.start() :], scope
-        for span in SPAN.findall(without_fences(body)):
-            if span.startswith("agentreview ") or span == "agentreview":
-                yield span, scope
+    for lang, block in FENCE.findall(text):
+        lines = block.replace("\\\n", " ").splitlines()
+        if lang == "console":
+            lines = [line[2:] for line in lines if line.startswith("$ ")]
+        elif lang not in ("sh", "yaml"):
+            continue
+        for line in lines:
+            for hit in re.finditer(r"(?<![^\s/])agentreview(?=\s|$)", line):
+                yield line[hit.start() :]
+    for span in SPAN.findall(without_fences(text)):
+        if span.startswith("agentreview ") or span == "agentreview":
+            yield span
 
 
 def parse_invocation(fragment: str, tree: Tree) -> tuple[str | None, list[str]]:
@@ -200,8 +197,7 @@ def option_problems(text: str, tree: Tree) -> list[str]:
             in_synopsis = set(OPTION.findall(shown))
             problems += [f"{where}: option {n} is missing from the synopsis" for n in sorted(real - in_synopsis)]
             problems += [
-                f"{where}: the synopsis names {n}, which the command does not have"
-                for n in sorted(in_synopsis - real)
+                f"{where}: the synopsis names {n}, which the command does not have" for n in sorted(in_synopsis - real)
             ]
             problems += [
                 f"{where}: argument {p.name.upper()} is missing from the synopsis"
@@ -231,7 +227,7 @@ def invocation_problems(text: str, tree: Tree) -> list[str]:
     """Every example names a real command with its real options; a bare option in a section's
     prose (`--json`) is an option of that section's command."""
     problems: list[str] = []
-    for fragment, _scope in invocation_fragments(text):
+    for fragment in invocation_fragments(text):
         path, options = parse_invocation(fragment, tree)
         if path is None:
             continue
@@ -256,10 +252,6 @@ def invocation_problems(text: str, tree: Tree) -> list[str]:
             elif scope in tree and first not in options_of(tree[scope]):
                 problems.append(f"section '{title}': `{span}` is not an option of '{label(scope)}'")
     return problems
-
-
-def all_problems(text: str, tree: Tree) -> list[str]:
-    return heading_problems(text, tree) + option_problems(text, tree) + invocation_problems(text, tree)
 
 
 # --------------------------------------------------------------------------- the tests: the doc is in sync
