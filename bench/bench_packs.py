@@ -23,6 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from https_git_server import GitHttpsServer, init_repo
+from pack_helpers import consumer
 
 PACKS = 10
 TARGET_MS = 150.0
@@ -49,21 +50,8 @@ checks:
 
 
 def manifest(refs: list[str]) -> str:
-    uses = "".join(f'  - pack: "{ref}"\n    as: p{i}\n    preset: exec\n' for i, ref in enumerate(refs))
-    return f"""---
-kind: review
-id: bench
-target: git-range
-checks:
-  - id: types
-    kind: command
-    run: "true"
-uses:
-{uses}bindings:
-  ci:
-    checks: [types, {", ".join(f"p{i}/correctness" for i in range(len(refs)))}]
----
-"""
+    uses = "\n".join(f'  - pack: "{ref}"\n    as: p{i}\n    preset: exec' for i, ref in enumerate(refs))
+    return consumer(uses, ", ".join(["types", *(f"p{i}/correctness" for i in range(len(refs)))]))
 
 
 def main() -> int:

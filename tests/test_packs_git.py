@@ -28,11 +28,12 @@ from https_git_server import (  # noqa: F401 - fixtures are used by name
     init_repo,
     tls_material,
 )
+from pack_helpers import consumer, resolve
 
 from agentreview.contracts import PackLoadContext, PackLoadError, PackUnavailableError
-from agentreview.parse import ManifestError, parse_review
-from agentreview.plugins import Registry, load_registry
-from agentreview.resolve import classify_pack_ref, resolve_review
+from agentreview.parse import ManifestError
+from agentreview.plugins import load_registry
+from agentreview.resolve import classify_pack_ref
 
 PACK_MD = """---
 kind: review-pack
@@ -365,29 +366,7 @@ def test_concurrent_resolution_from_two_processes(https_git_server: GitHttpsServ
 
 
 def _consumer(ref: str, extra: str = "") -> str:
-    return f"""---
-kind: review
-id: app
-target: git-range
-checks:
-  - id: types
-    kind: command
-    run: "true"
-uses:
-  - pack: "{ref}"
-    as: remote
-    preset: exec{extra}
-bindings:
-  ci:
-    checks: [types, remote/correctness]
----
-"""
-
-
-def _resolve(repo: Path, text: str, registry: Registry, home: Path):  # type: ignore[no-untyped-def]
-    (repo / "REVIEW.md").write_text(text)
-    parsed = parse_review((repo / "REVIEW.md").read_bytes(), repo / "REVIEW.md")
-    return resolve_review(parsed, registry=registry, ctx=PackLoadContext(repo_root=repo, manifest_dir=repo, home=home))
+    return consumer(f'  - pack: "{ref}"\n    as: remote\n    preset: exec{extra}', "types, remote/correctness")
 
 
 def test_git_pack_through_resolution(https_git_server: GitHttpsServer, home: Path, tmp_path: Path) -> None:  # noqa: F811
@@ -396,14 +375,14 @@ def test_git_pack_through_resolution(https_git_server: GitHttpsServer, home: Pat
     repo = init_repo(tmp_path / "repo", {"README": "x"})
     registry = load_registry()
     with pytest.raises(ManifestError, match="check 'lint' is a command check"):  # a git pack is never trusted
-        _resolve(repo, _consumer(ref), registry, home)
-    resolved = _resolve(repo, _consumer(ref, "\n    checks: [correctness]"), registry, home)
+        resolve(repo, _consumer(ref), registry, home=home)
+    resolved = resolve(repo, _consumer(ref, "\n    checks: [correctness]"), registry, home=home)
     check = resolved.checks["remote/correctness"]
     assert check.rubric_path() == home.resolve() / "review-packs" / sha / "rubrics/correctness.md"
     digest = resolved.pack_digests()[0]
     assert (digest["ref"], digest["id"], digest["version"]) == (ref, "remote", "0.3.0")
     https_git_server.stop()  # a second resolution comes from the verified cache
-    again = _resolve(repo, _consumer(ref, "\n    checks: [correctness]"), registry, home)
+    again = resolve(repo, _consumer(ref, "\n    checks: [correctness]"), registry, home=home)
     assert again.pack_digests() == resolved.pack_digests()
 
 
@@ -417,5 +396,5 @@ def test_git_pack_rubric_symlink_escaping_the_root_is_refused(
     sha = https_git_server.make_repo("remote", {**PACK, "rubrics/correctness.md": Symlink(str(secret))})
     repo = init_repo(tmp_path / "repo", {"README": "x"})
     with pytest.raises(ManifestError, match=r"rubric 'rubrics/correctness\.md' resolves outside its pack root"):
-        _resolve(repo, _consumer(https_git_server.ref("remote", sha), "\n    checks: [correctness]"),
-                 load_registry(), home)  # fmt: skip
+        resolve(repo, _consumer(https_git_server.ref("remote", sha), "\n    checks: [correctness]"),
+                load_registry(), home=home)  # fmt: skip

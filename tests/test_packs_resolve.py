@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 from https_git_server import Symlink, init_repo, write_files
+from pack_helpers import consumer, resolve
 
 from agentreview.cli.app import run_app
-from agentreview.contracts import PackLoadContext, PackUnavailableError
+from agentreview.contracts import PackUnavailableError
 from agentreview.digests import PACK_DIGEST_ALG
-from agentreview.parse import ManifestError, parse_review
+from agentreview.parse import ManifestError
 from agentreview.plugins import Registry, load_registry
-from agentreview.resolve import PackResolutionError, ResolvedReview, resolve_review, verify_pack_digests
+from agentreview.resolve import PackResolutionError, verify_pack_digests
 
 PACK_MD = """---
 kind: review-pack
@@ -44,24 +45,6 @@ RUBRICS = {"rubrics/shared.md": "Find real bugs.\n", "rubrics/style.md": "Style 
 PACK = {"REVIEW.md": PACK_MD, **RUBRICS}
 
 
-def consumer(uses: str, checks: str = "types, core/correctness") -> str:
-    return f"""---
-kind: review
-id: app
-target: git-range
-checks:
-  - id: types
-    kind: command
-    run: "true"
-uses:
-{uses}
-bindings:
-  ci:
-    checks: [{checks}]
----
-"""
-
-
 @pytest.fixture(autouse=True)
 def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AGENTREVIEW_HOME", str(tmp_path / "home"))
@@ -70,15 +53,6 @@ def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(scope="module")
 def registry() -> Registry:
     return load_registry()
-
-
-def resolve(repo: Path, text: str, registry: Registry, manifest: str = "REVIEW.md") -> ResolvedReview:
-    path = repo / manifest
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    parsed = parse_review(path.read_bytes(), path)
-    ctx = PackLoadContext(repo_root=repo, manifest_dir=path.parent, home=repo.parent / "home")
-    return resolve_review(parsed, registry=registry, ctx=ctx)
 
 
 ONE = "  - pack: ./packs/core\n    as: core\n    checks: [correctness]\n    preset: p"
