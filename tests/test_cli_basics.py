@@ -72,8 +72,8 @@ def test_help_exits_0(env: dict[str, str]) -> None:
     ("args", "needle"),
     [
         (["frobnicate"], "No such command 'frobnicate'"),
-        (["--bogus"], "No such option: --bogus"),
-        (["plugins", "--bogus"], "No such option: --bogus"),
+        (["--bogus"], "No such option"),
+        (["plugins", "--bogus"], "No such option"),
         (["schema"], "Missing argument"),
         (["schema", "review", "extra"], "unexpected extra argument"),
         (["schema", "nope"], "unknown document 'nope'"),
@@ -86,6 +86,8 @@ def test_usage_errors_are_one_line_and_exit_64(env: dict[str, str], args: list[s
     assert len(proc.stderr.splitlines()) == 1, proc.stderr
     assert proc.stderr.startswith("agentreview")
     assert needle in proc.stderr
+    # the offending word is named (click's wording differs between releases; the name does not)
+    assert args[-1] in proc.stderr
     assert "Traceback" not in proc.stderr
 
 

@@ -14,10 +14,10 @@ from typing import Any
 
 import typer
 
-try:  # typer >= 0.25 vendors click; older releases depend on it.
-    from typer._click import exceptions as click_exc
+try:  # typer 0.24 (pinned, see pyproject.toml) depends on click; typer >= 0.25 vendors it.
+    from click import exceptions as click_exc
 except ImportError:  # pragma: no cover
-    from click import exceptions as click_exc  # type: ignore[no-redef]
+    from typer._click import exceptions as click_exc  # type: ignore[no-redef]
 
 from agentreview import __version__
 from agentreview.errors import EXIT_ERROR, EXIT_USAGE, AgentreviewError
