@@ -135,7 +135,7 @@ class FakeCli:
 
 @pytest.fixture
 def fake_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    """Install ``fakes/fake_<name>.py`` as ``<name>`` on PATH; HOME is a planted home."""
+    """Install ``fakes/fake_<name>.py`` as ``<name>`` on PATH (it imports ``fakelib``); HOME is a planted home."""
     import json
 
     bin_dir = tmp_path / "bin"
@@ -169,7 +169,8 @@ def fake_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
     def install(name: str) -> FakeCli:
         target = bin_dir / name
-        target.write_text(f"#!{sys.executable}\n" + (FAKES / f"fake_{name}.py").read_text())
+        prelude = f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(FAKES)!r})  # for fakelib\n"
+        target.write_text(prelude + (FAKES / f"fake_{name}.py").read_text())
         target.chmod(0o755)
         return FakeCli(bin_dir, home, record)
 

@@ -16,24 +16,16 @@ Scenario: ``$FAKE_SCENARIO`` (default ``success``); verdict: ``$FAKE_VERDICT`` (
 
 import json
 import os
-import re
 import sys
 import time
+
+from fakelib import arg, emit, print_help, record
 
 HELP = """Usage: claude [options] [prompt]
   --add-dir <directories...>  --disable-slash-commands  --json-schema <schema>  --mcp-config <configs...>
   --model <model>  --no-session-persistence  --output-format <format>  --permission-mode <mode>
   -p, --print  --safe-mode  --setting-sources <sources>  --strict-mcp-config  --tools <tools...>  --verbose
 """
-
-
-def arg(argv, flag, default=None):
-    return argv[argv.index(flag) + 1] if flag in argv else default
-
-
-def emit(event):
-    sys.stdout.write(json.dumps(event) + "\n")
-    sys.stdout.flush()
 
 
 def listing(directory):
@@ -63,15 +55,11 @@ def _load_json(path):
 
 def main():
     argv = sys.argv[1:]
-    drop = set(filter(None, os.environ.get("FAKE_HELP_DROP", "").split(",")))
     if argv == ["--version"]:
         print("2.1.197 (Claude Code)")
         return 0
     if "--help" in argv:
-        text = HELP
-        for flag in drop:
-            text = re.sub(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", "", text)
-        print(text)
+        print_help(HELP)
         return 0
     prompt = sys.stdin.read()
     home = os.path.expanduser("~")
@@ -83,29 +71,19 @@ def main():
     if "--strict-mcp-config" not in argv:
         mcp.update(settings.get("mcpServers", {}))
         mcp.update(_load_json(os.path.join(home, ".claude.json")).get("mcpServers", {}))
-    mcp.update(json.loads(arg(argv, "--mcp-config", "{}")).get("mcpServers", {}))
-    record = os.environ.get("FAKE_RECORD")
-    if record:
-        with open(record, "a") as fh:
-            fh.write(
-                json.dumps(
-                    {
-                        "argv": argv,
-                        "cwd": os.getcwd(),
-                        "stdin": prompt,
-                        "config_dir": config_dir,
-                        "config_listing": listing(config_dir) if os.path.isdir(config_dir) else None,
-                        "work_listing": sorted(os.listdir(os.path.dirname(config_dir))),
-                        "diff_text": _read(os.path.join(os.path.dirname(config_dir), "range.diff")),
-                        "env": {
-                            k: v for k, v in os.environ.items() if k.startswith(("CLAUDE", "AGENTREVIEW", "DISABLE"))
-                        },
-                    }
-                )
-                + "\n"
-            )
+    mcp.update(json.loads(arg(argv, "--mcp-config", default="{}")).get("mcpServers", {}))
+    record(
+        ("CLAUDE", "AGENTREVIEW", "DISABLE"),
+        argv=argv,
+        cwd=os.getcwd(),
+        stdin=prompt,
+        config_dir=config_dir,
+        config_listing=listing(config_dir) if os.path.isdir(config_dir) else None,
+        work_listing=sorted(os.listdir(os.path.dirname(config_dir))),
+        diff_text=_read(os.path.join(os.path.dirname(config_dir), "range.diff")),
+    )
     scenario = os.environ.get("FAKE_SCENARIO", "success")
-    tools = [t for t in arg(argv, "--tools", "Bash,Edit,Read,Write").split(",") if t]
+    tools = [t for t in arg(argv, "--tools", default="Bash,Edit,Read,Write").split(",") if t]
     if "--json-schema" in argv:
         tools.append("StructuredOutput")
     mode = arg(argv, "--permission-mode") or settings.get("permissions", {}).get("defaultMode", "default")

@@ -11,12 +11,12 @@ model used such a server. Every invocation is recorded to ``$FAKE_RECORD``.
 Scenario: ``$FAKE_SCENARIO`` (default ``success``); verdict: ``$FAKE_VERDICT`` (JSON).
 """
 
-import json
 import os
-import re
 import sys
 import time
 import tomllib
+
+from fakelib import arg, emit, print_help, record, top_listing
 
 HELP = """Run Codex non-interactively
 Usage: codex exec [OPTIONS] [PROMPT]
@@ -25,18 +25,6 @@ Usage: codex exec [OPTIONS] [PROMPT]
   --ignore-rules  --output-schema <FILE>  --json  -o, --output-last-message <FILE>
 """
 FEATURES = ["hooks", "unified_exec", "shell_tool", "multi_agent", "goals", "apps", "plugins", "view_image"]
-
-
-def arg(argv, *flags):
-    for flag in flags:
-        if flag in argv:
-            return argv[argv.index(flag) + 1]
-    return None
-
-
-def emit(event):
-    sys.stdout.write(json.dumps(event) + "\n")
-    sys.stdout.flush()
 
 
 def main():
@@ -49,10 +37,7 @@ def main():
             print(f"{name:40} stable             true")
         return 0
     if "--help" in argv:
-        text = HELP
-        for flag in filter(None, os.environ.get("FAKE_HELP_DROP", "").split(",")):
-            text = re.sub(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", "", text)
-        print(text)
+        print_help(HELP)
         return 0
     prompt = sys.stdin.read()
     home = os.environ.get("CODEX_HOME") or os.path.expanduser("~/.codex")
@@ -63,26 +48,7 @@ def main():
     if "--ignore-user-config" not in argv and os.path.exists(os.path.join(home, "config.toml")):
         with open(os.path.join(home, "config.toml"), "rb") as fh:
             config = tomllib.load(fh)
-    listing = {
-        n: ("link:" + os.readlink(os.path.join(home, n))) if os.path.islink(os.path.join(home, n)) else "file"
-        for n in sorted(os.listdir(home))
-    }
-    record = os.environ.get("FAKE_RECORD")
-    if record:
-        with open(record, "a") as fh:
-            fh.write(
-                json.dumps(
-                    {
-                        "argv": argv,
-                        "cwd": os.getcwd(),
-                        "stdin": prompt,
-                        "home": home,
-                        "listing": listing,
-                        "env": {k: v for k, v in os.environ.items() if k.startswith(("CODEX", "AGENTREVIEW"))},
-                    }
-                )
-                + "\n"
-            )
+    record(("CODEX", "AGENTREVIEW"), argv=argv, cwd=os.getcwd(), stdin=prompt, home=home, listing=top_listing(home))
     out = arg(argv, "-o", "--output-last-message")
     if out:
         open(out, "w").close()  # the real CLI creates it empty at start

@@ -8,18 +8,14 @@ every run (argv, cwd, environment, the private home's config and listing) to
 in ``$KIMI_CODE_HOME/config.toml``, the user's ``mcp.json`` servers are loaded and used.
 """
 
-import json
 import os
 import sys
 import time
 import tomllib
 
+from fakelib import emit, print_help, record, top_listing
+
 HELP = "Usage: kimi [options]\n  -p, --prompt  --output-format  --add-dir  --skills-dir  -m, --model  --yolo\n"
-
-
-def emit(event):
-    sys.stdout.write(json.dumps(event) + "\n")
-    sys.stdout.flush()
 
 
 def main():
@@ -28,28 +24,12 @@ def main():
         print("2.1.0")
         return 0
     if "--help" in argv:
-        print(HELP)
+        print_help(HELP)
         return 0
     home = os.environ.get("KIMI_CODE_HOME") or os.path.expanduser("~/.kimi-code")
     with open(os.path.join(home, "config.toml"), "rb") as fh:
         config = tomllib.load(fh)
-    listing = {
-        n: ("link:" + os.readlink(os.path.join(home, n))) if os.path.islink(os.path.join(home, n)) else "file"
-        for n in sorted(os.listdir(home))
-    }
-    with open(os.environ["FAKE_RECORD"], "a") as fh:
-        fh.write(
-            json.dumps(
-                {
-                    "argv": argv,
-                    "cwd": os.getcwd(),
-                    "listing": listing,
-                    "config": config,
-                    "env": {k: v for k, v in os.environ.items() if k.startswith(("KIMI", "AGENTREVIEW"))},
-                }
-            )
-            + "\n"
-        )
+    record(("KIMI", "AGENTREVIEW"), argv=argv, cwd=os.getcwd(), listing=top_listing(home), config=config)
     scenario = os.environ.get("FAKE_SCENARIO", "success")
     emit({"role": "meta", "type": "system.version", "version": "2.1.0"})
     if "enabled" not in config.get("tools", {}) and os.path.exists(os.path.join(home, "mcp.json")):

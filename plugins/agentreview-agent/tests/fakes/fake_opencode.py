@@ -16,6 +16,8 @@ import re
 import sys
 import time
 
+from fakelib import print_help, record
+
 TOOLS = [
     "invalid",
     "question",
@@ -48,7 +50,7 @@ def main():
         print("1.18.33")
         return 0
     if "--help" in argv:
-        print(HELP)
+        print_help(HELP)
         return 0
     if argv[:2] == ["debug", "agent"]:
         path = os.path.join(os.getcwd(), ".opencode", "agent", argv[2] + ".md")
@@ -72,17 +74,7 @@ def main():
             )
         )
         return 0
-    with open(os.environ["FAKE_RECORD"], "a") as fh:
-        fh.write(
-            json.dumps(
-                {
-                    "argv": argv,
-                    "cwd": os.getcwd(),
-                    "env": {k: v for k, v in os.environ.items() if k.startswith(("XDG_", "OPENCODE"))},
-                }
-            )
-            + "\n"
-        )
+    record(("XDG_", "OPENCODE"), argv=argv, cwd=os.getcwd())
     if not os.environ.get("XDG_CONFIG_HOME") and os.path.exists(os.path.expanduser("~/.config/opencode/opencode.json")):
         emit("tool_use", part={"type": "tool", "tool": "evil_run", "callID": "c0", "state": {"status": "completed"}})
     verdict = os.environ.get("FAKE_VERDICT", '{"findings": []}')
