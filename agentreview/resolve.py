@@ -135,30 +135,39 @@ def read_confined(root: Path, rel: str) -> bytes:
     refuses a symlink (so a swap after the check is not followed), refuses anything
     but a regular file (a FIFO would hang the read) and caps the size.
     """
-    import stat
-
     from agentreview.contracts import PackLoadError
 
     root_real = os.path.realpath(root)
     target = os.path.realpath(os.path.join(root_real, rel))
     if not (target == root_real or target.startswith(root_real.rstrip(os.sep) + os.sep)):
         raise PackLoadError(f"resolves outside its pack root ({root}) — refusing to read it")
+    return read_regular_file(target, follow_symlinks=False)
+
+
+def read_regular_file(path: str | Path, *, follow_symlinks: bool = True, limit: int = MAX_PACK_FILE_BYTES) -> bytes:
+    """Read a regular file of at most ``limit`` bytes; a FIFO, a device (``/dev/zero``) or a
+    larger file is refused with :class:`PackLoadError`, never read forever."""
+    import stat
+
+    from agentreview.contracts import PackLoadError
+
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | (0 if follow_symlinks else os.O_NOFOLLOW)
     try:
-        fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, flags)
     except OSError as exc:
         raise PackLoadError(f"could not read ({exc.strerror or exc})") from exc
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise PackLoadError("is not a regular file — refusing to read it")
-        if info.st_size > MAX_PACK_FILE_BYTES:
-            raise PackLoadError(f"is larger than {MAX_PACK_FILE_BYTES} bytes — refusing to read it")
+        if info.st_size > limit:
+            raise PackLoadError(f"is larger than {limit} bytes — refusing to read it")
         with os.fdopen(os.dup(fd), "rb") as fh:
-            data = fh.read(MAX_PACK_FILE_BYTES + 1)
+            data = fh.read(limit + 1)
     finally:
         os.close(fd)
-    if len(data) > MAX_PACK_FILE_BYTES:
-        raise PackLoadError(f"is larger than {MAX_PACK_FILE_BYTES} bytes — refusing to read it")
+    if len(data) > limit:
+        raise PackLoadError(f"is larger than {limit} bytes — refusing to read it")
     return data
 
 
@@ -252,9 +261,7 @@ class _PackResolver:
                         "a pack rubric must be a file inside the pack folder",
                     )
             if namespaced in checks:
-                self.problem(
-                    index, "", f"check '{namespaced}' (from a uses[] pack) collides with an existing check id"
-                )
+                self.problem(index, "", f"check '{namespaced}' (from a uses[] pack) collides with an existing check id")
             elif imported is not None:
                 checks[namespaced] = ResolvedCheck(imported, rubric_base=loaded.root, namespace=entry.as_)
         digest = {

@@ -372,3 +372,36 @@ def test_cache_misses_after_a_pack_changes(repo: Repo, tmp_path: Path) -> None:
     assert repo.run_json("--headless", expect=0)["cached"] is True
     (pack / "rubrics" / "r.md").write_text("v2\n")
     assert repo.run_json("--headless", expect=0)["cached"] is False
+
+
+@pytest.mark.parametrize("export_dir", ["../outside", "/tmp/agentreview-escape", "linked"])
+def test_export_dir_that_leaves_the_repository_is_refused_before_lanes_run(
+    repo: Repo, tmp_path: Path, export_dir: str
+) -> None:
+    marker = tmp_path / "lane-ran"
+    text = manifest(
+        f"  - id: ok\n    kind: command\n    run: 'touch {marker}'\n", extra=f"verdict:\n  exportDir: {export_dir}\n"
+    )
+    if export_dir == "linked":
+        (tmp_path / "elsewhere").mkdir()
+        (repo.path / "linked").symlink_to(tmp_path / "elsewhere")
+    start_feature(repo, text)
+    data = repo.run_json("--export", expect=3)
+    assert "outside the repository" in data["error"]
+    assert not marker.exists(), "lanes must not run when the export cannot be written"
+    assert repo.ledger_files() == []
+
+
+@pytest.mark.parametrize("rubric", ["/dev/zero", "fifo"])
+def test_a_rubric_that_is_not_a_regular_file_skips_the_lane(repo: Repo, rubric: str) -> None:
+    if rubric == "fifo":
+        os.mkfifo(repo.path / "fifo")
+    text = manifest(
+        "  - id: ok\n    kind: command\n    run: 'true'\n"
+        f"  - id: review\n    kind: agent\n    preset: claude\n    rubric: {rubric}\n"
+    )
+    start_feature(repo, text)
+    data = repo.run_json(expect=2, timeout=60)
+    lane = data["attestation"]["lanes"][1]
+    assert lane["status"] == "skipped" and "rubric not found" in lane["error"]
+    assert data["attestation"]["rubrics"] == []

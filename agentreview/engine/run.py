@@ -184,6 +184,8 @@ def _run(run_id: str, options: RunOptions, reporter: Reporter, registry: Any) ->
     problems = compile_checks(binding, {cid: rc.check for cid, rc in resolved.checks.items()})
     if problems:
         raise AgentreviewError(f"{manifest_path}: " + "; ".join(str(p) for p in problems))
+    if options.export and not options.export_to:
+        _check_export_dir(root, manifest.verdict.exportDir)
     # 5. base and the pre-prepare head
     pre_head = git.rev_parse_commit(root, options.head or "HEAD")
     if options.base:
@@ -270,7 +272,7 @@ def _manifest_sha(source: bytes) -> str:
 def _rubric_digests(resolved: Any, check_ids: list[str]) -> tuple[list[dict[str, str]], dict[str, Path]]:
     from agentreview.contracts import PackLoadError
     from agentreview.digests import sha256_hex
-    from agentreview.resolve import read_confined
+    from agentreview.resolve import read_confined, read_regular_file
 
     rubrics: list[dict[str, str]] = []
     paths: dict[str, Path] = {}
@@ -282,7 +284,9 @@ def _rubric_digests(resolved: Any, check_ids: list[str]) -> tuple[list[dict[str,
         try:
             # A pack rubric is read through the confined reader again: a prepare step or a
             # local process must not swap it for a link out of the pack between resolution and now.
-            data = read_confined(rc.rubric_base, rc.check.rubric) if rc.namespace else path.read_bytes()
+            # A consumer's own rubric is not confined (spec), but it is still read as a bounded
+            # regular file: `rubric: /dev/zero` or a FIFO must not exhaust memory or hang the run.
+            data = read_confined(rc.rubric_base, rc.check.rubric) if rc.namespace else read_regular_file(path)
         except (OSError, PackLoadError):
             continue  # the lane is skipped at execution: "rubric not found"
         rubrics.append({"check": check_id, "path": rc.check.rubric, "sha256": sha256_hex(data)})
@@ -354,6 +358,18 @@ def _finish_cached(
     return result
 
 
+def _check_export_dir(root: Path, export_dir: str | None) -> Path:
+    """Where ``--export`` writes: verdict.exportDir, which must stay inside the repository."""
+    from agentreview.export import confined_export_dir
+
+    if not export_dir:
+        raise AgentreviewError("--export needs verdict.exportDir in REVIEW.md (or use --export-to PATH)")
+    try:
+        return confined_export_dir(root, export_dir)
+    except ValueError as exc:
+        raise AgentreviewError(f"{exc} — fix verdict.exportDir in REVIEW.md or use --export-to PATH") from exc
+
+
 def _maybe_export(
     result: RunResult, options: RunOptions, root: Path, export_dir: str | None, reporter: Reporter
 ) -> None:
@@ -365,9 +381,7 @@ def _maybe_export(
     if options.export_to:
         target = (options.cwd / options.export_to).resolve()
     else:
-        if not export_dir:
-            raise AgentreviewError("--export needs verdict.exportDir in REVIEW.md (or use --export-to PATH)")
-        target = export_path(att, root / export_dir)
+        target = export_path(att, _check_export_dir(root, export_dir))
     result.export_path = write_export(att, target)
     reporter.phase(f"exported {result.export_path}")
 
