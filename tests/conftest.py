@@ -1,4 +1,7 @@
-"""Shared fixtures: an isolated AGENTREVIEW_HOME for every test, and real git repositories."""
+"""Shared fixtures: real git repositories.
+
+(The isolated ``AGENTREVIEW_HOME`` every test gets, ``agentreview_home``, is the repository root's conftest.py.)
+"""
 
 from __future__ import annotations
 
@@ -9,14 +12,6 @@ from pathlib import Path
 import pytest
 
 GitRepoFactory = Callable[..., Path]
-
-
-@pytest.fixture(autouse=True)
-def agentreview_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Every test gets its own host home (outside its tmp_path), so nothing touches the real ~/.agentproto."""
-    home = tmp_path_factory.mktemp("agentreview-home")
-    monkeypatch.setenv("AGENTREVIEW_HOME", str(home))
-    return home
 
 
 def git(cwd: Path, *args: str) -> str:
