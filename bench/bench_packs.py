@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -22,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from https_git_server import GitHttpsServer, init_repo
+from https_git_server import GitHttpsServer, init_repo, self_signed_cert
 from pack_helpers import consumer
 
 PACKS = 10
@@ -68,13 +67,7 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory(prefix="bench-packs-") as tmp_name:
         tmp = Path(tmp_name)
-        cert, key = tmp / "cert.pem", tmp / "key.pem"
-        subprocess.run(
-            ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-             "-keyout", str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=127.0.0.1",
-             "-addext", "subjectAltName=IP:127.0.0.1"],
-            check=True, capture_output=True, timeout=60,
-        )  # fmt: skip
+        cert, key = self_signed_cert(tmp)
         os.environ["GIT_SSL_CAINFO"] = str(cert)
         home = tmp / "home"
         os.environ["AGENTREVIEW_HOME"] = str(home)

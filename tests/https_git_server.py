@@ -235,10 +235,8 @@ class GitHttpsServer:
             self._httpd = None
 
 
-@pytest.fixture(scope="session")
-def tls_material(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """A throw-away self-signed certificate for 127.0.0.1 and its key."""
-    folder = tmp_path_factory.mktemp("tls")
+def self_signed_cert(folder: Path) -> tuple[Path, Path]:
+    """A throw-away self-signed certificate for 127.0.0.1 and its key, written to ``folder``."""
     cert, key = folder / "cert.pem", folder / "key.pem"
     subprocess.run(
         ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
@@ -247,6 +245,12 @@ def tls_material(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
         check=True, capture_output=True, timeout=60,
     )  # fmt: skip
     return cert, key
+
+
+@pytest.fixture(scope="session")
+def tls_material(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A throw-away self-signed certificate for 127.0.0.1 and its key."""
+    return self_signed_cert(tmp_path_factory.mktemp("tls"))
 
 
 @pytest.fixture
