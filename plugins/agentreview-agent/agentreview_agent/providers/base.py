@@ -199,6 +199,12 @@ def user_home() -> Path:
     return Path(os.environ.get("HOME") or Path.home())
 
 
+def user_dir(variable: str, *default: str) -> Path:
+    """Where the user's own CLI keeps its credentials: ``$variable`` when set, else ``~/<default>``."""
+    value = os.environ.get(variable)
+    return Path(value) if value else user_home().joinpath(*default)
+
+
 def ended_abnormally(name: str, proc: ProcResult) -> ReviewerResult | None:
     """The result for a spawn failure, timeout or cancel; ``None`` when the process just exited."""
     if proc.spawn_error:

@@ -39,7 +39,7 @@ from agentreview_agent.providers.base import (
     request_env,
     stream_end,
     tail,
-    user_home,
+    user_dir,
 )
 from agentreview_agent.streams import AUTH_TEXT, QUOTA_TEXT, parse_jsonl, unavailable_reason
 
@@ -243,11 +243,6 @@ def write_range_files(request: ReviewerRequest) -> tuple[Path, Path]:
     return diff, log
 
 
-def _user_config_dir() -> Path:
-    value = os.environ.get("CLAUDE_CONFIG_DIR")
-    return Path(value) if value else user_home() / ".claude"
-
-
 class ClaudeProvider(CliProvider):
     name = "claude"
     binary = "claude"
@@ -272,7 +267,7 @@ class ClaudeProvider(CliProvider):
 
     def review_with(self, info: CliInfo, request: ReviewerRequest) -> ReviewerResult:
         config_dir = fresh_dir(request.work_dir / "claude-config")
-        link_if_exists(_user_config_dir() / ".credentials.json", config_dir / ".credentials.json")
+        link_if_exists(user_dir("CLAUDE_CONFIG_DIR", ".claude") / ".credentials.json", config_dir / ".credentials.json")
         try:
             diff, log = write_range_files(request)
         except (OSError, subprocess.SubprocessError) as exc:

@@ -42,7 +42,7 @@ from agentreview_agent.providers.base import (
     request_env,
     stream_end,
     tail,
-    user_home,
+    user_dir,
 )
 from agentreview_agent.streams import AUTH_TEXT, QUOTA_TEXT, parse_jsonl, unavailable_reason
 
@@ -185,11 +185,6 @@ def classify(audit: Audit, corrupt: str | None, proc: ProcResult, last_file: Pat
     return answer if answer.strip() else (audit.last_message or "")
 
 
-def _user_codex_home() -> Path:
-    value = os.environ.get("CODEX_HOME")
-    return Path(value) if value else user_home() / ".codex"
-
-
 class CodexProvider(CliProvider):
     name = "codex"
     binary = "codex"
@@ -216,7 +211,7 @@ class CodexProvider(CliProvider):
         if isinstance(extra, str):
             return ReviewerResult("unavailable", extra)
         home = fresh_dir(request.work_dir / "codex-home")
-        link_if_exists(_user_codex_home() / "auth.json", home / "auth.json")
+        link_if_exists(user_dir("CODEX_HOME", ".codex") / "auth.json", home / "auth.json")
         schema = request.work_dir / "verdict.schema.json"
         schema.write_text(json.dumps(VERDICT_SCHEMA))
         last = request.work_dir / "last-message.json"

@@ -16,7 +16,6 @@ violation. Kimi reports failures only on stderr (``error: failed to run prompt:
 from __future__ import annotations
 
 import json
-import os
 import re
 import tomllib
 from pathlib import Path
@@ -35,7 +34,7 @@ from agentreview_agent.providers.base import (
     link_if_exists,
     request_env,
     stream_end,
-    user_home,
+    user_dir,
 )
 from agentreview_agent.streams import AUTH_TEXT, QUOTA_TEXT, parse_jsonl, unavailable_reason
 
@@ -45,11 +44,6 @@ OPTIONAL_FLAGS = ("--skills-dir",)
 READ_TOOLS = ("Read", "Grep", "Glob")
 KEPT_KEYS = ("default_model", "providers", "models", "thinking", "default_thinking")
 FAILURE = re.compile(r"error: failed to run prompt: (.*)")
-
-
-def _user_home_dir() -> Path:
-    value = os.environ.get("KIMI_CODE_HOME")
-    return Path(value) if value else user_home() / ".kimi-code"
 
 
 def _toml_value(value: Any) -> str:
@@ -119,7 +113,7 @@ class KimiProvider(CliProvider):
 
     def review_with(self, info: CliInfo, request: ReviewerRequest) -> ReviewerResult:
         home = fresh_dir(request.work_dir / "kimi-home")
-        user = _user_home_dir()
+        user = user_dir("KIMI_CODE_HOME", ".kimi-code")
         (home / "config.toml").write_text(private_config(user / "config.toml"))
         for name in ("credentials", "oauth"):
             link_if_exists(user / name, home / name)

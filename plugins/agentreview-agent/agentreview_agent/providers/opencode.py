@@ -15,7 +15,6 @@ verdict JSON, which this provider writes to the verdict file.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import time
 from pathlib import Path
@@ -34,7 +33,7 @@ from agentreview_agent.providers.base import (
     request_env,
     stream_end,
     tail,
-    user_home,
+    user_dir,
 )
 from agentreview_agent.streams import parse_jsonl, unavailable_reason
 
@@ -59,17 +58,15 @@ You review a committed git range read-only and answer with one JSON object.
 """
 
 
-def _user_data_dir() -> Path:
-    value = os.environ.get("XDG_DATA_HOME")
-    return (Path(value) if value else user_home() / ".local" / "share") / "opencode"
-
-
 def build_home(work_dir: Path) -> tuple[Path, dict[str, str]]:
     """The private project (with the generated agent) and the XDG environment of one attempt."""
     root = fresh_dir(work_dir / "opencode")
     xdg = {name: str(fresh_dir(root / name.lower())) for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME",
                                                                    "XDG_STATE_HOME", "XDG_CACHE_HOME")}  # fmt: skip
-    link_if_exists(_user_data_dir() / "auth.json", Path(xdg["XDG_DATA_HOME"]) / "opencode" / "auth.json")
+    link_if_exists(
+        user_dir("XDG_DATA_HOME", ".local", "share") / "opencode" / "auth.json",
+        Path(xdg["XDG_DATA_HOME"]) / "opencode" / "auth.json",
+    )
     project = fresh_dir(root / "project")
     subprocess.run(["git", "init", "-q", str(project)], check=True, timeout=30, capture_output=True)
     agent = project / ".opencode" / "agent" / f"{AGENT}.md"
