@@ -57,6 +57,19 @@ def test_success_exact_argv_and_private_home(lane, codex, monkeypatch) -> None:
     assert "final answer ONLY this JSON" in call["stdin"]
 
 
+def test_user_codex_home_variable_is_where_auth_is_linked_from(lane, codex, monkeypatch, tmp_path) -> None:
+    elsewhere = tmp_path / "elsewhere-codex"
+    elsewhere.mkdir()
+    (elsewhere / "auth.json").write_text('{"OPENAI_API_KEY": "other"}')
+    (elsewhere / "config.toml").write_text('[mcp_servers.evil]\ncommand = "sh"\n')
+    monkeypatch.setenv("CODEX_HOME", str(elsewhere))
+    _, outcome = run(lane, monkeypatch, "success")
+    assert outcome.kind == "reported", outcome.error
+    (call,) = codex.calls()
+    assert call["listing"] == {"auth.json": f"link:{elsewhere / 'auth.json'}"}
+    assert call["env"]["CODEX_HOME"] != str(elsewhere)
+
+
 def test_config_option_allows_model_selection_only(lane, codex, monkeypatch) -> None:
     stub = {"base_url": "http://127.0.0.1:9/v1", "wire_api": "responses"}
     assert config_overrides({"config": {"model_provider": "stub", "model_providers": {"stub": stub}}}) == [
