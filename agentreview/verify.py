@@ -881,6 +881,15 @@ class _Verifier:
                 )
             return
         trusted: bytes | None = None
+        if in_repo_default and self.o.require_signed and self.o.base is None:
+            # Without --base the base comes from the checkout's own REVIEW.md (target.base), which
+            # the change controls: it could name its own commit as the base, where its key is trusted.
+            fail(
+                "the checkout's allowed_signers is trusted only as of a base the caller names — pass "
+                "--base <the target branch's commit>, or --allowed-signers from a trusted location"
+            )
+            self.result.checks.append(CheckLine("signature", False, "a trusted base", "base chosen by the checkout"))
+            return
         if in_repo_default:
             trusted, why = in_repo_signers_at_base(root, signers, base_sha)
             if why is not None:

@@ -45,7 +45,7 @@ def test_allowed_signers_symlinked_out_of_the_checkout_cannot_vouch(
     link.symlink_to(_planted(tmp_path, keys["other"]))
     repo.head = repo.commit("trust my key", {})
     repo.export(sign(repo.attestation(), keys["other"]))
-    result = repo.verify(require_signed=True)
+    result = repo.verify(require_signed=True, base="main")
     assert result.exit_code == 6, (result.problems, result.notes)
     assert any("cannot vouch for its own signer" in p for p in result.problems), result.problems
 
@@ -58,7 +58,7 @@ def test_allowed_signers_directory_symlinked_out_of_the_checkout_cannot_vouch(
     (repo.root / ".agentproto").symlink_to(planted.parent, target_is_directory=True)
     repo.head = repo.commit("trust my key", {})
     repo.export(sign(repo.attestation(), keys["other"]))
-    result = repo.verify(require_signed=True)
+    result = repo.verify(require_signed=True, base="main")
     assert result.exit_code == 6, (result.problems, result.notes)
 
 
@@ -76,21 +76,21 @@ def test_allowed_signers_symlink_committed_at_the_base_is_not_trusted_either(
     git(repo.root, "rebase", "-q", "main")
     repo.head = git(repo.root, "rev-parse", "HEAD")
     repo.export(sign(repo.attestation(), keys["other"]))
-    assert repo.verify(require_signed=True).exit_code == 6
+    assert repo.verify(require_signed=True, base="main").exit_code == 6
 
 
 def test_the_base_version_is_what_is_verified_against(trusted_repo: Repo, keys: dict[str, Key]) -> None:
     # The honest case still verifies, and the principal comes from the base's file.
     repo = trusted_repo
     repo.export(sign(repo.attestation(), keys["trusted"]))
-    result = repo.verify(require_signed=True)
+    result = repo.verify(require_signed=True, base="main")
     assert result.exit_code == 0, result.problems
     assert result.principal == PRINCIPAL
     # A working-tree edit (not committed) that adds the attacker's key is a difference too.
     signers = repo.root / ".agentproto" / "allowed_signers"
     signers.write_text(signers.read_text() + signers_line(keys["other"]))
     repo.export(sign(repo.attestation(), keys["other"]))
-    assert repo.verify(require_signed=True).exit_code == 6
+    assert repo.verify(require_signed=True, base="main").exit_code == 6
 
 
 def test_a_key_fingerprint_not_of_the_signing_key_is_refused(trusted_repo: Repo, keys: dict[str, Key]) -> None:

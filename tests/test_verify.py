@@ -285,9 +285,23 @@ def test_allowed_signers_default_is_in_the_checkout(repo: Repo, keys: dict[str, 
     git(repo.root, "rebase", "-q", "main")
     repo.head = git(repo.root, "rev-parse", "HEAD")
     repo.export(sign(repo.attestation(), keys["trusted"]))
-    result = repo.verify(require_signed=True)
+    result = repo.verify(require_signed=True, base="main")
     assert result.exit_code == 0, result.problems
     assert result.principal == PRINCIPAL
+
+
+def test_checkout_signers_need_a_base_the_caller_names(repo: Repo, keys: dict[str, Key]) -> None:
+    # The base would otherwise come from the checkout's REVIEW.md, which the change controls:
+    # it could point target.base at its own commit that adds its key to allowed_signers.
+    git(repo.root, "checkout", "-q", "main")
+    repo.base = repo.commit("trust", {".agentproto/allowed_signers": signers_line(keys["trusted"])})
+    git(repo.root, "checkout", "-q", "feature")
+    git(repo.root, "rebase", "-q", "main")
+    repo.head = git(repo.root, "rev-parse", "HEAD")
+    repo.export(sign(repo.attestation(), keys["trusted"]))
+    result = repo.verify(require_signed=True)
+    assert result.exit_code == 6
+    assert any("pass --base" in p for p in result.problems)
 
 
 def test_a_range_cannot_add_its_own_signer(repo: Repo, keys: dict[str, Key]) -> None:
@@ -295,7 +309,7 @@ def test_a_range_cannot_add_its_own_signer(repo: Repo, keys: dict[str, Key]) -> 
     # --require-signed that file must not count.
     repo.head = repo.commit("trust me", {".agentproto/allowed_signers": signers_line(keys["other"])})
     repo.export(sign(repo.attestation(), keys["other"]))
-    result = repo.verify(require_signed=True)
+    result = repo.verify(require_signed=True, base="main")
     assert result.exit_code == 6
     assert any("cannot vouch for its own signer" in p for p in result.problems)
     assert repo.verify().exit_code == 0  # without --require-signed it is only a note

@@ -150,13 +150,13 @@ class Demo:
         self.step("review main..feature: lanes run in parallel, the verdict is signed, recorded and exported")
         self.agentreview("run", "--export", expect={0})
 
-        self.step("the CI gate: verify the export without re-running anything")
-        self.agentreview("verify", "--require-signed", expect={0})
+        self.step("the CI gate: verify the export against the target branch, re-running nothing")
+        self.agentreview("verify", "--require-signed", "--base", "main", expect={0})
 
         self.step("commit the export; verify still finds it (HEAD only adds the export)")
         self.git("add", ".reviews")
         self.git("commit", "-q", "-m", "review: attest main..feature")
-        self.agentreview("verify", "--require-signed", expect={0})
+        self.agentreview("verify", "--require-signed", "--base", "main", expect={0})
 
         self.step("a forged export (a lane's record edited by hand) is refused")
         exports = sorted((self.repo / ".reviews").glob("*.json"))
@@ -165,7 +165,7 @@ class Demo:
         data["lanes"][0]["durationMs"] = 1
         data["lanes"][0]["findings"] = []
         forged.write_text(json.dumps(data, indent=2) + "\n")
-        self.agentreview("verify", str(forged), "--require-signed", "--head", "HEAD^", expect={1, 6})
+        self.agentreview("verify", str(forged), "--require-signed", "--base", "main", "--head", "HEAD^", expect={6})
 
         self.step("an unchanged range is answered from the ledger cache")
         self.agentreview("run", "--head", "HEAD^", expect={0})
