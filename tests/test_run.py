@@ -96,7 +96,6 @@ def test_timeout_lane_is_incomplete_and_killed(repo: Repo) -> None:
         ((), "no-manifest", "REVIEW.md"),
         ((), "bad-manifest", "REVIEW.md"),
         (("--base", "no-such-ref"), "ok", "no-such-ref"),
-        (("--binding", "nope"), "ok", "nope"),
     ],
 )
 def test_could_not_run_is_exit_3(repo: Repo, args: tuple[str, ...], setup: str, fragment: str) -> None:
@@ -109,10 +108,25 @@ def test_could_not_run_is_exit_3(repo: Repo, args: tuple[str, ...], setup: str, 
     assert repo.ledger_files() == []
 
 
-@pytest.mark.parametrize("args", [("--annotate", "gitlab"), ("--pr", "https://example.com/x/y/pull/1"), ("--nope",)])
+def test_an_unknown_binding_is_a_usage_error(repo: Repo) -> None:
+    start_feature(repo)
+    data = repo.run_json("--binding", "nope", expect=64)
+    assert data["status"] == "failed" and "nope" in data["error"]
+    assert repo.ledger_files() == []
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--annotate", "gitlab"),
+        ("--pr", "https://example.com/x/y/pull/1"),
+        ("--nope",),
+        ("--annotate", "github", "--json"),
+    ],
+)
 def test_usage_errors_are_64(repo: Repo, args: tuple[str, ...]) -> None:
     start_feature(repo)
-    proc = repo.run(*args)
+    proc = repo.run(*args) if "--json" not in args else repo.run(*args[:-1])
     assert proc.returncode == 64
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
 
@@ -405,3 +419,12 @@ def test_a_rubric_that_is_not_a_regular_file_skips_the_lane(repo: Repo, rubric: 
     lane = data["attestation"]["lanes"][1]
     assert lane["status"] == "skipped" and "rubric not found" in lane["error"]
     assert data["attestation"]["rubrics"] == []
+
+
+def test_a_pull_request_named_on_a_cache_hit_is_annotated_not_attested(repo: Repo) -> None:
+    start_feature(repo)
+    first = repo.run_json(expect=0)
+    hit = repo.run_json("--pr", "https://github.com/acme/app/pull/9", expect=0)
+    assert hit["cached"] is True and "pr" not in hit["attestation"]
+    sidecar = Path(first["ledgerPath"]).with_name(Path(first["ledgerPath"]).stem + ".annotations.json")
+    assert json.loads(sidecar.read_text())["pr"]["number"] == 9

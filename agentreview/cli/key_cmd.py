@@ -16,7 +16,12 @@ def register(app: typer.Typer) -> None:
     @app.command("key")
     def key(
         principal: Annotated[
-            str | None, typer.Option("--principal", help="The identity to vouch for (default: config, git email).")
+            str | None,
+            typer.Option(
+                "--principal",
+                help="Principal for the printed allowed_signers line (signing itself uses "
+                "[signing].principal in config.toml, else the git email).",
+            ),
         ] = None,
         cwd: Annotated[Path | None, typer.Option("--cwd", help="Repository whose git user.email applies.")] = None,
         as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
@@ -40,12 +45,17 @@ def register(app: typer.Typer) -> None:
         except SigningError as exc:
             raise AgentreviewError(str(exc)) from exc
         if as_json:
-            typer.echo(json.dumps({
-                "fingerprint": info.fingerprint,
-                "principal": info.principal,
-                "publicKeyPath": str(info.public_key_path),
-                "allowedSignersLine": info.allowed_signers_line,
-            }, indent=2))
+            typer.echo(
+                json.dumps(
+                    {
+                        "fingerprint": info.fingerprint,
+                        "principal": info.principal,
+                        "publicKeyPath": str(info.public_key_path),
+                        "allowedSignersLine": info.allowed_signers_line,
+                    },
+                    indent=2,
+                )
+            )
             return 0
         typer.echo(f"public key:   {info.public_key_path}")
         typer.echo(f"fingerprint:  {info.fingerprint}")

@@ -88,7 +88,9 @@ def register(app: typer.Typer) -> None:
         manifest: Annotated[
             Path | None, typer.Option("--manifest", help="REVIEW.md path (default: repo root).")
         ] = None,
-        binding: Annotated[str | None, typer.Option("--binding", help="Binding to run.")] = None,
+        binding: Annotated[
+            str | None, typer.Option("--binding", help="Binding to run (default: the only one, else 'default').")
+        ] = None,
         base: Annotated[
             str | None, typer.Option("--base", help="Base ref (default: merge-base with target.base).")
         ] = None,
@@ -115,6 +117,8 @@ def register(app: typer.Typer) -> None:
 
         if annotate is not None and annotate != "github":
             raise UsageError(f"--annotate supports only 'github', not '{annotate}'")
+        if annotate and as_json:
+            raise UsageError("--annotate writes workflow commands to stdout; it cannot be combined with --json")
         pr_ref = parse_pr_url(pr) if pr else None
         options = RunOptions(
             cwd=cwd,

@@ -145,7 +145,9 @@ def run_review(options: RunOptions, reporter: Reporter | None = None, *, registr
     except Cancelled:
         return RunResult(run_id=run_id, status="cancelled", error="review cancelled", exit_code=EXIT_INCOMPLETE)
     except AgentreviewError as exc:
-        return _failed(run_id, str(exc))
+        failed = _failed(run_id, str(exc))
+        failed.exit_code = exc.exit_code  # a usage error (an unknown --binding) stays 64
+        return failed
     except git.GitError as exc:
         return _failed(run_id, str(exc))
     except Exception as exc:  # could-not-run, never a traceback
@@ -353,6 +355,10 @@ def _finish_cached(
     joined: bool,
     export_dir: str | None,
 ) -> RunResult:
+    if options.pr:
+        # The attestation is never changed; a pull request learned later is an annotation.
+        with contextlib.suppress(Exception):
+            ledger.set_pr(*key, options.pr)
     result = RunResult.done(att, ledger.entry_path(*key), cached=not joined, joined=joined)
     _maybe_export(result, options, root, export_dir, reporter)
     return result
