@@ -58,6 +58,10 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Repo:
     return r
 
 
+# An exec reviewer that approves with no findings: the ``backup`` preset provider tests fall back to.
+APPROVING_REVIEWER = "import os; open(os.environ['AGENTREVIEW_VERDICT_PATH'], 'w').write('{\"findings\": []}')"
+
+
 @dataclass
 class Lane:
     """Builds LaneRequests for one agent check and runs them through the executor."""
@@ -92,6 +96,20 @@ class Lane:
 
     def run(self, check: AgentCheck | None = None, **kw):
         return AgentLaneExecutor().run_lane(self.request(check, **kw))
+
+    def use_builtin(self, provider) -> None:
+        """Offer ``provider`` through its built-in preset (named as the provider) and an approving exec ``backup``."""
+        self.providers[provider.name] = provider
+        self.presets[provider.name] = PresetSpec(name=provider.name, provider=provider.name, builtin=True)
+        self.presets["backup"] = PresetSpec(
+            name="backup", provider="exec", options={"command": [sys.executable, "-c", APPROVING_REVIEWER]}
+        )
+
+    def run_scenario(self, monkeypatch: pytest.MonkeyPatch, preset: str, scenario: str, **check):
+        """Run a check of ``preset`` while the fake CLI plays ``scenario``; returns (check, outcome)."""
+        monkeypatch.setenv("FAKE_SCENARIO", scenario)
+        checked = self.check(preset=preset, **check)
+        return checked, self.run(checked)
 
     def exec_preset(self, name: str, script: Path, **options) -> None:
         self.presets[name] = PresetSpec(

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -24,21 +23,12 @@ FINDING = {"severity": "high", "title": "SQL injection", "detail": "f-string", "
 @pytest.fixture
 def claude(lane, fake_cli, monkeypatch):
     cli = fake_cli("claude")
-    lane.providers["claude"] = ClaudeProvider()
-    lane.presets["claude"] = PresetSpec(name="claude", provider="claude", builtin=True)
-    lane.presets["backup"] = PresetSpec(
-        name="backup", provider="exec", options={"command": [sys.executable, "-c", BACKUP]}
-    )
+    lane.use_builtin(ClaudeProvider())
     return cli
 
 
-BACKUP = "import os; open(os.environ['AGENTREVIEW_VERDICT_PATH'], 'w').write('{\"findings\": []}')"
-
-
 def run(lane, monkeypatch, scenario: str, **check):
-    monkeypatch.setenv("FAKE_SCENARIO", scenario)
-    check = lane.check(preset="claude", **check)
-    return check, lane.run(check)
+    return lane.run_scenario(monkeypatch, "claude", scenario, **check)
 
 
 def test_success_exact_argv_private_home_and_no_user_config(lane, claude, monkeypatch) -> None:

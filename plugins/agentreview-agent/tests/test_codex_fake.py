@@ -6,7 +6,6 @@ linked auth.json, the planted MCP server never reached."""
 from __future__ import annotations
 
 import json
-import sys
 
 import pytest
 from agentreview_agent.providers.codex import CodexProvider, audit_stream, config_overrides
@@ -14,24 +13,16 @@ from agentreview_agent.providers.codex import CodexProvider, audit_stream, confi
 from agentreview.contracts import PresetSpec
 from agentreview.lanes import to_lane_result
 
-BACKUP = "import os; open(os.environ['AGENTREVIEW_VERDICT_PATH'], 'w').write('{\"findings\": []}')"
-
 
 @pytest.fixture
 def codex(lane, fake_cli):
     cli = fake_cli("codex")
-    lane.providers["codex"] = CodexProvider()
-    lane.presets["codex"] = PresetSpec(name="codex", provider="codex", builtin=True)
-    lane.presets["backup"] = PresetSpec(
-        name="backup", provider="exec", options={"command": [sys.executable, "-c", BACKUP]}
-    )
+    lane.use_builtin(CodexProvider())
     return cli
 
 
 def run(lane, monkeypatch, scenario: str, **check):
-    monkeypatch.setenv("FAKE_SCENARIO", scenario)
-    check = lane.check(preset="codex", **check)
-    return check, lane.run(check)
+    return lane.run_scenario(monkeypatch, "codex", scenario, **check)
 
 
 def test_success_exact_argv_and_private_home(lane, codex, monkeypatch) -> None:

@@ -6,16 +6,13 @@ allow-list for Kimi, credentials linked, the planted user MCP config never reach
 from __future__ import annotations
 
 import json
-import sys
 
 import pytest
 from agentreview_agent.providers.kimi import KimiProvider
 from agentreview_agent.providers.opencode import AGENT, OpenCodeProvider
 
-from agentreview.contracts import PresetSpec
 from agentreview.lanes import to_lane_result
 
-BACKUP = "import os; open(os.environ['AGENTREVIEW_VERDICT_PATH'], 'w').write('{\"findings\": []}')"
 PROVIDERS = {"opencode": OpenCodeProvider, "kimi": KimiProvider}
 
 
@@ -23,18 +20,12 @@ PROVIDERS = {"opencode": OpenCodeProvider, "kimi": KimiProvider}
 def reviewer(request, lane, fake_cli):
     name = request.param
     cli = fake_cli(name)
-    lane.providers[name] = PROVIDERS[name]()
-    lane.presets[name] = PresetSpec(name=name, provider=name, builtin=True)
-    lane.presets["backup"] = PresetSpec(
-        name="backup", provider="exec", options={"command": [sys.executable, "-c", BACKUP]}
-    )
+    lane.use_builtin(PROVIDERS[name]())
     return name, cli
 
 
 def run(lane, monkeypatch, name: str, scenario: str, **check):
-    monkeypatch.setenv("FAKE_SCENARIO", scenario)
-    check = lane.check(preset=name, **check)
-    return check, lane.run(check)
+    return lane.run_scenario(monkeypatch, name, scenario, **check)
 
 
 def test_success_blocks_on_a_high_finding(lane, reviewer, monkeypatch) -> None:
