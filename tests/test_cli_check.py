@@ -127,6 +127,16 @@ def test_invalid_manifest_exits_3_with_every_problem_on_stderr(git_repo, capsys)
     )
 
 
+def test_invalid_manifest_with_json_prints_every_problem_as_data(git_repo, capsys) -> None:
+    root = git_repo(files={"REVIEW.md": INVALID})
+    code, out, _ = run_check(capsys, "--cwd", str(root), "--json")
+    data = json.loads(out)
+    assert code == 3 and data["valid"] is False and data["path"] == str(root / "REVIEW.md")
+    assert len(data["problems"]) == 4
+    assert data["problems"][0]["location"] == "checks[0].timeoutMs" and data["problems"][0]["line"] == 9
+    assert all(p["message"] and p["fix"] for p in data["problems"])
+
+
 def test_missing_manifest_is_3(git_repo, capsys) -> None:
     root = git_repo()
     code, _, err = run_check(capsys, "--cwd", str(root))

@@ -61,7 +61,12 @@ def run_check(*, manifest: Path | None, cwd: Path | None, binding: str | None, a
         view = _review_view(parsed, _resolve(parsed, root), root, binding)
     except ManifestError as exc:
         for line in exc.lines():
-            sys.stderr.write(line + "\n")
+            sys.stderr.write(line + "\n")  # compiler style, `path:line: ...`, which editors link
+        if as_json:
+            problems = [
+                {"location": p.location, "line": p.line, "message": p.message, "fix": p.fix} for p in exc.problems
+            ]
+            sys.stdout.write(json.dumps({"valid": False, "path": str(path), "problems": problems}, indent=2) + "\n")
         return EXIT_ERROR
     return _emit(view, as_json)
 
