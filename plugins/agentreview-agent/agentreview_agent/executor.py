@@ -26,6 +26,7 @@ from agentreview.contracts import (
     ReviewerResult,
 )
 from agentreview_agent.prompt import LanePrompt
+from agentreview_agent.providers.base import fresh_dir, remove_path
 from agentreview_agent.verdict import VerdictError, read_verdict
 
 DEFAULT_RETRIES = 1
@@ -35,13 +36,6 @@ RETRY_BACKOFF_S = 0.5
 
 def verdict_path_for(run_dir: Path, check_id: str) -> Path:
     return run_dir / (check_id.replace("/", "__") + ".verdict.json")
-
-
-def _remove(path: Path) -> None:
-    if path.is_symlink() or path.is_file():
-        path.unlink()
-    elif path.exists():
-        shutil.rmtree(path)
 
 
 def _retries(spec: PresetSpec) -> int:
@@ -137,10 +131,9 @@ class AgentLaneExecutor:
                 )
             tries += 1
             chain.attempt += 1
-            _remove(prompt.verdict_path)
+            remove_path(prompt.verdict_path)
             work_dir = request.run_dir / "reviewers" / f"{check.id.replace('/', '__')}.{chain.attempt}"
-            _remove(work_dir)
-            work_dir.mkdir(parents=True, mode=0o700)
+            fresh_dir(work_dir)
             try:
                 result = self._attempt(request, spec, provider, prompt, deadline, work_dir, chain.attempt)
             finally:

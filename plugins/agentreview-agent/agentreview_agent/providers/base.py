@@ -176,12 +176,17 @@ class CliProvider(ABC):
         """Run the probed CLI ``info`` as the reviewer of ``request``."""
 
 
-def fresh_dir(path: Path) -> Path:
-    """An empty private directory (0700), replacing anything left at ``path``."""
+def remove_path(path: Path) -> None:
+    """Remove whatever is at ``path`` (a symlink itself, never its target)."""
     if path.is_symlink() or path.is_file():
         path.unlink()
     elif path.exists():
         shutil.rmtree(path)
+
+
+def fresh_dir(path: Path) -> Path:
+    """An empty private directory (0700), replacing anything left at ``path``."""
+    remove_path(path)
     path.mkdir(parents=True, mode=0o700)
     return path
 
