@@ -95,6 +95,15 @@ def _command_for(sub: str) -> Any:
     return typer.main.get_command(build_app())
 
 
+def _command_path(command: object, args: list[str], sub: str) -> str:
+    """``pack check`` rather than ``pack`` when the command is a group, so messages name what ran."""
+    group = getattr(command, "commands", {}).get(sub)
+    words = [a for a in args if not a.startswith("-")]
+    if group is not None and hasattr(group, "commands") and len(words) > 1 and words[1] in group.commands:
+        return f"{sub} {words[1]}"
+    return sub
+
+
 def run_app(args: list[str]) -> int:
     # The root takes no option with a value, so the first word is the command.
     sub = next((a for a in args if not a.startswith("-")), "")
@@ -102,13 +111,14 @@ def run_app(args: list[str]) -> int:
         # Inside the try, so a broken command module is one line, not a traceback. Narrow only
         # `agentreview <command> ...`: `agentreview --help <command>` shows the full root help.
         command = _command_for(sub if args[:1] == [sub] else "")
+        sub = _command_path(command, args, sub)
         result = command.main(args=args, prog_name="agentreview", standalone_mode=False)
     except click_exc.NoArgsIsHelpError as exc:
         sys.stdout.write((exc.ctx.get_help() if exc.ctx else "") + "\n")
         return 0
     except click_exc.UsageError as exc:
         message = exc.format_message()
-        known = sub in getattr(command, "commands", {})
+        known = sub.split(" ")[0] in getattr(command, "commands", {})
         hint = f" (see 'agentreview {sub} --help')" if known else " (see 'agentreview --help')"
         return _fail(sub, message + hint, EXIT_USAGE)
     except typer.Exit as exc:
