@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -165,8 +166,36 @@ _trees = st.recursive(
 )
 
 
+# The YAML 1.2 core schema's non-string plain scalars (spec 10.3.2), written out independently
+# of the loader under test. PyYAML (YAML 1.1) leaves some of them unquoted, e.g. '0E0', which
+# 1.1 reads as a string but 1.2 as the float 0.0.
+_CORE_NON_STRING = re.compile(
+    r"(?:~|null|Null|NULL|true|True|TRUE|false|False|FALSE"
+    r"|[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+"
+    r"|[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+    r"|[-+]?\.(?:inf|Inf|INF)|\.nan|\.NaN|\.NAN)?"
+)
+
+
+class _CoreDumper(yaml.SafeDumper):
+    """PyYAML's dumper, quoting every string that YAML 1.2 would read as another type."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    style = '"' if _CORE_NON_STRING.fullmatch(value) else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_CoreDumper.add_representer(str, _represent_str)
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.dictionaries(_keys, _trees, min_size=1, max_size=5))
 def test_round_trip_of_plain_data(tree: dict) -> None:
-    """Anything PyYAML writes from plain data reads back identically (strings it quotes stay strings)."""
-    assert load(yaml.safe_dump(tree, allow_unicode=True)).value == tree
+    """Anything written from plain data reads back identically (strings quoted where 1.2 needs it)."""
+    assert load(yaml.dump(tree, Dumper=_CoreDumper, allow_unicode=True)).value == tree
+
+
+@pytest.mark.parametrize("text", ["0E0", "1e5", "0o17", "0x1F", "~", "Null", "+1.5"])
+def test_core_schema_scalars_are_not_strings(text: str) -> None:
+    assert not isinstance(load(f"k: {text}\n").value["k"], str)
