@@ -10,10 +10,9 @@ import threading
 import time
 from pathlib import Path
 
-from conftest import script
-
 from agentreview.contracts import DeltaRange, PresetSpec
 from agentreview.lanes import to_lane_result
+from conftest import script
 
 WRITE = """
 sys.stdin.read()
