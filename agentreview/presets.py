@@ -15,6 +15,7 @@ be able to choose or reconfigure its own reviewer. There are two sources:
       [presets.team-bot]
       provider = "exec"
       command = ["team-review", "--strict"]
+      env = ["TEAM_REVIEW_TOKEN"]   # host variables the reviewer may see (default: none beyond the basics)
 
   Every key other than ``provider`` and ``model`` is a provider option. A user
   preset may reuse a built-in name to give it a model or options.
@@ -34,6 +35,7 @@ from agentreview.errors import AgentreviewError
 PRESETS_FILE = "presets.toml"
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 MAX_RETRIES = 5
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def presets_path(home: Path) -> Path:
@@ -52,6 +54,15 @@ def _check_options(path: Path, table: str, options: Mapping[str, Any]) -> None:
             raise _fail(path, table, 'command must be a non-empty array of non-empty strings, e.g. ["prog", "arg"]')
     if "binary" in options and not (isinstance(options["binary"], str) and options["binary"]):
         raise _fail(path, table, 'binary must be a non-empty string (a program name or "/absolute/path")')
+    if "env" in options:
+        env = options["env"]
+        bad = [n for n in env if not (isinstance(n, str) and ENV_NAME.match(n))] if isinstance(env, list) else [env]
+        if bad:
+            raise _fail(
+                path,
+                table,
+                f'env: {bad[0]!r} is not a variable name; env = ["MY_KEY"] lists host variables the reviewer may see',
+            )
     if "retries" in options:
         retries = options["retries"]
         if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= MAX_RETRIES:
