@@ -105,9 +105,9 @@ class Lane:
             name="backup", provider="exec", options={"command": [sys.executable, "-c", APPROVING_REVIEWER]}
         )
 
-    def run_scenario(self, monkeypatch: pytest.MonkeyPatch, preset: str, scenario: str, **check):
-        """Run a check of ``preset`` while the fake CLI plays ``scenario``; returns (check, outcome)."""
-        monkeypatch.setenv("FAKE_SCENARIO", scenario)
+    def run_scenario(self, fake: FakeCli, preset: str, scenario: str, **check):
+        """Run a check of ``preset`` while the ``fake`` CLI plays ``scenario``; returns (check, outcome)."""
+        fake.play(scenario=scenario)
         checked = self.check(preset=preset, **check)
         return checked, self.run(checked)
 
@@ -137,18 +137,36 @@ FAKES = Path(__file__).parent / "fakes"
 
 @dataclass
 class FakeCli:
-    """A fake reviewer CLI installed on PATH, with a planted user home full of config it must not reach."""
+    """A fake reviewer CLI installed on PATH, with a planted user home full of config it must not reach.
+
+    Its settings go to ``control.json`` beside it (``fakes/fakelib.py``), never through the
+    environment the provider under test builds; every run records the whole environment it got."""
 
     bin_dir: Path
     home: Path
     record: Path
+    probes: Path
 
-    def calls(self) -> list[dict]:
+    def play(self, **settings: str) -> None:
+        """Set ``scenario``, ``verdict`` (JSON text) or ``help_drop`` (comma-separated flags) for the next runs."""
         import json
 
-        if not self.record.exists():
-            return []
-        return [json.loads(line) for line in self.record.read_text().splitlines()]
+        control = self.bin_dir / "control.json"
+        control.write_text(json.dumps({**json.loads(control.read_text()), **settings}))
+
+    @staticmethod
+    def _lines(path: Path) -> list[dict]:
+        import json
+
+        return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+    def calls(self) -> list[dict]:
+        """Each review run: its argv, cwd, environment and what the fake saw."""
+        return self._lines(self.record)
+
+    def probe_calls(self) -> list[dict]:
+        """Each ``--help`` probe: its argv and environment."""
+        return self._lines(self.probes)
 
 
 @pytest.fixture
@@ -182,14 +200,14 @@ def fake_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     for var in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "KIMI_CODE_HOME"):
         monkeypatch.delenv(var, raising=False)
-    record = tmp_path / "calls.jsonl"
-    monkeypatch.setenv("FAKE_RECORD", str(record))
+    record, probes = tmp_path / "calls.jsonl", tmp_path / "probes.jsonl"
+    (bin_dir / "control.json").write_text(json.dumps({"record": str(record), "probes": str(probes)}))
 
     def install(name: str) -> FakeCli:
         target = bin_dir / name
         prelude = f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(FAKES)!r})  # for fakelib\n"
         target.write_text(prelude + (FAKES / f"fake_{name}.py").read_text())
         target.chmod(0o755)
-        return FakeCli(bin_dir, home, record)
+        return FakeCli(bin_dir, home, record, probes)
 
     return install

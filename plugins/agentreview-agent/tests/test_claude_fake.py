@@ -21,24 +21,23 @@ FINDING = {"severity": "high", "title": "SQL injection", "detail": "f-string", "
 
 
 @pytest.fixture
-def claude(lane, fake_cli, monkeypatch):
+def claude(lane, fake_cli):
     cli = fake_cli("claude")
     lane.use_builtin(ClaudeProvider())
     return cli
 
 
-def run(lane, monkeypatch, scenario: str, **check):
-    return lane.run_scenario(monkeypatch, "claude", scenario, **check)
+def run(lane, fake, scenario: str, **check):
+    return lane.run_scenario(fake, "claude", scenario, **check)
 
 
-def test_success_exact_argv_private_home_and_no_user_config(lane, claude, monkeypatch) -> None:
-    monkeypatch.setenv(
-        "FAKE_VERDICT",
-        json.dumps(
+def test_success_exact_argv_private_home_and_no_user_config(lane, claude) -> None:
+    claude.play(
+        verdict=json.dumps(
             {"decision": "approve", "summary": "one bug", "findings": [{**FINDING, "detail": None, "line": None}]}
         ),
     )
-    check, outcome = run(lane, monkeypatch, "success")
+    check, outcome = run(lane, claude, "success")
     assert outcome.kind == "reported", outcome.error
     assert (outcome.preset, outcome.model, outcome.session_id) == ("claude", "claude-opus-4-8[1m]", "1ed4-fake")
     assert outcome.summary == "one bug" and outcome.findings[0].line is None  # nulls from the schema dropped
@@ -60,16 +59,16 @@ def test_success_exact_argv_private_home_and_no_user_config(lane, claude, monkey
     assert call["env"]["CLAUDE_CODE_DISABLE_CLAUDE_MDS"] == "1"
     assert call["env"]["AGENTREVIEW_HEAD"] == lane.repo.head and "AGENTREVIEW_VERDICT_PATH" not in call["env"]
     # no shell: the range's diff and log were written for it and the prompt points at them
-    assert call["work_listing"] == ["claude-config", "range.diff", "range.log"]
+    assert call["work_listing"] == ["claude-config", "home", "range.diff", "range.log"]
     assert "-x = 1\n+x = 2" in call["diff_text"]
     assert f"`git diff` to {work / 'range.diff'}" in call["stdin"]
     assert "write EXACTLY ONE file" not in call["stdin"] and "final answer ONLY this JSON" in call["stdin"]
     assert not work.exists(), "the private home outlived the attempt"
 
 
-def test_preset_model_is_passed(lane, claude, monkeypatch) -> None:
+def test_preset_model_is_passed(lane, claude) -> None:
     lane.presets["claude"] = PresetSpec(name="claude", provider="claude", model="sonnet")
-    _, outcome = run(lane, monkeypatch, "success")
+    _, outcome = run(lane, claude, "success")
     assert outcome.kind == "reported"
     argv = claude.calls()[0]["argv"]
     assert argv[argv.index("--model") + 1] == "sonnet"
@@ -85,11 +84,11 @@ def test_preset_model_is_passed(lane, claude, monkeypatch) -> None:
         ("drift_container", "capability_missing: unrecognized surface-shaped init field 'connectors'"),
     ],
 )
-def test_unavailable_reviewer_falls_back(lane, claude, monkeypatch, scenario: str, error: str) -> None:
-    _, outcome = run(lane, monkeypatch, scenario, fallbackPresets=["backup"])
+def test_unavailable_reviewer_falls_back(lane, claude, scenario: str, error: str) -> None:
+    _, outcome = run(lane, claude, scenario, fallbackPresets=["backup"])
     assert outcome.kind == "reported" and outcome.preset == "backup"
     assert [(f.preset, f.error) for f in outcome.fallbacks] == [("claude", error)]
-    _, alone = run(lane, monkeypatch, scenario)
+    _, alone = run(lane, claude, scenario)
     assert alone.kind == "skipped" and alone.error == error and alone.preset == "claude"
 
 
@@ -100,35 +99,35 @@ def test_unavailable_reviewer_falls_back(lane, claude, monkeypatch, scenario: st
         ("unsafe_mode", "reviewer boundary violation: unsafe permissionMode 'bypassPermissions'"),
     ],
 )
-def test_boundary_violation_is_terminal(lane, claude, monkeypatch, scenario: str, error: str) -> None:
-    _, outcome = run(lane, monkeypatch, scenario, fallbackPresets=["backup"])
+def test_boundary_violation_is_terminal(lane, claude, scenario: str, error: str) -> None:
+    _, outcome = run(lane, claude, scenario, fallbackPresets=["backup"])
     assert outcome.kind == "skipped" and outcome.error == error
     assert outcome.preset == "claude" and not outcome.fallbacks
     assert not (lane.repo.root / "pwned").exists()
 
 
-def test_drifted_scalar_and_empty_fields_are_tolerated(lane, claude, monkeypatch) -> None:
-    _, outcome = run(lane, monkeypatch, "drift_tolerated")
+def test_drifted_scalar_and_empty_fields_are_tolerated(lane, claude) -> None:
+    _, outcome = run(lane, claude, "drift_tolerated")
     assert outcome.kind == "reported", outcome.error
 
 
-def test_malformed_answer_that_looks_like_a_finding_stops_with_redacted_excerpt(lane, claude, monkeypatch) -> None:
-    _, outcome = run(lane, monkeypatch, "malformed", fallbackPresets=["backup"])
+def test_malformed_answer_that_looks_like_a_finding_stops_with_redacted_excerpt(lane, claude) -> None:
+    _, outcome = run(lane, claude, "malformed", fallbackPresets=["backup"])
     assert outcome.kind == "skipped" and not outcome.fallbacks
     assert outcome.error.startswith("malformed reviewer answer: claude's answer is not the verdict JSON but looks like")
     assert "src/app.py:12 SQL injection" in outcome.error
     assert "sk-abcdefghij" not in outcome.error and "token=[redacted]" in outcome.error
 
 
-def test_hang_until_killed_is_a_timeout_without_fallback(lane, claude, monkeypatch) -> None:
-    _, outcome = run(lane, monkeypatch, "hang", fallbackPresets=["backup"], timeoutMs=1500)
+def test_hang_until_killed_is_a_timeout_without_fallback(lane, claude) -> None:
+    _, outcome = run(lane, claude, "hang", fallbackPresets=["backup"], timeoutMs=1500)
     assert outcome.kind == "timeout" and outcome.error == "reviewer exceeded 1500ms and was killed"
     assert not outcome.fallbacks
 
 
-def test_missing_isolation_flag_is_capability_missing(lane, claude, monkeypatch) -> None:
-    monkeypatch.setenv("FAKE_HELP_DROP", "--strict-mcp-config")
-    _, outcome = run(lane, monkeypatch, "success", fallbackPresets=["backup"])
+def test_missing_isolation_flag_is_capability_missing(lane, claude) -> None:
+    claude.play(help_drop="--strict-mcp-config")
+    _, outcome = run(lane, claude, "success", fallbackPresets=["backup"])
     assert outcome.preset == "backup"
     assert "cannot run isolated: its help lacks --strict-mcp-config" in outcome.fallbacks[0].error
     assert claude.calls() == []  # never ran without the flag

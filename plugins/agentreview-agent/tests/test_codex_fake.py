@@ -21,14 +21,14 @@ def codex(lane, fake_cli):
     return cli
 
 
-def run(lane, monkeypatch, scenario: str, **check):
-    return lane.run_scenario(monkeypatch, "codex", scenario, **check)
+def run(lane, fake, scenario: str, **check):
+    return lane.run_scenario(fake, "codex", scenario, **check)
 
 
-def test_success_exact_argv_and_private_home(lane, codex, monkeypatch) -> None:
+def test_success_exact_argv_and_private_home(lane, codex) -> None:
     finding = {"severity": "high", "title": "bug", "detail": "d", "file": "app.py", "line": 1}
-    monkeypatch.setenv("FAKE_VERDICT", json.dumps({"decision": "approve", "summary": "s", "findings": [finding]}))
-    check, outcome = run(lane, monkeypatch, "success")
+    codex.play(verdict=json.dumps({"decision": "approve", "summary": "s", "findings": [finding]}))
+    check, outcome = run(lane, codex, "success")
     assert outcome.kind == "reported", outcome.error
     assert (outcome.preset, outcome.session_id) == ("codex", "01a2293e-fake")
     assert to_lane_result(check, outcome, 1).status == "fail"
@@ -54,14 +54,14 @@ def test_user_codex_home_variable_is_where_auth_is_linked_from(lane, codex, monk
     (elsewhere / "auth.json").write_text('{"OPENAI_API_KEY": "other"}')
     (elsewhere / "config.toml").write_text('[mcp_servers.evil]\ncommand = "sh"\n')
     monkeypatch.setenv("CODEX_HOME", str(elsewhere))
-    _, outcome = run(lane, monkeypatch, "success")
+    _, outcome = run(lane, codex, "success")
     assert outcome.kind == "reported", outcome.error
     (call,) = codex.calls()
     assert call["listing"] == {"auth.json": f"link:{elsewhere / 'auth.json'}"}
     assert call["env"]["CODEX_HOME"] != str(elsewhere)
 
 
-def test_config_option_allows_model_selection_only(lane, codex, monkeypatch) -> None:
+def test_config_option_allows_model_selection_only(lane, codex) -> None:
     stub = {"base_url": "http://127.0.0.1:9/v1", "wire_api": "responses"}
     assert config_overrides({"config": {"model_provider": "stub", "model_providers": {"stub": stub}}}) == [
         "-c", 'model_provider="stub"', "-c", 'model_providers.stub.base_url="http://127.0.0.1:9/v1"',
@@ -70,7 +70,7 @@ def test_config_option_allows_model_selection_only(lane, codex, monkeypatch) -> 
     lane.presets["codex"] = PresetSpec(
         name="codex", provider="codex", options={"config": {"sandbox_mode": "danger-full-access"}}
     )
-    _, outcome = run(lane, monkeypatch, "success")
+    _, outcome = run(lane, codex, "success")
     assert outcome.kind == "skipped" and "config.sandbox_mode is not allowed" in outcome.error
     assert codex.calls() == []
 
@@ -82,8 +82,8 @@ def test_config_option_allows_model_selection_only(lane, codex, monkeypatch) -> 
         ("quota", "quota or rate limit: You've hit your usage limit."),
     ],
 )
-def test_unavailable_falls_back(lane, codex, monkeypatch, scenario: str, error: str) -> None:
-    _, outcome = run(lane, monkeypatch, scenario, fallbackPresets=["backup"])
+def test_unavailable_falls_back(lane, codex, scenario: str, error: str) -> None:
+    _, outcome = run(lane, codex, scenario, fallbackPresets=["backup"])
     assert outcome.kind == "reported" and outcome.preset == "backup"
     assert outcome.fallbacks[0].preset == "codex" and outcome.fallbacks[0].error.startswith(error)
 
@@ -95,8 +95,8 @@ def test_unavailable_falls_back(lane, codex, monkeypatch, scenario: str, error: 
         ("unknown_item", "reviewer used 'collab_tool_call', which a read-only review may not"),
     ],
 )
-def test_boundary_violation_is_terminal(lane, codex, monkeypatch, scenario: str, error: str) -> None:
-    _, outcome = run(lane, monkeypatch, scenario, fallbackPresets=["backup"])
+def test_boundary_violation_is_terminal(lane, codex, scenario: str, error: str) -> None:
+    _, outcome = run(lane, codex, scenario, fallbackPresets=["backup"])
     assert outcome.kind == "skipped" and not outcome.fallbacks
     assert outcome.error == "reviewer boundary violation: " + error
 
@@ -114,24 +114,24 @@ def test_user_mcp_config_would_be_a_breach_if_reached(codex, tmp_path) -> None:
     assert corrupt is None and audit.breach == ["reviewer used 'mcp_tool_call', which a read-only review may not"]
 
 
-def test_harmless_noise_and_commands_in_the_sandbox_are_tolerated(lane, codex, monkeypatch) -> None:
-    _, outcome = run(lane, monkeypatch, "drift")
+def test_harmless_noise_and_commands_in_the_sandbox_are_tolerated(lane, codex) -> None:
+    _, outcome = run(lane, codex, "drift")
     assert outcome.kind == "reported", outcome.error
 
 
-def test_malformed_answer_stops_with_excerpt(lane, codex, monkeypatch) -> None:
-    _, outcome = run(lane, monkeypatch, "malformed", fallbackPresets=["backup"])
+def test_malformed_answer_stops_with_excerpt(lane, codex) -> None:
+    _, outcome = run(lane, codex, "malformed", fallbackPresets=["backup"])
     assert outcome.kind == "skipped" and not outcome.fallbacks
     assert "looks like a finding" in outcome.error and "src/app.py:12 user input reaches eval()" in outcome.error
 
 
-def test_hang_is_killed_at_the_deadline(lane, codex, monkeypatch) -> None:
-    _, outcome = run(lane, monkeypatch, "hang", fallbackPresets=["backup"], timeoutMs=1500)
+def test_hang_is_killed_at_the_deadline(lane, codex) -> None:
+    _, outcome = run(lane, codex, "hang", fallbackPresets=["backup"], timeoutMs=1500)
     assert outcome.kind == "timeout" and not outcome.fallbacks
 
 
-def test_missing_required_flag_is_capability_missing(lane, codex, monkeypatch) -> None:
-    monkeypatch.setenv("FAKE_HELP_DROP", "--ignore-user-config")
-    _, outcome = run(lane, monkeypatch, "success", fallbackPresets=["backup"])
+def test_missing_required_flag_is_capability_missing(lane, codex) -> None:
+    codex.play(help_drop="--ignore-user-config")
+    _, outcome = run(lane, codex, "success", fallbackPresets=["backup"])
     assert outcome.preset == "backup" and "its help lacks --ignore-user-config" in outcome.fallbacks[0].error
     assert codex.calls() == []

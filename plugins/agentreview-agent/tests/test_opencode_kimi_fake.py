@@ -24,14 +24,15 @@ def reviewer(request, lane, fake_cli):
     return name, cli
 
 
-def run(lane, monkeypatch, name: str, scenario: str, **check):
-    return lane.run_scenario(monkeypatch, name, scenario, **check)
+def run(lane, reviewer, scenario: str, **check):
+    name, fake = reviewer
+    return lane.run_scenario(fake, name, scenario, **check)
 
 
-def test_success_blocks_on_a_high_finding(lane, reviewer, monkeypatch) -> None:
+def test_success_blocks_on_a_high_finding(lane, reviewer) -> None:
     name, cli = reviewer
-    monkeypatch.setenv("FAKE_VERDICT", json.dumps({"findings": [{"severity": "high", "title": "bug"}]}))
-    check, outcome = run(lane, monkeypatch, name, "success")
+    cli.play(verdict=json.dumps({"findings": [{"severity": "high", "title": "bug"}]}))
+    check, outcome = run(lane, reviewer, "success")
     assert outcome.kind == "reported", outcome.error
     assert outcome.preset == name and outcome.session_id
     assert to_lane_result(check, outcome, 1).status == "fail"
@@ -74,24 +75,24 @@ def test_success_blocks_on_a_high_finding(lane, reviewer, monkeypatch) -> None:
 
 
 @pytest.mark.parametrize(("scenario", "error"), [("auth", "authentication failed"), ("quota", "quota or rate limit")])
-def test_auth_and_quota_fall_back(lane, reviewer, monkeypatch, scenario: str, error: str) -> None:
+def test_auth_and_quota_fall_back(lane, reviewer, scenario: str, error: str) -> None:
     name, _ = reviewer
-    _, outcome = run(lane, monkeypatch, name, scenario, fallbackPresets=["backup"])
+    _, outcome = run(lane, reviewer, scenario, fallbackPresets=["backup"])
     assert outcome.kind == "reported" and outcome.preset == "backup"
     assert outcome.fallbacks[0].preset == name and outcome.fallbacks[0].error.startswith(error)
 
 
-def test_tool_breach_is_terminal(lane, reviewer, monkeypatch) -> None:
+def test_tool_breach_is_terminal(lane, reviewer) -> None:
     name, _ = reviewer
-    _, outcome = run(lane, monkeypatch, name, "tool_breach", fallbackPresets=["backup"])
+    _, outcome = run(lane, reviewer, "tool_breach", fallbackPresets=["backup"])
     tool = "bash" if name == "opencode" else "Bash"
     assert outcome.kind == "skipped" and not outcome.fallbacks
     assert outcome.error == f"reviewer boundary violation: reviewer used tool '{tool}' outside the allow-list"
 
 
-def test_drift(lane, reviewer, monkeypatch) -> None:
+def test_drift(lane, reviewer) -> None:
     name, _ = reviewer
-    _, outcome = run(lane, monkeypatch, name, "drift", fallbackPresets=["backup"])
+    _, outcome = run(lane, reviewer, "drift", fallbackPresets=["backup"])
     if name == "opencode":  # the preflight shows a tool the generated agent should have turned off
         assert outcome.preset == "backup"
         assert outcome.fallbacks[0].error == "capability_missing: the generated agent still has tools: bash"
@@ -99,14 +100,12 @@ def test_drift(lane, reviewer, monkeypatch) -> None:
         assert outcome.kind == "reported" and outcome.preset == "kimi", outcome.error
 
 
-def test_malformed_answer_stops(lane, reviewer, monkeypatch) -> None:
-    name, _ = reviewer
-    _, outcome = run(lane, monkeypatch, name, "malformed", fallbackPresets=["backup"])
+def test_malformed_answer_stops(lane, reviewer) -> None:
+    _, outcome = run(lane, reviewer, "malformed", fallbackPresets=["backup"])
     assert outcome.kind == "skipped" and not outcome.fallbacks and "looks like a finding" in outcome.error
     assert "app.py:1 x changed" in outcome.error
 
 
-def test_hang_is_a_timeout(lane, reviewer, monkeypatch) -> None:
-    name, _ = reviewer
-    _, outcome = run(lane, monkeypatch, name, "hang", fallbackPresets=["backup"], timeoutMs=2500)
+def test_hang_is_a_timeout(lane, reviewer) -> None:
+    _, outcome = run(lane, reviewer, "hang", fallbackPresets=["backup"], timeoutMs=2500)
     assert outcome.kind == "timeout" and not outcome.fallbacks

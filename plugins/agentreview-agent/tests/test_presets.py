@@ -16,13 +16,17 @@ from agentreview.presets import load_presets
 def test_builtins_for_every_provider_and_user_presets(tmp_path: Path) -> None:
     (tmp_path / "presets.toml").write_text(
         '[presets.team-bot]\nprovider = "exec"\ncommand = ["team-review", "--strict"]\nretries = 2\n'
+        'env = ["TEAM_TOKEN", "_x1"]\n'
         '[presets.claude]\nprovider = "claude"\nmodel = "sonnet"\n'
     )
     presets = load_presets(tmp_path, ["codex", "claude", "exec"])
     assert presets["codex"].builtin and presets["codex"].provider == "codex"
     assert presets["claude"].model == "sonnet" and not presets["claude"].builtin  # a user preset may refine a builtin
     bot = presets["team-bot"]
-    assert (bot.provider, dict(bot.options)) == ("exec", {"command": ["team-review", "--strict"], "retries": 2})
+    assert (bot.provider, dict(bot.options)) == (
+        "exec",
+        {"command": ["team-review", "--strict"], "retries": 2, "env": ["TEAM_TOKEN", "_x1"]},
+    )
 
 
 def test_missing_file_is_builtins_only(tmp_path: Path) -> None:
@@ -40,6 +44,10 @@ def test_missing_file_is_builtins_only(tmp_path: Path) -> None:
         ("[presets.x]\nprovider = 'claude'\nmodel = 3\n", "[presets.x]: model must be a non-empty string"),
         ("[presets.x]\nprovider = 'claude'\nretries = 9\n", "[presets.x]: retries must be an integer from 0 to 5"),
         ('[presets."a b"]\nprovider = "claude"\n', "[presets.a b]: a preset name is"),
+        ("[presets.x]\nprovider = 'claude'\nenv = 'MY_KEY'\n", "[presets.x]: env: 'MY_KEY' is not a variable name"),
+        ("[presets.x]\nprovider = 'claude'\nenv = ['OK', 'AWS_*']\n", "[presets.x]: env: 'AWS_*' is not a variable"),
+        ("[presets.x]\nprovider = 'exec'\nenv = ['A=B']\n", "[presets.x]: env: 'A=B' is not a variable name"),
+        ("[presets.x]\nprovider = 'exec'\nenv = [3]\n", "[presets.x]: env: 3 is not a variable name"),
     ],
 )
 def test_bad_entries_name_the_file_and_table(tmp_path: Path, text: str, message: str) -> None:

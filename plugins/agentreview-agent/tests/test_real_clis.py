@@ -203,9 +203,10 @@ def test_opencode_generated_agent_is_read_only_per_the_real_cli(tmp_path: Path, 
     binary = cli("opencode")
     monkeypatch.setenv("HOME", str(tmp_path / "userhome"))
     project, xdg = build_home(tmp_path / "work")
-    assert preflight(binary, project, child_env(xdg), time.monotonic() + 120, threading.Event()) is None
+    env = child_env({**xdg, "HOME": str(tmp_path / "work" / "home")})  # as CliProvider.review builds it
+    assert preflight(binary, project, env, time.monotonic() + 120, threading.Event()) is None
     # and the check has teeth: an agent that allows bash is refused
     agent = next((project / ".opencode" / "agent").iterdir())
     agent.write_text(agent.read_text().replace("  read: allow", "  read: allow\n  bash: allow"))
-    why = preflight(binary, project, child_env(xdg), time.monotonic() + 120, threading.Event())
+    why = preflight(binary, project, env, time.monotonic() + 120, threading.Event())
     assert why == "the generated agent still has tools: bash"

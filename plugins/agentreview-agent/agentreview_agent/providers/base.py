@@ -1,9 +1,16 @@
 """What every built-in provider shares: finding its CLI, probing its ``--help`` for the
-flags it needs, building a private home per attempt, and a clean environment.
+flags it needs, building a private home per attempt, and an allow-listed environment.
 
 Flags are enabled only when the installed CLI's help lists them (wrapper contract):
 a missing *required* flag makes the provider unavailable (``capability_missing``, so
 the lane may fall back) instead of running the CLI less isolated than intended.
+
+A reviewer reads what the change's author wrote, so a prompt injection may steer it:
+it gets no host variable it was not granted (AIP-62 Security considerations: no
+credentials beyond the model). The grant is :data:`BASE_ENV`, the provider's own model
+variables, and the names a user preset lists in ``env``; everything else — tokens,
+``AWS_*``, ``SSH_AUTH_SOCK``, ``GIT_*``, ``LD_PRELOAD``, ``NODE_OPTIONS``,
+``AGENTREVIEW_*`` — stays behind.
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import tempfile
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -26,9 +34,18 @@ from agentreview_agent.proc import ProcResult, run_in_group
 
 PROBE_TIMEOUT_S = 20.0
 
-# Variables that would point a CLI back at the user's own configuration or widen it.
-# Each provider sets its own private-home variables after this is applied.
-STRIPPED_ENV = (
+# What any CLI needs to run and to reach its model through the host's proxy and CA bundle. ``NAME_*`` is a family.
+# None of these is a credential beyond the proxy URL the model traffic itself goes through.
+BASE_ENV = (
+    "PATH", "LANG", "LANGUAGE", "LC_*", "TERM", "TZ", "TMPDIR", "USER", "LOGNAME",
+    "http_proxy", "https_proxy", "no_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
+    "SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE",
+)  # fmt: skip
+
+# Variables that would point a CLI back at the user's own configuration or widen it. The providers set the
+# private-home ones themselves; a preset's ``env`` may name none of them.
+REDIRECTING_ENV = (
+    "HOME",
     "CLAUDE_CONFIG_DIR",
     "CLAUDE_CODE_SAFE_MODE",
     "CODEX_HOME",
@@ -42,8 +59,8 @@ STRIPPED_ENV = (
     "XDG_DATA_HOME",
     "XDG_STATE_HOME",
     "XDG_CACHE_HOME",
-    "AGENTREVIEW_VERDICT_PATH",
 )
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def tail(text: str, limit: int = 300) -> str:
@@ -56,11 +73,50 @@ def clip(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def child_env(extra: Mapping[str, str]) -> dict[str, str]:
-    """The host environment minus config redirections, plus ``extra``."""
-    env = {k: v for k, v in os.environ.items() if k not in STRIPPED_ENV}
+def _granted(name: str, allow: Iterable[str]) -> bool:
+    return any(name.startswith(entry[:-1]) if entry.endswith("*") else name == entry for entry in allow)
+
+
+def safe_path(value: str) -> str:
+    """``PATH`` without empty or relative entries: a reviewer runs in the reviewed repository, where such
+    an entry would run the change author's ``./git`` or ``./node`` in place of the real one."""
+    return os.pathsep.join(entry for entry in value.split(os.pathsep) if os.path.isabs(entry))
+
+
+def child_env(extra: Mapping[str, str], allow: Iterable[str] = ()) -> dict[str, str]:
+    """The host variables :data:`BASE_ENV` and ``allow`` grant (``PATH`` made safe), plus ``extra``."""
+    granted = (*BASE_ENV, *allow)
+    env = {name: value for name, value in os.environ.items() if _granted(name, granted)}
+    if "PATH" in env:
+        env["PATH"] = safe_path(env["PATH"])
     env.update(extra)
     return env
+
+
+def env_names_problem(names: Any, preset: str, option: str = "env") -> str | None:
+    """Why ``names`` (a preset's list of host variables to pass on) cannot be granted; ``None`` when it can."""
+    where = f"[presets.{preset}] in presets.toml"
+    if not isinstance(names, (list, tuple)):
+        return f"preset '{preset}': {option} must be an array of variable names, e.g. [\"MY_GATEWAY_KEY\"], in {where}"
+    for name in names:
+        if not isinstance(name, str) or not ENV_NAME.match(name):
+            return (
+                f"preset '{preset}': {option} entry {clip(repr(name), 60)} is not a variable name "
+                f"(letters, digits and '_'; no wildcards) — fix it in {where}"
+            )
+        if name in REDIRECTING_ENV or name.startswith("AGENTREVIEW_"):
+            return (
+                f"preset '{preset}': {option} may not name {name}: the provider sets it (a private home, or "
+                f"agentreview's own) and the host's value would undo the reviewer's isolation — remove it from {where}"
+            )
+    return None
+
+
+def preset_env(spec: PresetSpec) -> tuple[str, ...] | str:
+    """The host variables a preset grants its reviewer (its ``env`` option), or why they cannot be granted."""
+    names = spec.options.get("env", [])
+    problem = env_names_problem(names, spec.name)
+    return problem if problem else tuple(names)
 
 
 def find_binary(spec: PresetSpec | None, default: str) -> str | None:
@@ -68,18 +124,19 @@ def find_binary(spec: PresetSpec | None, default: str) -> str | None:
     name = str(spec.options.get("binary")) if spec and spec.options.get("binary") else default
     if os.sep in name:
         return name if os.access(name, os.X_OK) and Path(name).is_file() else None
-    return shutil.which(name)
+    return shutil.which(name, path=safe_path(os.environ.get("PATH", os.defpath)))
 
 
 def _probe(argv: tuple[str, ...]) -> ProcResult:
-    return run_in_group(
-        argv,
-        cwd=Path("/"),
-        env=child_env({"NO_COLOR": "1"}),
-        deadline=time.monotonic() + PROBE_TIMEOUT_S,
-        cancel=threading.Event(),
-        kill_grace_s=1.0,
-    )
+    with tempfile.TemporaryDirectory(prefix="agentreview-probe-") as home:
+        return run_in_group(
+            argv,
+            cwd=Path("/"),
+            env=child_env({"NO_COLOR": "1", "HOME": home}),
+            deadline=time.monotonic() + PROBE_TIMEOUT_S,
+            cancel=threading.Event(),
+            kill_grace_s=1.0,
+        )
 
 
 @lru_cache(maxsize=64)
@@ -150,30 +207,41 @@ class CliProvider(ABC):
     the CLI only once it is found and its help lists every flag isolation needs.
 
     Subclasses name the CLI (``binary``, overridable per preset), the arguments that print
-    the help listing its flags, the flags without which it cannot run isolated, and
-    implement :meth:`review_with`.
+    the help listing its flags, the flags without which it cannot run isolated, the host
+    variables that give it model access (``model_env``), and implement :meth:`review_with`.
     """
 
     name: str
     binary: str
     help_args: tuple[str, ...]
     required_flags: tuple[str, ...]
+    model_env: tuple[str, ...] = ()
 
     def status(self) -> ProviderStatus:
         return status_from(cli_info(None, self.binary, self.help_args), self.required_flags)
 
+    def allowed_env(self, request: ReviewerRequest) -> tuple[str, ...] | str:
+        """The host variables this reviewer may see beyond :data:`BASE_ENV`, or why the preset cannot grant them."""
+        granted = preset_env(request.preset)
+        return granted if isinstance(granted, str) else (*self.model_env, *granted)
+
     def review(self, request: ReviewerRequest) -> ReviewerResult:
+        allow = self.allowed_env(request)
+        if isinstance(allow, str):
+            return ReviewerResult("unavailable", allow)
         info = cli_info(request.preset, self.binary, self.help_args)
         if isinstance(info, str):
             return ReviewerResult("unavailable", info)
         missing = help_lists(info.help_text, self.required_flags)
         if missing:
             return capability_missing(self.name, info, missing)
-        return self.review_with(info, request)
+        home = fresh_dir(request.work_dir / "home")
+        return self.review_with(info, request, child_env({**request_env(request), "HOME": str(home)}, allow))
 
     @abstractmethod
-    def review_with(self, info: CliInfo, request: ReviewerRequest) -> ReviewerResult:
-        """Run the probed CLI ``info`` as the reviewer of ``request``."""
+    def review_with(self, info: CliInfo, request: ReviewerRequest, env: dict[str, str]) -> ReviewerResult:
+        """Run the probed CLI ``info`` as the reviewer of ``request``, in ``env`` (the allow-listed
+        environment with an empty private ``HOME``) plus the provider's own private-home variables."""
 
 
 def remove_path(path: Path) -> None:

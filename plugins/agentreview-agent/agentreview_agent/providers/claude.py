@@ -31,12 +31,10 @@ from agentreview_agent.providers.base import (
     CliInfo,
     CliProvider,
     answered,
-    child_env,
     clip,
     fresh_dir,
     help_lists,
     link_if_exists,
-    request_env,
     stream_end,
     tail,
     user_dir,
@@ -58,6 +56,14 @@ REQUIRED_FLAGS = (
 )
 OPTIONAL_FLAGS = ("--safe-mode", "--disable-slash-commands", "--no-session-persistence")
 READ_TOOLS = ("Read", "Grep", "Glob")
+# Anthropic API access: key or bearer token, endpoint (a gateway), its headers, model choice, and the long-lived
+# subscription token of `claude setup-token`. Bedrock/Vertex/Foundry are not here: they need cloud account
+# credentials (AWS_*, GOOGLE_APPLICATION_CREDENTIALS) that grant far more than the model; a preset names them.
+MODEL_ENV = (
+    "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "ANTHROPIC_CUSTOM_HEADERS", "ANTHROPIC_MODEL",
+    "ANTHROPIC_DEFAULT_OPUS_MODEL", "ANTHROPIC_DEFAULT_SONNET_MODEL", "ANTHROPIC_DEFAULT_HAIKU_MODEL",
+    "CLAUDE_CODE_OAUTH_TOKEN",
+)  # fmt: skip
 STRUCTURED_TOOL = "StructuredOutput"
 EXPECTED_TOOLS = frozenset((*READ_TOOLS, STRUCTURED_TOOL))
 SAFE_PERMISSION_MODES = frozenset(("default", "plan"))
@@ -248,6 +254,7 @@ class ClaudeProvider(CliProvider):
     binary = "claude"
     help_args = HELP_ARGS
     required_flags = REQUIRED_FLAGS
+    model_env = MODEL_ENV
 
     def argv(self, info: CliInfo, request: ReviewerRequest, add_dirs: list[Path]) -> list[str]:
         argv = [
@@ -265,7 +272,7 @@ class ClaudeProvider(CliProvider):
         argv += ["--output-format", "stream-json", "--verbose", "--json-schema", json.dumps(VERDICT_SCHEMA)]
         return argv
 
-    def review_with(self, info: CliInfo, request: ReviewerRequest) -> ReviewerResult:
+    def review_with(self, info: CliInfo, request: ReviewerRequest, env: dict[str, str]) -> ReviewerResult:
         config_dir = fresh_dir(request.work_dir / "claude-config")
         link_if_exists(user_dir("CLAUDE_CONFIG_DIR", ".claude") / ".credentials.json", config_dir / ".credentials.json")
         try:
@@ -281,17 +288,15 @@ class ClaudeProvider(CliProvider):
             + f"\n\nYou have no shell. The host wrote the range's `git diff` to {diff} and its `git log` to {log}; "
             "read those files instead of running git, then read the touched files in the repository."
         )
-        env = child_env(
-            {
-                **request_env(request),
-                "CLAUDE_CONFIG_DIR": str(config_dir),
-                "CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1",
-                "CLAUDE_CODE_DISABLE_CLAUDE_MDS": "1",
-                "DISABLE_AUTOUPDATER": "1",
-                "DISABLE_TELEMETRY": "1",
-                "CLAUDE_CODE_MAX_RETRIES": os.environ.get("CLAUDE_CODE_MAX_RETRIES", "3"),
-            }
-        )
+        env = {
+            **env,
+            "CLAUDE_CONFIG_DIR": str(config_dir),
+            "CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1",
+            "CLAUDE_CODE_DISABLE_CLAUDE_MDS": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            "DISABLE_TELEMETRY": "1",
+            "CLAUDE_CODE_MAX_RETRIES": os.environ.get("CLAUDE_CODE_MAX_RETRIES", "3"),
+        }
         proc = run_in_group(
             self.argv(info, request, add_dirs),
             cwd=request.repo_root,

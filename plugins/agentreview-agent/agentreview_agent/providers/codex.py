@@ -36,10 +36,10 @@ from agentreview_agent.providers.base import (
     answered,
     child_env,
     clip,
+    env_names_problem,
     fresh_dir,
     help_lists,
     link_if_exists,
-    request_env,
     stream_end,
     tail,
     user_dir,
@@ -69,10 +69,30 @@ DISABLE_FEATURES = (
 ALLOWED_ITEMS = frozenset(("agent_message", "reasoning", "error", "command_execution", "todo_list"))
 EROFS = "Read-only file system"  # a write the read-only sandbox refused
 UNSUPPORTED = re.compile(r"unsupported call: ([^\s,;]+)")
+# OpenAI API access (key, endpoint, organization/project headers) and Codex's own key and automation token.
+MODEL_ENV = (
+    "OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_ORGANIZATION", "OPENAI_PROJECT", "CODEX_API_KEY", "CODEX_ACCESS_TOKEN",
+)  # fmt: skip
 # Preset `config` keys that may be passed as `-c`: model selection only, never access.
 CONFIG_KEYS = (
     "model_provider", "model_providers", "model_reasoning_effort", "model_reasoning_summary", "model_verbosity",
 )  # fmt: skip
+
+
+def config_env_names(options: Mapping[str, Any]) -> list[str]:
+    """The variables a preset's ``config.model_providers`` tell Codex to read: each ``env_key`` and the
+    values of each ``env_http_headers`` table (a header taken from a variable)."""
+    table = options.get("config")
+    providers = table.get("model_providers") if isinstance(table, Mapping) else None
+    names: list[str] = []
+    for provider in providers.values() if isinstance(providers, Mapping) else []:
+        if not isinstance(provider, Mapping):
+            continue
+        if "env_key" in provider:
+            names.append(provider["env_key"])
+        headers = provider.get("env_http_headers")
+        names += list(headers.values()) if isinstance(headers, Mapping) else []
+    return names
 
 
 @lru_cache(maxsize=16)
@@ -81,7 +101,7 @@ def _features(binary: str, stamp: tuple[int, int]) -> frozenset[str]:
         proc = run_in_group(
             [binary, "features", "list"],
             cwd=Path(home),
-            env=child_env({"CODEX_HOME": home}),
+            env=child_env({"CODEX_HOME": home, "HOME": home}),
             deadline=time.monotonic() + 20,
             cancel=threading.Event(),
             kill_grace_s=1.0,
@@ -190,6 +210,16 @@ class CodexProvider(CliProvider):
     binary = "codex"
     help_args = HELP_ARGS
     required_flags = REQUIRED_FLAGS
+    model_env = MODEL_ENV
+
+    def allowed_env(self, request: ReviewerRequest) -> tuple[str, ...] | str:
+        """Also the variables the preset's own model providers read their key and headers from."""
+        granted = super().allowed_env(request)
+        if isinstance(granted, str):
+            return granted
+        names = config_env_names(request.preset.options)
+        problem = env_names_problem(names, request.preset.name, "config.model_providers env_key/env_http_headers")
+        return problem if problem else (*granted, *names)
 
     def argv(self, info: CliInfo, request: ReviewerRequest, schema: Path, last: Path, extra: list[str]) -> list[str]:
         argv = [
@@ -206,7 +236,7 @@ class CodexProvider(CliProvider):
         argv += ["--json", "--output-schema", str(schema), "-o", str(last), "-C", str(request.repo_root), "-"]
         return argv
 
-    def review_with(self, info: CliInfo, request: ReviewerRequest) -> ReviewerResult:
+    def review_with(self, info: CliInfo, request: ReviewerRequest, env: dict[str, str]) -> ReviewerResult:
         extra = config_overrides(request.preset.options)
         if isinstance(extra, str):
             return ReviewerResult("unavailable", extra)
@@ -215,7 +245,7 @@ class CodexProvider(CliProvider):
         schema = request.work_dir / "verdict.schema.json"
         schema.write_text(json.dumps(VERDICT_SCHEMA))
         last = request.work_dir / "last-message.json"
-        env = child_env({**request_env(request), "CODEX_HOME": str(home)})
+        env = {**env, "CODEX_HOME": str(home)}
         proc = run_in_group(
             self.argv(info, request, schema, last, extra),
             cwd=request.repo_root,

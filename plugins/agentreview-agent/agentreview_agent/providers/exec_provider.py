@@ -13,6 +13,12 @@ verdict file itself. Exit 0 means "done, read the verdict file". Exit 75
 (EX_TEMPFAIL) means "temporarily unavailable" and is retried; any other exit means
 unavailable (the lane may fall back) — unless the command wrote a verdict file
 first, in which case its verdict is neither trusted nor replaced: the lane stops.
+
+Its environment is allow-listed like every reviewer's: the basics (``PATH``, locale,
+``TMPDIR``, proxy and CA bundle variables), the user's own ``HOME`` (a team script
+keeps its configuration there; unlike a CLI reviewer it has no private home), the
+``AGENTREVIEW_*`` variables above, and the host variables the preset names in
+``env = ["MY_GATEWAY_KEY"]``. Nothing else of the host's environment reaches it.
 This provider cannot make an arbitrary command read-only; the preset's author vouches
 for it, which is why it exists only as a host-local user preset.
 """
@@ -21,7 +27,7 @@ from __future__ import annotations
 
 from agentreview.contracts import ProviderStatus, ReviewerRequest, ReviewerResult
 from agentreview_agent.proc import run_in_group
-from agentreview_agent.providers.base import child_env, ended_abnormally, request_env, tail
+from agentreview_agent.providers.base import child_env, ended_abnormally, preset_env, request_env, tail
 
 EX_TEMPFAIL = 75
 
@@ -44,7 +50,11 @@ class ExecProvider:
                 f'preset \'{request.preset.name}\' has no command — add command = ["prog", "arg"] to its '
                 "[presets.<name>] table in presets.toml",
             )
-        env = child_env({**request_env(request), "AGENTREVIEW_VERDICT_PATH": str(request.verdict_path)})
+        granted = preset_env(request.preset)
+        if isinstance(granted, str):
+            return ReviewerResult("unavailable", granted)
+        verdict = {"AGENTREVIEW_VERDICT_PATH": str(request.verdict_path)}
+        env = child_env({**request_env(request), **verdict}, ("HOME", *granted))
         proc = run_in_group(
             [str(part) for part in command],
             cwd=request.repo_root,

@@ -27,12 +27,10 @@ from agentreview_agent.providers.base import (
     CliInfo,
     CliProvider,
     answered,
-    child_env,
     clip,
     fresh_dir,
     help_lists,
     link_if_exists,
-    request_env,
     stream_end,
     user_dir,
 )
@@ -42,6 +40,8 @@ HELP_ARGS = ("--help",)
 REQUIRED_FLAGS = ("--output-format", "--add-dir")
 OPTIONAL_FLAGS = ("--skills-dir",)
 READ_TOOLS = ("Read", "Grep", "Glob")
+# Kimi Code reads provider keys from config.toml, except the KIMI_MODEL_* family (name, key, provider type, base URL).
+MODEL_ENV = ("KIMI_MODEL_*",)
 KEPT_KEYS = ("default_model", "providers", "models", "thinking", "default_thinking")
 FAILURE = re.compile(r"error: failed to run prompt: (.*)")
 
@@ -110,8 +110,9 @@ class KimiProvider(CliProvider):
     binary = "kimi"
     help_args = HELP_ARGS
     required_flags = REQUIRED_FLAGS
+    model_env = MODEL_ENV
 
-    def review_with(self, info: CliInfo, request: ReviewerRequest) -> ReviewerResult:
+    def review_with(self, info: CliInfo, request: ReviewerRequest, env: dict[str, str]) -> ReviewerResult:
         home = fresh_dir(request.work_dir / "kimi-home")
         user = user_dir("KIMI_CODE_HOME", ".kimi-code")
         (home / "config.toml").write_text(private_config(user / "config.toml"))
@@ -124,7 +125,7 @@ class KimiProvider(CliProvider):
             argv += ["--skills-dir", str(fresh_dir(request.work_dir / "skills"))]
         if request.preset.model:
             argv += ["-m", request.preset.model]
-        env = child_env({**request_env(request), "KIMI_CODE_HOME": str(home), "KIMI_DISABLE_TELEMETRY": "1"})
+        env = {**env, "KIMI_CODE_HOME": str(home), "KIMI_DISABLE_TELEMETRY": "1"}
         proc = run_in_group(argv, cwd=cwd, env=env, deadline=request.deadline, cancel=request.cancel)
         breach, corrupt, session_id, final, status = audit(proc.stdout_text())
         ids = {"session_id": session_id, "model": request.preset.model}

@@ -30,7 +30,6 @@ from agentreview_agent.providers.base import (
     fresh_dir,
     help_lists,
     link_if_exists,
-    request_env,
     stream_end,
     tail,
     user_dir,
@@ -42,6 +41,11 @@ REQUIRED_FLAGS = ("--agent", "--format", "--dir", "--file")
 OPTIONAL_FLAGS = ("--pure",)
 AGENT = "agentreview-review"
 READ_TOOLS = frozenset(("read", "grep", "glob", "list"))
+# The API keys OpenCode picks up for its common model providers (auth.json, linked in, covers `opencode auth login`).
+MODEL_ENV = (
+    "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY", "GEMINI_API_KEY", "GOOGLE_GENERATIVE_AI_API_KEY",
+    "GROQ_API_KEY", "DEEPSEEK_API_KEY", "XAI_API_KEY", "MISTRAL_API_KEY", "OPENCODE_API_KEY",
+)  # fmt: skip
 PREFLIGHT_TIMEOUT_S = 60.0
 AGENT_FILE = """---
 description: agentreview read-only reviewer (generated per attempt)
@@ -68,7 +72,7 @@ def build_home(work_dir: Path) -> tuple[Path, dict[str, str]]:
         Path(xdg["XDG_DATA_HOME"]) / "opencode" / "auth.json",
     )
     project = fresh_dir(root / "project")
-    subprocess.run(["git", "init", "-q", str(project)], check=True, timeout=30, capture_output=True)
+    subprocess.run(["git", "init", "-q", str(project)], env=child_env({}), check=True, timeout=30, capture_output=True)
     agent = project / ".opencode" / "agent" / f"{AGENT}.md"
     agent.parent.mkdir(parents=True)
     agent.write_text(AGENT_FILE)
@@ -147,10 +151,11 @@ class OpenCodeProvider(CliProvider):
     binary = "opencode"
     help_args = HELP_ARGS
     required_flags = REQUIRED_FLAGS
+    model_env = MODEL_ENV
 
-    def review_with(self, info: CliInfo, request: ReviewerRequest) -> ReviewerResult:
+    def review_with(self, info: CliInfo, request: ReviewerRequest, env: dict[str, str]) -> ReviewerResult:
         project, xdg = build_home(request.work_dir)
-        env = child_env({**request_env(request), **xdg})
+        env = {**env, **xdg}
         why = preflight(info.binary, project, env, request.deadline, request.cancel)
         if why:
             return ReviewerResult("unavailable", f"capability_missing: {why}")

@@ -9,9 +9,9 @@ can prove what the provider's flags and private home keep out: without
 ``--strict-mcp-config`` it loads ``mcpServers`` from the config dir's settings.json
 and from ``~/.claude.json``; unless ``--setting-sources ""`` is given it honours
 ``permissions.defaultMode`` from settings.json. Every invocation is recorded (argv,
-cwd, environment, stdin, the config dir's listing) to ``$FAKE_RECORD``.
+cwd, environment, stdin, the config dir's listing) to the test's record.
 
-Scenario: ``$FAKE_SCENARIO`` (default ``success``); verdict: ``$FAKE_VERDICT`` (JSON).
+Scenario: ``control("scenario")`` (default ``success``); verdict: ``control("verdict")`` (JSON).
 """
 
 import json
@@ -19,7 +19,7 @@ import os
 import sys
 import time
 
-from fakelib import arg, emit, print_help, record
+from fakelib import arg, control, emit, print_help, record
 
 HELP = """Usage: claude [options] [prompt]
   --add-dir <directories...>  --disable-slash-commands  --json-schema <schema>  --mcp-config <configs...>
@@ -73,7 +73,6 @@ def main():
         mcp.update(_load_json(os.path.join(home, ".claude.json")).get("mcpServers", {}))
     mcp.update(json.loads(arg(argv, "--mcp-config", default="{}")).get("mcpServers", {}))
     record(
-        ("CLAUDE", "AGENTREVIEW", "DISABLE"),
         argv=argv,
         cwd=os.getcwd(),
         stdin=prompt,
@@ -82,7 +81,7 @@ def main():
         work_listing=sorted(os.listdir(os.path.dirname(config_dir))),
         diff_text=_read(os.path.join(os.path.dirname(config_dir), "range.diff")),
     )
-    scenario = os.environ.get("FAKE_SCENARIO", "success")
+    scenario = control("scenario", "success")
     tools = [t for t in arg(argv, "--tools", default="Bash,Edit,Read,Write").split(",") if t]
     if "--json-schema" in argv:
         tools.append("StructuredOutput")
@@ -108,7 +107,7 @@ def main():
         "uuid": "u-1",
         "fast_mode_state": "off",
     }
-    verdict = json.loads(os.environ.get("FAKE_VERDICT", '{"decision": "approve", "summary": "ok", "findings": []}'))
+    verdict = json.loads(control("verdict", '{"decision": "approve", "summary": "ok", "findings": []}'))
     ok = {
         "type": "result",
         "subtype": "success",

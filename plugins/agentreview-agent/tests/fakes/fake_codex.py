@@ -6,9 +6,9 @@ auth failure, a quota error, an endless reconnect or a file change on demand, so
 script replays them. It emulates config discovery: without ``--ignore-user-config``
 it reads ``$CODEX_HOME/config.toml`` (``~/.codex`` when unset) and, if that declares
 ``[mcp_servers.*]``, reports an ``mcp_tool_call`` item, as the real CLI would when the
-model used such a server. Every invocation is recorded to ``$FAKE_RECORD``.
+model used such a server. Every invocation is recorded to the test's record.
 
-Scenario: ``$FAKE_SCENARIO`` (default ``success``); verdict: ``$FAKE_VERDICT`` (JSON).
+Scenario: ``control("scenario")`` (default ``success``); verdict: ``control("verdict")`` (JSON).
 """
 
 import os
@@ -16,7 +16,7 @@ import sys
 import time
 import tomllib
 
-from fakelib import arg, emit, print_help, record, top_listing
+from fakelib import arg, control, emit, print_help, record, top_listing
 
 HELP = """Run Codex non-interactively
 Usage: codex exec [OPTIONS] [PROMPT]
@@ -48,12 +48,12 @@ def main():
     if "--ignore-user-config" not in argv and os.path.exists(os.path.join(home, "config.toml")):
         with open(os.path.join(home, "config.toml"), "rb") as fh:
             config = tomllib.load(fh)
-    record(("CODEX", "AGENTREVIEW"), argv=argv, cwd=os.getcwd(), stdin=prompt, home=home, listing=top_listing(home))
+    record(argv=argv, cwd=os.getcwd(), stdin=prompt, home=home, listing=top_listing(home))
     out = arg(argv, "-o", "--output-last-message")
     if out:
         open(out, "w").close()  # the real CLI creates it empty at start
-    scenario = os.environ.get("FAKE_SCENARIO", "success")
-    verdict = os.environ.get("FAKE_VERDICT", '{"decision": "approve", "summary": "ok", "findings": []}')
+    scenario = control("scenario", "success")
+    verdict = control("verdict", '{"decision": "approve", "summary": "ok", "findings": []}')
     emit({"type": "thread.started", "thread_id": "01a2293e-fake"})
     emit(
         {

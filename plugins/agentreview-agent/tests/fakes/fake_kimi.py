@@ -4,7 +4,7 @@ The lines are those recorded in reviewer-clis.md section 6 (real output of that
 version with stubbed model replies), extended only where a case needs it; a real
 model cannot be made to fail auth, hit a quota or call a tool on demand. It records
 every run (argv, cwd, environment, the private home's config and listing) to
-``$FAKE_RECORD``, and emulates the tool allow-list: unless ``[tools] enabled`` is set
+the test's record, and emulates the tool allow-list: unless ``[tools] enabled`` is set
 in ``$KIMI_CODE_HOME/config.toml``, the user's ``mcp.json`` servers are loaded and used.
 """
 
@@ -13,7 +13,7 @@ import sys
 import time
 import tomllib
 
-from fakelib import emit, print_help, record, top_listing
+from fakelib import control, emit, print_help, record, top_listing
 
 HELP = "Usage: kimi [options]\n  -p, --prompt  --output-format  --add-dir  --skills-dir  -m, --model  --yolo\n"
 
@@ -29,8 +29,8 @@ def main():
     home = os.environ.get("KIMI_CODE_HOME") or os.path.expanduser("~/.kimi-code")
     with open(os.path.join(home, "config.toml"), "rb") as fh:
         config = tomllib.load(fh)
-    record(("KIMI", "AGENTREVIEW"), argv=argv, cwd=os.getcwd(), listing=top_listing(home), config=config)
-    scenario = os.environ.get("FAKE_SCENARIO", "success")
+    record(argv=argv, cwd=os.getcwd(), listing=top_listing(home), config=config)
+    scenario = control("scenario", "success")
     emit({"role": "meta", "type": "system.version", "version": "2.1.0"})
     if "enabled" not in config.get("tools", {}) and os.path.exists(os.path.join(home, "mcp.json")):
         emit(
@@ -90,7 +90,7 @@ def main():
             }
         )
         emit({"role": "tool", "tool_call_id": "t2", "content": "x = 2"})
-    verdict = os.environ.get("FAKE_VERDICT", '{"findings": []}')
+    verdict = control("verdict", '{"findings": []}')
     if scenario == "malformed":
         verdict = "P1 app.py:1 x changed | add a test"
     emit({"role": "assistant", "content": verdict})

@@ -7,7 +7,7 @@ emulates what matters for isolation: ``debug agent <name>`` reads the agent file
 from ``<cwd>/.opencode/agent/`` and reports its tools (all on when it is missing),
 and ``run`` with no private ``XDG_CONFIG_HOME`` would load the user's
 ``~/.config/opencode/opencode.json`` MCP servers (reported as a tool call). Every
-``run`` is recorded to ``$FAKE_RECORD``.
+``run`` is recorded to the test's record.
 """
 
 import json
@@ -16,7 +16,7 @@ import re
 import sys
 import time
 
-from fakelib import print_help, record
+from fakelib import control, print_help, record
 
 TOOLS = [
     "invalid",
@@ -45,7 +45,7 @@ def emit(kind, sid="ses_dd6c18f1-fake", **fields):
 
 def main():
     argv = sys.argv[1:]
-    scenario = os.environ.get("FAKE_SCENARIO", "success")
+    scenario = control("scenario", "success")
     if argv == ["--version"]:
         print("1.18.33")
         return 0
@@ -74,10 +74,10 @@ def main():
             )
         )
         return 0
-    record(("XDG_", "OPENCODE"), argv=argv, cwd=os.getcwd())
+    record(argv=argv, cwd=os.getcwd())
     if not os.environ.get("XDG_CONFIG_HOME") and os.path.exists(os.path.expanduser("~/.config/opencode/opencode.json")):
         emit("tool_use", part={"type": "tool", "tool": "evil_run", "callID": "c0", "state": {"status": "completed"}})
-    verdict = os.environ.get("FAKE_VERDICT", '{"findings": []}')
+    verdict = control("verdict", '{"findings": []}')
     if scenario == "hang":
         emit(
             "error",

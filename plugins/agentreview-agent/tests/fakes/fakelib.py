@@ -1,13 +1,27 @@
-"""What the fake reviewer CLIs share: argv lookup, JSON-line output, ``--help`` text, and the run record.
+"""What the fake reviewer CLIs share: argv lookup, JSON-line output, ``--help`` text, the
+test's settings, and the run record.
 
 The conftest's ``fake_cli`` installs each ``fake_<name>.py`` on PATH with this folder on
-its ``sys.path``, so the fakes import this module as ``fakelib``.
+its ``sys.path``, so the fakes import this module as ``fakelib``. A fake takes its
+settings (scenario, verdict, flags to drop from its help, where to record) from
+``control.json`` beside it, never from its environment: the environment is what the
+provider under test decides, and each run records all of it.
 """
 
 import json
 import os
 import re
 import sys
+
+
+def control(key, default=None):
+    """The test's setting ``key`` (``FakeCli.play``) from ``control.json`` in the fake's own directory."""
+    path = os.path.join(os.path.dirname(os.path.abspath(sys.argv[0])), "control.json")
+    try:
+        with open(path) as fh:
+            return json.load(fh).get(key, default)
+    except FileNotFoundError:
+        return default
 
 
 def arg(argv, *flags, default=None):
@@ -23,9 +37,18 @@ def emit(event):
     sys.stdout.flush()
 
 
+def _append(key, entry):
+    path = control(key)
+    if path:
+        with open(path, "a") as fh:
+            fh.write(json.dumps(entry) + "\n")
+
+
 def print_help(text):
-    """Print ``text`` without the flags named in ``$FAKE_HELP_DROP`` (an older CLI that lacks them)."""
-    for flag in filter(None, os.environ.get("FAKE_HELP_DROP", "").split(",")):
+    """Print ``text`` without the flags the test drops (an older CLI that lacks them); the probe's
+    argv and environment go to the ``probes`` record."""
+    _append("probes", {"argv": sys.argv[1:], "env": dict(os.environ)})
+    for flag in filter(None, control("help_drop", "").split(",")):
         text = re.sub(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", "", text)
     print(text)
 
@@ -38,10 +61,6 @@ def top_listing(directory):
     }
 
 
-def record(env_prefixes, **fields):
-    """Append one run to ``$FAKE_RECORD``: ``fields`` plus the environment variables starting with ``env_prefixes``."""
-    path = os.environ.get("FAKE_RECORD")
-    if path:
-        env = {k: v for k, v in os.environ.items() if k.startswith(env_prefixes)}
-        with open(path, "a") as fh:
-            fh.write(json.dumps({**fields, "env": env}) + "\n")
+def record(**fields):
+    """Append one run to the ``record``: ``fields`` plus the whole environment the fake was given."""
+    _append("record", {**fields, "env": dict(os.environ)})
