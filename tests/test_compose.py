@@ -31,7 +31,7 @@ def repo(tmp_path: Path) -> Repo:
     script = tmp_path / "reviewer.py"
     script.write_text(REVIEWER)
     (r.home / "presets.toml").write_text(
-        f'[presets.rev]\nprovider = "exec"\ncommand = {json.dumps([sys.executable, str(script)])}\n'
+        f'[presets.rev]\nprovider = "exec"\ncommand = {json.dumps([sys.executable, str(script)])}\nenv = ["LOG"]\n'
     )
     text = manifest(
         "  - id: ok\n    kind: command\n    run: 'true'\n"
