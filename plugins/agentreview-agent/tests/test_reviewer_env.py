@@ -155,7 +155,7 @@ def test_a_preset_grants_the_variables_it_names(lane, fake_cli, hostile_host: Pa
     [
         ("MY_GATEWAY_KEY", "env must be an array of variable names"),
         (["AWS_*"], "env entry 'AWS_*' is not a variable name"),
-        (["HOME"], "env may not name HOME: the provider sets it"),
+        (["HOME"], "env may not name HOME: it points the reviewer at a home or configuration other than its private"),
         (["CLAUDE_CONFIG_DIR"], "env may not name CLAUDE_CONFIG_DIR"),
         (["OPENCODE_CONFIG"], "env may not name OPENCODE_CONFIG"),
         (["AGENTREVIEW_HOME"], "env may not name AGENTREVIEW_HOME"),

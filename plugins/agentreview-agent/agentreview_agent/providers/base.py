@@ -106,8 +106,8 @@ def env_names_problem(names: Any, preset: str, option: str = "env") -> str | Non
             )
         if name in REDIRECTING_ENV or name.startswith("AGENTREVIEW_"):
             return (
-                f"preset '{preset}': {option} may not name {name}: the provider sets it (a private home, or "
-                f"agentreview's own) and the host's value would undo the reviewer's isolation — remove it from {where}"
+                f"preset '{preset}': {option} may not name {name}: it points the reviewer at a home or configuration "
+                f"other than its private one (or is agentreview's own), undoing its isolation — remove it from {where}"
             )
     return None
 
