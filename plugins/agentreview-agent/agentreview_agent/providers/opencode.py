@@ -10,14 +10,22 @@ preflight ``opencode debug agent`` (no inference) must show every other tool off
 JSON event stream is audited: any ``tool_use`` other than those reads — including a
 call OpenCode itself rejected — is a boundary violation. The final text answer is the
 verdict JSON, which this provider writes to the verdict file.
+
+A preset's ``config`` table becomes that private home's ``opencode.json``, so a user can
+bind a model provider of their own (e.g. an OpenAI-compatible endpoint by its
+``baseURL``); it may hold model provider keys only — never agents, permissions, tools,
+MCP servers or plugins — and the ``{env:NAME}`` variables it names are granted.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from agentreview.contracts import ReviewerRequest, ReviewerResult
 from agentreview_agent.proc import run_in_group
@@ -27,6 +35,7 @@ from agentreview_agent.providers.base import (
     answered,
     child_env,
     clip,
+    env_names_problem,
     fresh_dir,
     help_lists,
     link_if_exists,
@@ -47,6 +56,9 @@ MODEL_ENV = (
     "GROQ_API_KEY", "DEEPSEEK_API_KEY", "XAI_API_KEY", "MISTRAL_API_KEY", "OPENCODE_API_KEY",
 )  # fmt: skip
 PREFLIGHT_TIMEOUT_S = 60.0
+# Preset `config` keys written to the private opencode.json: model provider selection only.
+CONFIG_KEYS = ("provider", "small_model", "enabled_providers", "disabled_providers")
+ENV_REFERENCE = re.compile(r"\{env:([^}]*)\}")
 AGENT_FILE = """---
 description: agentreview read-only reviewer (generated per attempt)
 mode: primary
@@ -62,11 +74,40 @@ You review a committed git range read-only and answer with one JSON object.
 """
 
 
-def build_home(work_dir: Path) -> tuple[Path, dict[str, str]]:
-    """The private project (with the generated agent) and the XDG environment of one attempt."""
+def preset_config(options: Mapping[str, Any], preset: str) -> dict[str, Any] | str:
+    """A preset's ``config`` table (the private ``opencode.json``), or why it is refused."""
+    where = f"[presets.{preset}.config] in presets.toml"
+    table = options.get("config", {})
+    if not isinstance(table, Mapping):
+        return f"preset '{preset}': config must be a table: [presets.{preset}.config.provider.<id>] in presets.toml"
+    for key in table:
+        if key not in CONFIG_KEYS:
+            return (
+                f"preset '{preset}': config.{key} is not allowed for opencode (only {', '.join(CONFIG_KEYS)}: "
+                f"a reviewer's agent and permissions are agentreview's) — remove it from {where}"
+            )
+    try:
+        json.dumps(table)
+    except (TypeError, ValueError) as exc:
+        return f"preset '{preset}': config holds a value JSON cannot carry ({exc}) — use strings in {where}"
+    return dict(table)
+
+
+def config_env_names(config: Mapping[str, Any]) -> list[str]:
+    """The variables OpenCode substitutes into ``config`` (``{env:NAME}`` in any string of it)."""
+    return ENV_REFERENCE.findall(json.dumps(config))
+
+
+def build_home(work_dir: Path, config: Mapping[str, Any] | None = None) -> tuple[Path, dict[str, str]]:
+    """The private project (with the generated agent) and the XDG environment of one attempt;
+    ``config``, when given, is the private global ``opencode.json``."""
     root = fresh_dir(work_dir / "opencode")
     xdg = {name: str(fresh_dir(root / name.lower())) for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME",
                                                                    "XDG_STATE_HOME", "XDG_CACHE_HOME")}  # fmt: skip
+    if config:
+        settings = Path(xdg["XDG_CONFIG_HOME"]) / "opencode" / "opencode.json"
+        settings.parent.mkdir(mode=0o700)
+        settings.write_text(json.dumps(config, indent=2))
     link_if_exists(
         user_dir("XDG_DATA_HOME", ".local", "share") / "opencode" / "auth.json",
         Path(xdg["XDG_DATA_HOME"]) / "opencode" / "auth.json",
@@ -153,8 +194,21 @@ class OpenCodeProvider(CliProvider):
     required_flags = REQUIRED_FLAGS
     model_env = MODEL_ENV
 
+    def allowed_env(self, request: ReviewerRequest) -> tuple[str, ...] | str:
+        """Also the variables the preset's ``config`` names as ``{env:NAME}``."""
+        granted = super().allowed_env(request)
+        config = preset_config(request.preset.options, request.preset.name)
+        if isinstance(granted, str) or isinstance(config, str):
+            return granted
+        names = config_env_names(config)
+        problem = env_names_problem(names, request.preset.name, "config {env:NAME}")
+        return problem if problem else (*granted, *names)
+
     def review_with(self, info: CliInfo, request: ReviewerRequest, env: dict[str, str]) -> ReviewerResult:
-        project, xdg = build_home(request.work_dir)
+        config = preset_config(request.preset.options, request.preset.name)
+        if isinstance(config, str):
+            return ReviewerResult("unavailable", config)
+        project, xdg = build_home(request.work_dir, config)
         env = {**env, **xdg}
         why = preflight(info.binary, project, env, request.deadline, request.cancel)
         if why:
