@@ -1,10 +1,13 @@
 """A scripted model server on 127.0.0.1 speaking just enough of the Anthropic Messages
-API (for Claude Code, via ANTHROPIC_BASE_URL) and the OpenAI Responses API (for Codex,
-via a model provider base_url) to drive the real CLIs end to end.
+API (for Claude Code, via ANTHROPIC_BASE_URL), the OpenAI Responses API (for Codex,
+via a model provider base_url) and the OpenAI Chat Completions API (for OpenCode, via
+a custom ``@ai-sdk/openai-compatible`` provider's baseURL) to drive the real CLIs end
+to end.
 
 The script is a function ``reply(api, request_json) -> Reply`` chosen by the test: it
 sees every request (and the server records them) and answers with text or one tool
-call. Replies are streamed as server-sent events, as both CLIs request.
+call. Replies are streamed as server-sent events, as all three CLIs request. With an
+``api_key``, a request that does not present it is refused with 401, as a real API does.
 """
 
 from __future__ import annotations
@@ -121,12 +124,50 @@ def responses_events(body: dict[str, Any], reply: Reply) -> list[bytes]:
     return events
 
 
+def chat_events(body: dict[str, Any], reply: Reply) -> list[bytes]:
+    """Chat Completions chunks as the AI SDK's openai-compatible client reads them: ``data:`` lines
+    (no ``event:``), the tool call's arguments as one string, usage on the last chunk, then ``[DONE]``."""
+    base = {"id": "chatcmpl-" + uuid.uuid4().hex[:12], "object": "chat.completion.chunk", "created": 0,
+            "model": body.get("model", "chat-stub")}  # fmt: skip
+    if reply.tool:
+        call = {"index": 0, "id": "call_" + uuid.uuid4().hex[:8], "type": "function",
+                "function": {"name": reply.tool, "arguments": json.dumps(reply.tool_input)}}  # fmt: skip
+        delta: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [call]}
+        finish = "tool_calls"
+    else:
+        delta, finish = {"role": "assistant", "content": reply.text or ""}, "stop"
+    usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+    chunks = [
+        {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+        {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}], "usage": usage},
+    ]
+    return [f"data: {json.dumps(chunk)}\n\n".encode() for chunk in chunks] + [b"data: [DONE]\n\n"]
+
+
+STREAMS = {"anthropic": anthropic_events, "responses": responses_events, "chat": chat_events}
+
+
+def api_of(path: str) -> str:
+    """Which API a POST path speaks ("" for none this server knows)."""
+    for suffix, api in (("/messages", "anthropic"), ("/responses", "responses"), ("/chat/completions", "chat")):
+        if path.endswith(suffix):
+            return api
+    return ""
+
+
+def _bearer(headers: Any) -> str | None:
+    value = headers.get("Authorization") or ""
+    return value[len("Bearer ") :] if value.startswith("Bearer ") else None
+
+
 class ModelServer:
     """Start with ``with ModelServer(script) as server:``; ``server.url`` is the base URL."""
 
-    def __init__(self, script: Script) -> None:
+    def __init__(self, script: Script, api_key: str | None = None) -> None:
         self.script = script
+        self.api_key = api_key
         self.requests: list[tuple[str, dict[str, Any]]] = []
+        self.request_headers: list[dict[str, str]] = []  # one per entry of ``requests``
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -160,11 +201,16 @@ class ModelServer:
                 if path.endswith("/messages/count_tokens"):
                     self._send(200, [b'{"input_tokens": 10}'], "application/json")
                     return
-                api = "anthropic" if path.endswith("/messages") else "responses" if path.endswith("/responses") else ""
+                api = api_of(path)
                 if not api:
                     self._send(404, [b'{"error": "not found"}'], "application/json")
                     return
                 outer.requests.append((api, body))
+                outer.request_headers.append(dict(self.headers))
+                if outer.api_key and outer.api_key not in (self.headers.get("x-api-key"), _bearer(self.headers)):
+                    refused = {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}
+                    self._send(401, [json.dumps(refused).encode()], "application/json")
+                    return
                 reply = outer.script(api, body)
                 if api == "anthropic" and not body.get("stream"):
                     content = (
@@ -184,8 +230,7 @@ class ModelServer:
                     }
                     self._send(200, [json.dumps(message).encode()], "application/json")
                     return
-                events = anthropic_events(body, reply) if api == "anthropic" else responses_events(body, reply)
-                self._send(200, events, "text/event-stream")
+                self._send(200, STREAMS[api](body, reply), "text/event-stream")
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
