@@ -278,13 +278,18 @@ def test_require_signed_refuses_a_wrongly_signed_export(repo: Repo, keys: dict[s
     assert len(result.problems) == 1 and result.problems[0].startswith(reason), result.problems
 
 
-def test_allowed_signers_default_is_in_the_checkout(repo: Repo, keys: dict[str, Key]) -> None:
+def _signed_with_signers_trusted_on_main(repo: Repo, key: Key) -> None:
+    """main trusts ``key`` in .agentproto/allowed_signers; feature is rebased on it and its export signed by ``key``."""
     git(repo.root, "checkout", "-q", "main")
-    repo.base = repo.commit("trust", {".agentproto/allowed_signers": signers_line(keys["trusted"])})
+    repo.base = repo.commit("trust", {".agentproto/allowed_signers": signers_line(key)})
     git(repo.root, "checkout", "-q", "feature")
     git(repo.root, "rebase", "-q", "main")
     repo.head = git(repo.root, "rev-parse", "HEAD")
-    repo.export(sign(repo.attestation(), keys["trusted"]))
+    repo.export(sign(repo.attestation(), key))
+
+
+def test_allowed_signers_default_is_in_the_checkout(repo: Repo, keys: dict[str, Key]) -> None:
+    _signed_with_signers_trusted_on_main(repo, keys["trusted"])
     result = repo.verify(require_signed=True, base="main")
     assert result.exit_code == 0, result.problems
     assert result.principal == PRINCIPAL
@@ -293,12 +298,7 @@ def test_allowed_signers_default_is_in_the_checkout(repo: Repo, keys: dict[str, 
 def test_checkout_signers_need_a_base_the_caller_names(repo: Repo, keys: dict[str, Key]) -> None:
     # The base would otherwise come from the checkout's REVIEW.md, which the change controls:
     # it could point target.base at its own commit that adds its key to allowed_signers.
-    git(repo.root, "checkout", "-q", "main")
-    repo.base = repo.commit("trust", {".agentproto/allowed_signers": signers_line(keys["trusted"])})
-    git(repo.root, "checkout", "-q", "feature")
-    git(repo.root, "rebase", "-q", "main")
-    repo.head = git(repo.root, "rev-parse", "HEAD")
-    repo.export(sign(repo.attestation(), keys["trusted"]))
+    _signed_with_signers_trusted_on_main(repo, keys["trusted"])
     result = repo.verify(require_signed=True)
     assert result.exit_code == 6
     assert any("pass --base" in p for p in result.problems)
