@@ -34,6 +34,7 @@ COMMAND_MODULES = [
     "agentreview.cli.schema_cmd",
     "agentreview.cli.plugins_cmd",
     "agentreview.cli.demo_cmd",
+    "agentreview.cli.server_cmd",
 ]
 
 
