@@ -425,7 +425,7 @@ def test_peer_uid_is_the_kernels_answer() -> None:
     assert not protocol.peer_allowed(0, own_uid=1000)
 
 
-def test_a_server_dir_others_can_enter_is_refused(own) -> None:
+def test_a_server_dir_others_can_enter_is_refused(own, tmp_path) -> None:
     directory = prepare_dir(own.home)
     directory.chmod(0o755)
     proc = own.cli("start")
@@ -436,7 +436,8 @@ def test_a_server_dir_others_can_enter_is_refused(own) -> None:
     with pytest.raises(ServerDirError, match="owned by uid"):
         check_dir(directory, uid=os.getuid() + 1)
     (own.home / "server").rmdir()
-    (own.home / "server").symlink_to(tempfile.mkdtemp(prefix="ars-target-", dir="/tmp"))
+    (tmp_path / "elsewhere").mkdir(mode=0o700)
+    (own.home / "server").symlink_to(tmp_path / "elsewhere")  # a private dir, but reached through a link
     with pytest.raises(ServerDirError, match="not a directory"):
         prepare_dir(own.home)
 
