@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 AGENTREVIEW = [sys.executable, "-m", "agentreview"]
@@ -77,3 +78,27 @@ def manifest(checks: str, bindings: str = "", extra: str = "") -> str:
     if bindings:
         text += "bindings:\n" + bindings
     return text + extra + "---\n\n# demo\n"
+
+
+def processes_matching(marker: str) -> list[int]:
+    """Pids whose command line contains ``marker`` (lane processes a test tagged)."""
+    found = []
+    for proc_dir in Path("/proc").iterdir():
+        if not proc_dir.name.isdigit():
+            continue
+        try:
+            if marker.encode() in (proc_dir / "cmdline").read_bytes():
+                found.append(int(proc_dir.name))
+        except OSError:
+            continue
+    return found
+
+
+def wait_for(predicate, timeout: float = 15.0) -> bool:
+    """Poll ``predicate`` every 50 ms until it is true or ``timeout`` seconds pass."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from reviewrepo import AGENTREVIEW, Repo, manifest
+from reviewrepo import AGENTREVIEW, Repo, manifest, processes_matching, wait_for
 
 PASSING = manifest(
     "  - id: ok\n    kind: command\n    run: 'true'\n"
@@ -249,28 +249,6 @@ def test_annotate_github(repo: Repo) -> None:
     assert lines[-1].startswith("::error title=review blocked::")
 
 
-def _lane_processes(marker: str) -> list[int]:
-    found = []
-    for proc_dir in Path("/proc").iterdir():
-        if not proc_dir.name.isdigit():
-            continue
-        try:
-            if marker.encode() in (proc_dir / "cmdline").read_bytes():
-                found.append(int(proc_dir.name))
-        except OSError:
-            continue
-    return found
-
-
-def _wait_for(predicate, timeout: float = 15.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
-
-
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_cancel_kills_lanes_records_nothing_exit_2(repo: Repo, signum: int, tmp_path: Path) -> None:
     marker = f"agentreview-cancel-{os.getpid()}-{signum}"
@@ -284,12 +262,12 @@ def test_cancel_kills_lanes_records_nothing_exit_2(repo: Repo, signum: int, tmp_
         stderr=subprocess.PIPE,
         text=True,
     )
-    assert _wait_for(lambda: bool(_lane_processes(marker)))
+    assert wait_for(lambda: bool(processes_matching(marker)))
     proc.send_signal(signum)
     out, _ = proc.communicate(timeout=30)
     assert proc.returncode == 2
     assert json.loads(out)["status"] == "cancelled"
-    assert _wait_for(lambda: not _lane_processes(marker), 10)
+    assert wait_for(lambda: not processes_matching(marker), 10)
     assert repo.ledger_files() == []
     assert not list((repo.home / "reviews").rglob("runs/review-*"))
 
@@ -306,11 +284,11 @@ def test_sigkill_of_the_host_leaves_no_lane_process_and_no_partial_entry(repo: R
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    assert _wait_for(lambda: bool(_lane_processes(marker)) and len(_lane_processes(child)) >= 3)
+    assert wait_for(lambda: bool(processes_matching(marker)) and len(processes_matching(child)) >= 3)
     proc.kill()
     proc.wait(timeout=10)
-    assert _wait_for(lambda: not _lane_processes(marker), 15), "the lane shell outlived the host"
-    assert _wait_for(lambda: not _lane_processes(child), 15), "lane grandchildren outlived the host"
+    assert wait_for(lambda: not processes_matching(marker), 15), "the lane shell outlived the host"
+    assert wait_for(lambda: not processes_matching(child), 15), "lane grandchildren outlived the host"
     assert repo.ledger_files() == []
     assert not [p for p in (repo.home / "reviews").rglob("*.tmp*")]
 
@@ -350,7 +328,7 @@ def test_supersede_cancels_an_older_run_of_the_same_line(repo: Repo) -> None:
         text=True,
     )
     inflight = repo.home / "reviews"
-    assert _wait_for(lambda: bool(list(inflight.rglob("inflight/*.json"))))
+    assert wait_for(lambda: bool(list(inflight.rglob("inflight/*.json"))))
     repo.commit("newer", **{"src__app.txt": "v3\n"})
     new = repo.run_json("--supersede", expect=0)
     out, _ = old.communicate(timeout=30)

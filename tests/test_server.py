@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from reviewrepo import AGENTREVIEW, Repo, manifest
+from reviewrepo import AGENTREVIEW, Repo, manifest, processes_matching, wait_for
 
 from agentreview.server import client, protocol
 from agentreview.server.serve import KILL_AFTER_S, ServerDirError, build_stamp, check_dir, prepare_dir
@@ -38,33 +38,12 @@ def _short_home() -> Path:
     return Path(tempfile.mkdtemp(prefix="ars-", dir="/tmp"))
 
 
-def _wait_for(predicate, timeout: float = 15.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
-
-
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     return Path(f"/proc/{pid}").exists() and "Z" not in Path(f"/proc/{pid}/stat").read_text().split(")")[-1][:3]
-
-
-def _processes(marker: str) -> list[int]:
-    found = []
-    for proc_dir in Path("/proc").iterdir():
-        if proc_dir.name.isdigit():
-            try:
-                if marker.encode() in (proc_dir / "cmdline").read_bytes():
-                    found.append(int(proc_dir.name))
-            except OSError:
-                continue
-    return found
 
 
 class Server:
@@ -97,7 +76,7 @@ class Server:
 
     def shutdown(self) -> None:
         reply = client.request(self.env, "stop")
-        if reply is not None and not _wait_for(lambda: not _alive(reply["pid"]), 10):
+        if reply is not None and not wait_for(lambda: not _alive(reply["pid"]), 10):
             os.kill(reply["pid"], signal.SIGKILL)
 
 
@@ -272,13 +251,13 @@ def test_a_signal_to_the_client_cancels_the_run(shared, tmp_path, signum) -> Non
         [*AGENTREVIEW, "run", "--json"], cwd=repo.path, env=repo.env, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True,
     )
-    assert _wait_for(lambda: bool(_processes(marker)))
+    assert wait_for(lambda: bool(processes_matching(marker)))
     assert server.served() == before + 1
     proc.send_signal(signum)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 2, err
     assert json.loads(out)["status"] == "cancelled"
-    assert _wait_for(lambda: not _processes(marker), 10), "the lane outlived the cancel"
+    assert wait_for(lambda: not processes_matching(marker), 10), "the lane outlived the cancel"
     assert _entries_of(repo) == []
 
 
@@ -288,13 +267,13 @@ def test_sigkill_of_the_client_kills_the_command_and_its_lanes(shared, tmp_path)
     repo = _repo(tmp_path / "repo", home, _slow_lane(marker, 302), "")
     proc = subprocess.Popen([*AGENTREVIEW, "run", "--json"], cwd=repo.path, env=repo.env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    assert _wait_for(lambda: bool(_processes(marker)))
+    assert wait_for(lambda: bool(processes_matching(marker)))
     proc.kill()
     proc.wait(timeout=10)
     # Sooner than the server's SIGKILL escalation (KILL_AFTER_S): the SIGTERM cancel did it.
     within = KILL_AFTER_S - 2
-    assert _wait_for(lambda: not _processes(marker), within), "the lane outlived its client"
-    assert _wait_for(lambda: server.status()["active"] == 0, within), "the forked command outlived its client"
+    assert wait_for(lambda: not processes_matching(marker), within), "the lane outlived its client"
+    assert wait_for(lambda: server.status()["active"] == 0, within), "the forked command outlived its client"
     assert _entries_of(repo) == []
     assert "went away: SIGTERM" in server.log()
 
@@ -306,16 +285,16 @@ def test_a_killed_command_relays_128_plus_n_and_its_watchdog_kills_the_lanes(sha
     repo = _repo(tmp_path / "repo", home, _slow_lane(marker, 303), "")
     proc = subprocess.Popen([*AGENTREVIEW, "run", "--json"], cwd=repo.path, env=repo.env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    assert _wait_for(lambda: bool(_processes(marker)))
+    assert wait_for(lambda: bool(processes_matching(marker)))
     server_pid = server.status()["pid"]
     # The lane shell's parent is the forked command (a child of the server), not the client.
-    command_pid = int(Path(f"/proc/{_processes(marker)[0]}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    command_pid = int(Path(f"/proc/{processes_matching(marker)[0]}/stat").read_text().rsplit(")", 1)[1].split()[1])
     assert command_pid != proc.pid
     assert int(Path(f"/proc/{command_pid}/stat").read_text().rsplit(")", 1)[1].split()[1]) == server_pid
     os.kill(command_pid, signal.SIGKILL)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 128 + signal.SIGKILL, err
-    assert _wait_for(lambda: not _processes(marker), 15), "the watchdog did not kill the lane"
+    assert wait_for(lambda: not processes_matching(marker), 15), "the watchdog did not kill the lane"
     assert _entries_of(repo) == []
 
 
@@ -353,7 +332,7 @@ def test_a_server_of_other_code_is_told_to_go_and_the_command_runs_in_process(ow
     proc = _run(repo, "run", "--json", "--binding", "good", env=repo.env)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["verdict"] == "pass"
-    assert _wait_for(lambda: not _alive(pid), 15), "a stale server must exit when a client says so"
+    assert wait_for(lambda: not _alive(pid), 15), "a stale server must exit when a client says so"
     assert "found this server stale" in own.log()
     assert not (own.home / "server" / protocol.SOCKET_NAME).exists()
 
@@ -483,7 +462,7 @@ def test_another_users_connection_is_dropped_even_through_open_permissions(own, 
 @pytest.mark.slow
 def test_idle_timeout_exits_and_removes_the_socket(own) -> None:
     pid = own.start("--idle-timeout", "3")
-    assert _wait_for(lambda: not _alive(pid), 15)
+    assert wait_for(lambda: not _alive(pid), 15)
     assert not (own.home / "server" / protocol.SOCKET_NAME).exists()
     assert "idle for 3 s: exiting" in own.log()
     assert own.status() == {"running": False, "socket": protocol.socket_path(own.env)}
