@@ -37,14 +37,25 @@ def git(
     check: bool = True,
 ) -> subprocess.CompletedProcess[str]:
     """Run ``git <args>`` in ``cwd``; raise :class:`GitError` on failure when ``check``."""
+    proc = _run_git(args, cwd, timeout=timeout, input_bytes=input_bytes, text=True)
+    if check and proc.returncode != 0:
+        msg = (proc.stderr or proc.stdout).strip().splitlines()
+        raise GitError(msg[-1] if msg else f"git {args[0]} exited with {proc.returncode}")
+    return proc
+
+
+def _run_git(
+    args: Sequence[str], cwd: Path | str, *, timeout: float, input_bytes: bytes | None, text: bool
+) -> subprocess.CompletedProcess:
+    """The one place git starts: fixed argv, no stdin unless given, a timeout, GitError on spawn/timeout."""
     try:
-        proc = subprocess.run(
+        return subprocess.run(
             ["git", *args],
             cwd=str(cwd),
-            input=input_bytes.decode() if input_bytes is not None else None,
+            input=(input_bytes.decode() if text else input_bytes) if input_bytes is not None else None,
             stdin=None if input_bytes is not None else subprocess.DEVNULL,
             capture_output=True,
-            text=True,
+            text=text,
             timeout=timeout,
             env=_git_env(),
         )
@@ -52,10 +63,6 @@ def git(
         raise GitError("git is not installed or not on PATH") from exc
     except subprocess.TimeoutExpired as exc:
         raise GitError(f"git {' '.join(args[:2])} did not finish within {timeout:.0f}s") from exc
-    if check and proc.returncode != 0:
-        msg = (proc.stderr or proc.stdout).strip().splitlines()
-        raise GitError(msg[-1] if msg else f"git {args[0]} exited with {proc.returncode}")
-    return proc
 
 
 def repo_root(cwd: Path | str) -> Path:
@@ -187,17 +194,5 @@ def blob_at(root: Path, rev: str, relpath: str, *, max_bytes: int) -> bytes | No
     mode, kind, oid, size = fields[0].split()
     if kind != "blob" or mode not in ("100644", "100755") or not size.isdigit() or int(size) > max_bytes:
         return None
-    try:
-        proc = subprocess.run(
-            ["git", "cat-file", "blob", oid],
-            cwd=str(root),
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=GIT_TIMEOUT_S,
-            env=_git_env(),
-        )
-    except FileNotFoundError as exc:
-        raise GitError("git is not installed or not on PATH") from exc
-    except subprocess.TimeoutExpired as exc:
-        raise GitError(f"git cat-file did not finish within {GIT_TIMEOUT_S:.0f}s") from exc
+    proc = _run_git(["cat-file", "blob", oid], root, timeout=GIT_TIMEOUT_S, input_bytes=None, text=False)
     return proc.stdout if proc.returncode == 0 else None
