@@ -14,7 +14,6 @@ Nothing here is ever read from the reviewed repository.
 from __future__ import annotations
 
 import os
-import socket
 import tomllib
 from functools import lru_cache
 from pathlib import Path
@@ -42,6 +41,8 @@ def pack_cache_dir(home: Path | None = None) -> Path:
 
 @lru_cache(maxsize=1)
 def hostname() -> str:
+    import socket
+
     return socket.gethostname() or "localhost"
 
 

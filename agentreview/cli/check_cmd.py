@@ -82,12 +82,12 @@ def _repo_root(base: Path) -> Path | None:
 
 def _resolve(parsed: ParsedReview, root: Path | None) -> ResolvedReview:
     """Resolve packs exactly as a run does; a pack that cannot load is a one-line error (exit 3)."""
-    from agentreview.contracts import PackLoadContext
-    from agentreview.home import home_dir
     from agentreview.resolve import resolve_review
 
     if not parsed.manifest.uses:
         return resolve_review(parsed)
+    from agentreview.contracts import PackLoadContext
+    from agentreview.home import home_dir
     from agentreview.plugins import load_registry
 
     manifest_dir = parsed.path.parent if parsed.path else Path.cwd()
