@@ -136,7 +136,12 @@ class ReviewManifest(Strict):
         return value
 
 
-class PackCommandCheck(Strict):
+class _PackStrict(Strict):
+    # Pack models are built on first use: a review without packs (most runs) never pays for them.
+    model_config = ConfigDict(**Strict.model_config, defer_build=True)
+
+
+class PackCommandCheck(_PackStrict):
     id: Id
     kind: Literal["command"]
     description: str | None = None
@@ -147,7 +152,7 @@ class PackCommandCheck(Strict):
     effects: Literal[False] = False
 
 
-class PackAgentCheck(Strict):
+class PackAgentCheck(_PackStrict):
     id: Id
     kind: Literal["agent"]
     description: str | None = None
@@ -162,7 +167,7 @@ class PackAgentCheck(Strict):
 PackCheck = Annotated[PackCommandCheck | PackAgentCheck, Field(discriminator="kind")]
 
 
-class ReviewPack(Strict):
+class ReviewPack(_PackStrict):
     kind: Literal["review-pack"]
     id: Id
     version: Annotated[str, Field(pattern=SEMVER_PATTERN)]
