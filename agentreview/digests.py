@@ -21,6 +21,30 @@ class CanonicalJsonError(ValueError):
     """A value cannot be represented in canonical JSON."""
 
 
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {key!r}")
+        out[key] = value
+    return out
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"'{name}' is not a JSON value")
+
+
+def loads_strict(text: str | bytes) -> Any:
+    """``json.loads`` that refuses duplicate keys and NaN/Infinity.
+
+    Every document a verdict depends on (exports, verdict files, reviewer streams) is
+    read with it: two parsers must never disagree about what a document says.
+    """
+    import json
+
+    return json.loads(text, object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constant)
+
+
 def sha256_hex(data: bytes | str) -> str:
     if isinstance(data, str):
         data = data.encode("utf-8")

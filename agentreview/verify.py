@@ -36,7 +36,7 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from agentreview.digests import attestation_sha256_of, manifest_sha, range_sha
+from agentreview.digests import attestation_sha256_of, loads_strict, manifest_sha, range_sha
 from agentreview.errors import (
     EXIT_ERROR,
     EXIT_INVALID,
@@ -175,19 +175,6 @@ class UnreadableExport(Exception):
     """An export file that is not a readable, strict JSON object."""
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"duplicate key '{key}'")
-        out[key] = value
-    return out
-
-
 def read_export(path: Path) -> dict[str, Any]:
     """Read one export as a strict JSON object; raise :class:`UnreadableExport` saying why.
 
@@ -211,7 +198,7 @@ def read_export(path: Path) -> dict[str, Any]:
     if len(data) > MAX_ATTESTATION_BYTES:
         raise UnreadableExport(f"larger than {MAX_ATTESTATION_BYTES} bytes, not an attestation")
     try:
-        value = json.loads(data.decode("utf-8"), object_pairs_hook=_no_duplicate_keys, parse_constant=_reject_constant)
+        value = loads_strict(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise UnreadableExport("not UTF-8 text") from exc
     except (ValueError, RecursionError) as exc:

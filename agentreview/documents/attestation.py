@@ -38,7 +38,7 @@ from pydantic import (
     model_validator,
 )
 
-from agentreview.digests import attestation_sha256_of, range_sha, signed_bytes_of
+from agentreview.digests import attestation_sha256_of, loads_strict, range_sha, signed_bytes_of
 from agentreview.fold import fold_verdict
 
 SCHEMA = "agentproto.review.attestation/v1"
@@ -310,8 +310,8 @@ class Attestation(Member):
 
     @classmethod
     def read_json(cls, text: str | bytes) -> Attestation:
-        """Parse and read; ``NaN`` and ``Infinity`` (which Python's json accepts) are not JSON and are refused."""
-        return cls.read(json.loads(text, parse_constant=_refuse_constant))
+        """Parse and read; ``NaN``/``Infinity`` (which Python's json accepts) and duplicate keys are refused."""
+        return cls.read(loads_strict(text))
 
     def with_signature(self, signature: Signature | dict[str, Any]) -> Attestation:
         sig = Signature.model_validate(signature) if isinstance(signature, dict) else signature
@@ -342,8 +342,6 @@ class Attestation(Member):
         return fold_verdict((lane.blocking, lane.status) for lane in self.lanes)
 
 
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"'{name}' is not a JSON value")
 
 
 def now_iso() -> str:

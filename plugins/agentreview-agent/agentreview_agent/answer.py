@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from agentreview.contracts import ReviewerResult
+from agentreview.digests import loads_strict
 from agentreview_agent.excerpt import concern_excerpt, looks_like_finding
-from agentreview_agent.verdict import loads_strict, strip_fence
+from agentreview_agent.verdict import strip_fence
 
 _FENCED = re.compile(r"```(?:json)?\s*\n(.*?)\n```", re.S)
 

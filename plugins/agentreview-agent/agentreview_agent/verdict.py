@@ -7,7 +7,6 @@ Anything short of a well-formed file is an error the executor turns into a
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import stat
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from agentreview.contracts import ReportedFinding
+from agentreview.digests import loads_strict
 
 MAX_VERDICT_BYTES = 1024 * 1024
 SEVERITIES = ("high", "medium", "low")
@@ -34,34 +34,11 @@ class Verdict:
     summary: str | None
 
 
-class _DuplicateKeyError(ValueError):
-    pass
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    # Two "findings" keys would let a reader and a verifier see different verdicts.
-    seen: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in seen:
-            raise _DuplicateKeyError(f"duplicate key {key!r}")
-        seen[key] = value
-    return seen
-
-
 def strip_fence(text: str) -> str:
     """Trim, then drop one surrounding Markdown code fence (```` ``` ```` or ```` ```json ````)."""
     text = text.strip()
     text = _FENCE_OPEN.sub("", text, count=1)
     return _FENCE_CLOSE.sub("", text, count=1)
-
-
-def loads_strict(text: str) -> Any:
-    """``json.loads`` that rejects duplicate keys and non-finite numbers."""
-
-    def _no_constant(name: str) -> Any:
-        raise ValueError(f"{name} is not JSON")
-
-    return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
 
 
 def parse_verdict_text(text: str) -> Verdict:
