@@ -182,21 +182,14 @@ def read_export(path: Path) -> dict[str, Any]:
     size is bounded, duplicate keys and NaN/Infinity are refused: two parsers must
     never disagree about what a signed document says.
     """
+    from agentreview.contracts import PackLoadError
+    from agentreview.resolve import read_regular_file
+
     try:
-        st = os.stat(path)
-    except OSError as exc:
-        raise UnreadableExport(f"cannot read it ({exc.strerror or exc})") from exc
-    if not stat.S_ISREG(st.st_mode):
-        raise UnreadableExport("not a regular file")
-    if st.st_size > MAX_ATTESTATION_BYTES:
-        raise UnreadableExport(f"larger than {MAX_ATTESTATION_BYTES} bytes, not an attestation")
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_ATTESTATION_BYTES + 1)
-    except OSError as exc:
-        raise UnreadableExport(f"cannot read it ({exc.strerror or exc})") from exc
-    if len(data) > MAX_ATTESTATION_BYTES:
-        raise UnreadableExport(f"larger than {MAX_ATTESTATION_BYTES} bytes, not an attestation")
+        # One non-blocking open, then fstat: no window for a FIFO swapped in between a check and the read.
+        data = read_regular_file(path, limit=MAX_ATTESTATION_BYTES)
+    except PackLoadError as exc:
+        raise UnreadableExport(f"{exc}, not an attestation") from exc
     try:
         value = loads_strict(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
