@@ -28,8 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from agentreview_agent.executor import AgentLaneExecutor
 from agentreview_agent.providers.exec_provider import ExecProvider
 
-from agentreview.contracts import LaneRequest, PresetSpec
-from agentreview.documents.manifest import AgentCheck
+from agentreview.model.contracts import LaneRequest, PresetSpec
+from agentreview.model.manifest import AgentCheck
 from bench.run import machine_line
 
 VERDICT = '{"summary": "ok", "findings": [{"severity": "low", "title": "nit", "file": "a.py", "line": 1}]}'

@@ -23,8 +23,8 @@ from pathlib import Path
 
 from agentreview_command.executor import CommandLaneExecutor
 
-from agentreview.contracts import LaneRequest
-from agentreview.documents.manifest import CommandCheck
+from agentreview.model.contracts import LaneRequest
+from agentreview.model.manifest import CommandCheck
 
 
 def _request(command: str, root: Path) -> LaneRequest:

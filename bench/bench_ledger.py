@@ -22,10 +22,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from agentreview.digests import range_sha
-from agentreview.documents.attestation import Attestation
-from agentreview.ledger import Ledger
-from agentreview.repo import repo_slug
+from agentreview.host.git import repo_slug
+from agentreview.model.attestation import Attestation
+from agentreview.model.digests import range_sha
+from agentreview.store.ledger import Ledger
 
 REPOS, MANIFESTS, BINDINGS = 20, 5, ("default", "ci")
 RUBRICS = [{"check": "correctness", "path": "rubrics/correctness.md", "sha256": "b" * 64}]

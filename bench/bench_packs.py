@@ -60,10 +60,10 @@ def main() -> int:
 
     from agentreview_packs_git.plugin import GitPackLoader
 
-    from agentreview.contracts import PackLoadContext
-    from agentreview.parse import parse_review
-    from agentreview.plugins import load_registry
-    from agentreview.resolve import resolve_review
+    from agentreview.manifest.parse import parse_review
+    from agentreview.model.contracts import PackLoadContext
+    from agentreview.packs.resolve import resolve_review
+    from agentreview.plugins.registry import load_registry
 
     with tempfile.TemporaryDirectory(prefix="bench-packs-") as tmp_name:
         tmp = Path(tmp_name)

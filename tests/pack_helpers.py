@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentreview.contracts import PackLoadContext
-from agentreview.parse import parse_review
-from agentreview.plugins import Registry
-from agentreview.resolve import ResolvedReview, resolve_review
+from agentreview.manifest.parse import parse_review
+from agentreview.model.contracts import PackLoadContext
+from agentreview.packs.resolve import ResolvedReview, resolve_review
+from agentreview.plugins.registry import Registry
 
 
 def consumer(uses: str, checks: str = "types, core/correctness") -> str:

@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from agentreview.digests import canonical_json, range_sha, sha256_hex
-from agentreview.documents.attestation import (
+from agentreview.model.attestation import (
     Attestation,
     AttestationInconsistentError,
     LaneResult,
     now_iso,
 )
+from agentreview.model.digests import canonical_json, range_sha, sha256_hex
 
 BASE = "1" * 40
 HEAD = "2" * 40

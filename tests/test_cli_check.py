@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agentreview.cli.entry import main
-from agentreview.digests import pack_digest_sha256
+from agentreview.model.digests import pack_digest_sha256
 
 EXAMPLES = Path(__file__).parent / "fixtures" / "examples"
 AGENTREVIEW = Path(sys.executable).parent / "agentreview"

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from agentreview.cli.entry import main
-from agentreview.digests import range_sha
-from agentreview.documents.attestation import Attestation
-from agentreview.ledger import Ledger
+from agentreview.model.attestation import Attestation
+from agentreview.model.digests import range_sha
+from agentreview.store.ledger import Ledger
 
 MSHA = "a" * 64
 

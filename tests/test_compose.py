@@ -64,7 +64,7 @@ def test_delta_review_records_composed_from_and_verifies(repo: Repo, tmp_path: P
     # the reviewer saw only the new commit
     assert _log(tmp_path)[-1] == f"{first_head}..{second_head}"
     prior = first["attestation"]
-    from agentreview.digests import attestation_sha256_of
+    from agentreview.model.digests import attestation_sha256_of
 
     assert lane["composedFrom"] == {
         "rangeSha": prior["rangeSha"],

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentreview.digests import (
+from agentreview.model.digests import (
     CanonicalJsonError,
     attestation_sha256_of,
     canonical_json,

@@ -26,10 +26,10 @@ try:  # typer >= 0.25 vendors click; older releases depend on it.
 except ImportError:  # pragma: no cover
     import click  # type: ignore[no-redef]
 
-from agentreview import errors
 from agentreview.cli.app import build_app
 from agentreview.engine.run import RunResult
-from agentreview.verify import VerifyResult
+from agentreview.model import errors
+from agentreview.verify.gate import VerifyResult
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "cli.md"

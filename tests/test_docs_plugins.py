@@ -1,4 +1,4 @@
-"""docs/plugins.md documents every hook of agentreview/hookspecs.py with its exact signature."""
+"""docs/plugins.md documents every hook of agentreview/plugins/hookspecs.py with its exact signature."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from agentreview import contracts, hookspecs
-from agentreview.plugins import HOOKS
+from agentreview.model import contracts
+from agentreview.plugins import hookspecs
+from agentreview.plugins.registry import HOOKS
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "plugins.md"
 SECTION = re.compile(r"^### (agentreview_\w+)\n(.*?)(?=^### |^## |\Z)", re.M | re.S)

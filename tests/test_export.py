@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from agentreview.documents.attestation import Attestation
-from agentreview.export import export_path, write_export
+from agentreview.model.attestation import Attestation
+from agentreview.store.export import export_path, write_export
 
 HEAD = "0123456789abcdef" * 2 + "01234567"
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentreview.fold import QUORUM, fold_verdict
+from agentreview.model.fold import QUORUM, fold_verdict
 
 STATUSES = ("pass", "fail", "skipped", "timeout")
 lanes_strategy = st.lists(st.tuples(st.booleans(), st.sampled_from(STATUSES)), max_size=8)

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from agentreview.digests import range_sha
-from agentreview.documents.attestation import Attestation
-from agentreview.ledger import INDEX_NAME, HostInfo, Ledger, LedgerError, LedgerKey
+from agentreview.model.attestation import Attestation
+from agentreview.model.digests import range_sha
+from agentreview.store.ledger import INDEX_NAME, HostInfo, Ledger, LedgerError, LedgerKey
 
 REMOTE = "github.com/acme/widgets"
 MSHA = "a" * 64
@@ -134,8 +134,8 @@ def test_concurrent_writers_in_several_processes_leave_one_valid_file(root: Path
     script.write_text(textwrap.dedent(f"""
         import sys
         from pathlib import Path
-        from agentreview.documents.attestation import Attestation
-        from agentreview.ledger import Ledger
+        from agentreview.model.attestation import Attestation
+        from agentreview.store.ledger import Ledger
         worker = int(sys.argv[1])
         led = Ledger(Path({str(root)!r}))
         for i in range(15):

@@ -30,10 +30,10 @@ from https_git_server import (  # noqa: F401 - fixtures are used by name
 )
 from pack_helpers import consumer, resolve
 
-from agentreview.contracts import PackLoadContext, PackLoadError, PackUnavailableError
-from agentreview.parse import ManifestError
-from agentreview.plugins import load_registry
-from agentreview.resolve import classify_pack_ref
+from agentreview.manifest.parse import ManifestError
+from agentreview.model.contracts import PackLoadContext, PackLoadError, PackUnavailableError
+from agentreview.packs.resolve import classify_pack_ref
+from agentreview.plugins.registry import load_registry
 
 PACK_MD = """---
 kind: review-pack
@@ -333,7 +333,7 @@ def test_tampered_cache_entry_is_refused_when_the_server_is_gone(
 _WORKER = """
 import hashlib, json, sys
 from pathlib import Path
-from agentreview.contracts import PackLoadContext
+from agentreview.model.contracts import PackLoadContext
 from agentreview_packs_git.plugin import GitPackLoader
 home = Path(sys.argv[2])
 loaded = GitPackLoader().load(sys.argv[1], PackLoadContext(repo_root=home, manifest_dir=home, home=home))

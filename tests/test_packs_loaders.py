@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from https_git_server import Symlink, git, init_repo, write_files
 
-from agentreview.builtin.npm_loader import NpmPackLoader, package_segments
-from agentreview.builtin.path_loader import PathPackLoader
-from agentreview.contracts import PackLoadContext, PackLoadError, PackUnavailableError
-from agentreview.resolve import read_confined
+from agentreview.model.contracts import PackLoadContext, PackLoadError, PackUnavailableError
+from agentreview.packs.npm_loader import NpmPackLoader, package_segments
+from agentreview.packs.path_loader import PathPackLoader
+from agentreview.packs.resolve import read_confined
 
 PACK_MD = """---
 kind: review-pack

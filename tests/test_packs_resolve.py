@@ -11,11 +11,11 @@ from https_git_server import Symlink, init_repo, write_files
 from pack_helpers import consumer, resolve
 
 from agentreview.cli.app import run_app
-from agentreview.contracts import PackUnavailableError
-from agentreview.digests import PACK_DIGEST_ALG
-from agentreview.parse import ManifestError
-from agentreview.plugins import Registry, load_registry
-from agentreview.resolve import PackResolutionError, verify_pack_digests
+from agentreview.manifest.parse import ManifestError
+from agentreview.model.contracts import PackUnavailableError
+from agentreview.model.digests import PACK_DIGEST_ALG
+from agentreview.packs.resolve import PackResolutionError, verify_pack_digests
+from agentreview.plugins.registry import Registry, load_registry
 
 PACK_MD = """---
 kind: review-pack
@@ -63,7 +63,7 @@ def tracked_repo(tmp_path: Path) -> Path:
 
 
 def expected_digest(review_md: str, rubric_lines: list[tuple[str, str]]) -> str:
-    """The spec recipe, written out independently of agentreview.digests."""
+    """The spec recipe, written out independently of agentreview.model.digests."""
     lines = ["REVIEW.md\x00" + hashlib.sha256(review_md.encode()).hexdigest()]
     lines += [f"{path}\x00" + hashlib.sha256(content.encode()).hexdigest() for path, content in rubric_lines]
     lines.sort()  # ASCII labels: code-unit order is byte order

@@ -7,9 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agentreview.documents.manifest import AgentCheck, CommandCheck
-from agentreview.errors import EXIT_ERROR
-from agentreview.parse import (
+from agentreview.manifest.parse import (
     MAX_MANIFEST_BYTES,
     GitPackRefError,
     ManifestError,
@@ -20,6 +18,8 @@ from agentreview.parse import (
     parse_review_file,
     read_manifest_bytes,
 )
+from agentreview.model.errors import EXIT_ERROR
+from agentreview.model.manifest import AgentCheck, CommandCheck
 
 EXAMPLES = Path(__file__).parent / "fixtures" / "examples"
 SHA = "0123456789abcdef0123456789abcdef01234567"
@@ -109,7 +109,7 @@ def test_on_pre_push_stays_a_string_key() -> None:
 
 
 def test_manifest_sha_is_over_the_raw_bytes() -> None:
-    from agentreview.digests import sha256_hex
+    from agentreview.model.digests import sha256_hex
 
     source = review(MINIMAL, "body\n")
     assert parse_review(source).manifest_sha == sha256_hex(source)
@@ -459,7 +459,7 @@ def test_pack_unbound_placeholder() -> None:
 
 
 def test_problem_list_is_capped_but_counted() -> None:
-    from agentreview.parse import MAX_PROBLEMS
+    from agentreview.manifest.parse import MAX_PROBLEMS
 
     source = review(MINIMAL + "".join(f"extra{i}: 1\n" for i in range(MAX_PROBLEMS + 50)))
     err = problems_of(source)

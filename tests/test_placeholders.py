@@ -8,15 +8,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentreview.documents.manifest import AgentCheck, Binding, CommandCheck
-from agentreview.placeholders import (
+from agentreview.manifest.placeholders import (
     PlaceholderError,
     compile_checks,
     host_values,
     placeholders_in,
     substitute,
 )
-from agentreview.resolve import ResolvedCheck
+from agentreview.model.manifest import AgentCheck, Binding, CommandCheck
+from agentreview.packs.resolve import ResolvedCheck
 
 SHA = "a" * 40
 VALUES = {"base": SHA, "head": "b" * 40, "changed": f"'[{SHA}]'"}

@@ -19,8 +19,8 @@ from typing import Any
 import pluggy
 import pytest
 
-from agentreview import plugins as plugins_module
-from agentreview.plugins import PluginConflictError, load_registry, make_plugin_manager
+from agentreview.plugins import registry as plugins_module
+from agentreview.plugins.registry import PluginConflictError, load_registry, make_plugin_manager
 
 AGENTREVIEW = Path(sys.executable).with_name("agentreview")
 
@@ -217,10 +217,10 @@ def _plugin(point_hook: str, *objs: object) -> object:
 NO_MANAGER_AT_IMPORT = """
 import gc, importlib, sys
 import pluggy
-import agentreview, agentreview.plugins, agentreview.hookspecs, agentreview.cli.app
-first = sys.modules["agentreview.plugins"]
-importlib.import_module("agentreview.plugins")
-assert sys.modules["agentreview.plugins"] is first
+import agentreview, agentreview.plugins.registry, agentreview.plugins.hookspecs, agentreview.cli.app
+first = sys.modules["agentreview.plugins.registry"]
+importlib.import_module("agentreview.plugins.registry")
+assert sys.modules["agentreview.plugins.registry"] is first
 managers = [o for o in gc.get_objects() if isinstance(o, pluggy.PluginManager)]
 print(len(managers))
 """

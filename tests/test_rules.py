@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from agentreview.documents.manifest import AgentCheck, Binding, CommandCheck
-from agentreview.errors import EXIT_USAGE, UsageError
-from agentreview.parse import ManifestError, parse_review
-from agentreview.rules import finalize_bindings, resolve_binding, validate_reviewer_chain
+from agentreview.manifest.parse import ManifestError, parse_review
+from agentreview.manifest.rules import finalize_bindings, resolve_binding, validate_reviewer_chain
+from agentreview.model.errors import EXIT_USAGE, UsageError
+from agentreview.model.manifest import AgentCheck, Binding, CommandCheck
 
 HEAD = "kind: review\nid: demo\ntarget: git-range\n"
 CHECKS = """checks:

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from agentreview.documents.attestation import Attestation
-from agentreview.documents.manifest import ReviewManifest, ReviewPack
-from agentreview.parse import load_frontmatter
-from agentreview.schemas import DOCUMENTS, JSON_SCHEMA_DIALECT, UnknownDocumentError, schema_for, schema_text
+from agentreview.manifest.parse import load_frontmatter
+from agentreview.model.attestation import Attestation
+from agentreview.model.manifest import ReviewManifest, ReviewPack
+from agentreview.model.schemas import DOCUMENTS, JSON_SCHEMA_DIALECT, UnknownDocumentError, schema_for, schema_text
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA_DIR = ROOT / "docs" / "schemas"

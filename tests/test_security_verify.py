@@ -112,7 +112,7 @@ def test_a_key_fingerprint_not_of_the_signing_key_is_refused(trusted_repo: Repo,
 
 
 def test_sshsig_fingerprint_matches_ssh_keygen(keys: dict[str, Key], trusted_repo: Repo) -> None:
-    from agentreview.builtin.ssh_signer import sshsig_key_fingerprint
+    from agentreview.signing.ssh_signer import sshsig_key_fingerprint
 
     raw = sign(trusted_repo.attestation(), keys["trusted"])
     assert sshsig_key_fingerprint(raw["attestor"]["signature"]["sig"]) == keys["trusted"].fingerprint
@@ -133,7 +133,7 @@ def test_a_deeply_nested_export_is_refused_not_a_crash(tmp_path: Path, depth: in
 
 
 def test_canonical_json_of_a_deep_value_is_a_clear_error() -> None:
-    from agentreview.digests import CanonicalJsonError, canonical_json
+    from agentreview.model.digests import CanonicalJsonError, canonical_json
 
     value: list = []
     for _ in range(100_000):

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from agentreview.builtin.ssh_signer import SshSigner
-from agentreview.contracts import SignatureInvalidError, SignerContext, SigningError
-from agentreview.documents.attestation import Attestation
-from agentreview.plugins import load_registry
-from agentreview.signing import sign_attestation, verify_signature
+from agentreview.model.attestation import Attestation
+from agentreview.model.contracts import SignatureInvalidError, SignerContext, SigningError
+from agentreview.plugins.registry import load_registry
+from agentreview.signing.signers import sign_attestation, verify_signature
+from agentreview.signing.ssh_signer import SshSigner
 
 
 def make_att(**extra: Any) -> Attestation:
@@ -91,8 +91,8 @@ def test_concurrent_first_use_creates_one_key(home: Path, tmp_path: Path) -> Non
     script = tmp_path / "first_use.py"
     script.write_text(textwrap.dedent(f"""
         from pathlib import Path
-        from agentreview.builtin.ssh_signer import SshSigner
-        from agentreview.contracts import SignerContext
+        from agentreview.signing.ssh_signer import SshSigner
+        from agentreview.model.contracts import SignerContext
         print(SshSigner().key_info(SignerContext(home=Path({str(home)!r}), principal="p@x")).fingerprint)
     """))
     procs = [subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True) for _ in range(5)]

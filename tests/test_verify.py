@@ -1,4 +1,4 @@
-"""``agentreview.verify`` on real git repositories, real export files and real ssh-keygen signatures.
+"""``agentreview.verify.gate`` on real git repositories, real export files and real ssh-keygen signatures.
 
 Every attack is a concrete tampered file: the verifier must refuse it with the
 reference's problem string, and must accept the untampered original.
@@ -27,9 +27,9 @@ from verify_helpers import (  # noqa: F401  (isolated_env, keys_fixture, repo_fi
     signers_line,
 )
 
-from agentreview.digests import attestation_sha256_of
-from agentreview.documents.attestation import Attestation
-from agentreview.verify import (
+from agentreview.model.attestation import Attestation
+from agentreview.model.digests import attestation_sha256_of
+from agentreview.verify.gate import (
     MAX_ATTESTATION_BYTES,
     ExportDoc,
     UnreadableExport,
@@ -536,7 +536,7 @@ def test_composed_from_prior_under_another_manifest_is_refused(repo: Repo) -> No
 
 
 def test_composed_from_chain_depth_is_bounded() -> None:
-    from agentreview.verify import MAX_CHAIN_DEPTH, composed_from_checks
+    from agentreview.verify.gate import MAX_CHAIN_DEPTH, composed_from_checks
 
     docs: list[ExportDoc] = []
     prev: dict[str, Any] | None = None
@@ -596,7 +596,7 @@ PACK_RUBRIC = "# pack correctness\n"
 
 
 def _pack_repo(tmp_path: Path, ref: str = "./packs/core") -> tuple[Repo, dict[str, Any]]:
-    from agentreview.digests import pack_digest_sha256
+    from agentreview.model.digests import pack_digest_sha256
 
     files = {"packs/core/REVIEW.md": PACK_MD, "packs/core/rubrics/correctness.md": PACK_RUBRIC}
     repo = Repo(tmp_path / "repo", manifest=PACK_CONSUMER.replace("PACK_REF", ref), files=files)

@@ -10,7 +10,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentreview.yaml_safe import MAX_DEPTH, YamlError, load
+from agentreview.manifest.yaml_safe import MAX_DEPTH, YamlError, load
 
 
 @pytest.mark.parametrize(

@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from agentreview.digests import sha256_hex, signed_bytes_of
-from agentreview.documents.attestation import Attestation
-from agentreview.verify import VerifyOptions, VerifyResult, verify
+from agentreview.model.attestation import Attestation
+from agentreview.model.digests import sha256_hex, signed_bytes_of
+from agentreview.verify.gate import VerifyOptions, VerifyResult, verify
 
 REMOTE_URL = "https://github.com/example/demo.git"
 REMOTE = "github.com/example/demo"

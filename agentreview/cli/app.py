@@ -1,7 +1,7 @@
 """The Typer application: one module per command group, errors as one line on stderr.
 
 Each command module exposes ``register(app)``. Usage errors exit 64, an
-:class:`~agentreview.errors.AgentreviewError` exits with its own code, and no
+:class:`~agentreview.model.errors.AgentreviewError` exits with its own code, and no
 traceback ever reaches the user (set ``AGENTREVIEW_DEBUG=1`` to see one).
 """
 
@@ -20,7 +20,7 @@ except ImportError:  # pragma: no cover
     from typer._click import exceptions as click_exc  # type: ignore[no-redef]
 
 from agentreview import __version__
-from agentreview.errors import EXIT_ERROR, EXIT_USAGE, AgentreviewError
+from agentreview.model.errors import EXIT_ERROR, EXIT_USAGE, AgentreviewError
 
 COMMAND_MODULES = [
     "agentreview.cli.run_cmd",

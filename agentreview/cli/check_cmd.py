@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from agentreview.errors import EXIT_ERROR, EXIT_OK, UsageError
+from agentreview.model.errors import EXIT_ERROR, EXIT_OK, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agentreview.documents.manifest import Binding, ReviewPack
-    from agentreview.parse import ParsedReview
-    from agentreview.resolve import ResolvedReview
+    from agentreview.manifest.parse import ParsedReview
+    from agentreview.model.manifest import Binding, ReviewPack
+    from agentreview.packs.resolve import ResolvedReview
 
 
 def register(app: typer.Typer) -> None:
@@ -38,7 +38,13 @@ def register(app: typer.Typer) -> None:
 
 
 def run_check(*, manifest: Path | None, cwd: Path | None, binding: str | None, as_json: bool) -> int:
-    from agentreview.parse import ManifestError, load_frontmatter, parse_pack, parse_review, read_manifest_bytes
+    from agentreview.manifest.parse import (
+        ManifestError,
+        load_frontmatter,
+        parse_pack,
+        parse_review,
+        read_manifest_bytes,
+    )
 
     base = (cwd or Path.cwd()).absolute()
     if not base.is_dir():
@@ -72,7 +78,7 @@ def run_check(*, manifest: Path | None, cwd: Path | None, binding: str | None, a
 
 
 def _repo_root(base: Path) -> Path | None:
-    from agentreview.repo import GitError, repo_root
+    from agentreview.host.git import GitError, repo_root
 
     try:
         return repo_root(base)
@@ -82,13 +88,13 @@ def _repo_root(base: Path) -> Path | None:
 
 def _resolve(parsed: ParsedReview, root: Path | None) -> ResolvedReview:
     """Resolve packs exactly as a run does; a pack that cannot load is a one-line error (exit 3)."""
-    from agentreview.resolve import resolve_review
+    from agentreview.packs.resolve import resolve_review
 
     if not parsed.manifest.uses:
         return resolve_review(parsed)
-    from agentreview.contracts import PackLoadContext
-    from agentreview.home import home_dir
-    from agentreview.plugins import load_registry
+    from agentreview.host.home import home_dir
+    from agentreview.model.contracts import PackLoadContext
+    from agentreview.plugins.registry import load_registry
 
     manifest_dir = parsed.path.parent if parsed.path else Path.cwd()
     ctx = PackLoadContext(repo_root=root or manifest_dir, manifest_dir=manifest_dir, home=home_dir())
@@ -96,7 +102,7 @@ def _resolve(parsed: ParsedReview, root: Path | None) -> ResolvedReview:
 
 
 def _review_view(parsed: ParsedReview, resolved: ResolvedReview, root: Path | None, only: str | None) -> dict[str, Any]:
-    from agentreview.rules import resolve_binding
+    from agentreview.manifest.rules import resolve_binding
 
     manifest = parsed.manifest
     bindings = resolved.bindings

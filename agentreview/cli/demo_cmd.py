@@ -21,7 +21,7 @@ from typing import Annotated
 
 import typer
 
-from agentreview.errors import AgentreviewError
+from agentreview.model.errors import AgentreviewError
 
 DEMO_FILES = Path(__file__).resolve().parent.parent / "demo"
 
@@ -188,7 +188,7 @@ def register(app: typer.Typer) -> None:
         keep: Annotated[bool, typer.Option("--keep", help="Keep the demo folder afterwards.")] = False,
     ) -> int:
         """Build a throw-away repository and walk through run, sign, export and verify."""
-        from agentreview.plugins import load_registry
+        from agentreview.plugins.registry import load_registry
 
         registry = load_registry()
         if "command" not in registry.lane_executors:

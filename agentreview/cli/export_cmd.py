@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from agentreview.errors import AgentreviewError, UsageError
+from agentreview.model.errors import AgentreviewError, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agentreview.ledger import Ledger, LedgerRow
+    from agentreview.store.ledger import Ledger, LedgerRow
 
 
 def _pick(led: Ledger, run_id: str | None, range_: str | None, binding: str | None, cwd: Path | None) -> LedgerRow:
@@ -54,9 +54,9 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="Print {path, runId, verdict}.")] = False,
     ) -> int:
         """Write a recorded attestation as an export file (two-space JSON)."""
-        from agentreview.export import confined_export_dir, export_path, write_export
-        from agentreview.home import ledger_root
-        from agentreview.ledger import Ledger, print_warning
+        from agentreview.host.home import ledger_root
+        from agentreview.store.export import confined_export_dir, export_path, write_export
+        from agentreview.store.ledger import Ledger, print_warning
 
         if not run_id and not range_:
             raise UsageError("give a RUN_ID or --range BASE..HEAD (see 'agentreview ledger')")

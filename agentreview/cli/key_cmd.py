@@ -27,12 +27,12 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     ) -> int:
         """Show the signing key, its fingerprint, the principal, and the ready allowed_signers line."""
-        from agentreview import repo
-        from agentreview.contracts import SignerContext, SigningError
-        from agentreview.errors import AgentreviewError
-        from agentreview.home import home_dir
-        from agentreview.plugins import load_registry
-        from agentreview.signing import configured_signer
+        from agentreview.host import git as repo
+        from agentreview.host.home import home_dir
+        from agentreview.model.contracts import SignerContext, SigningError
+        from agentreview.model.errors import AgentreviewError
+        from agentreview.plugins.registry import load_registry
+        from agentreview.signing.signers import configured_signer
 
         home = home_dir()
         try:

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
-from agentreview.errors import AgentreviewError, UsageError
+from agentreview.model.errors import AgentreviewError, UsageError
 
 FULL_SHA = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 RANGE_SHA = re.compile(r"^[0-9a-f]{64}$")
@@ -22,7 +22,7 @@ RANGE_SHA = re.compile(r"^[0-9a-f]{64}$")
 
 def parse_range(value: str, cwd: Path | None) -> str:
     """The rangeSha a ``--range`` value names (resolving refs in ``cwd``'s repository when needed)."""
-    from agentreview.digests import range_sha
+    from agentreview.model.digests import range_sha
 
     value = value.strip()
     if ".." not in value:
@@ -34,8 +34,7 @@ def parse_range(value: str, cwd: Path | None) -> str:
         raise UsageError(f"--range {value!r} must name both ends: BASE..HEAD")
     if FULL_SHA.match(base) and FULL_SHA.match(head):
         return range_sha(base, head)
-    from agentreview import repo
-
+    from agentreview.host import git as repo
     try:
         root = repo.repo_root(cwd or Path.cwd())
         return range_sha(repo.rev_parse_commit(root, base), repo.rev_parse_commit(root, head))
@@ -45,8 +44,7 @@ def parse_range(value: str, cwd: Path | None) -> str:
 
 def repo_of(cwd: Path | None) -> str | None:
     """The repository identity at ``cwd`` (normalized origin, or ``local:<root>``), None outside git."""
-    from agentreview import repo
-
+    from agentreview.host import git as repo
     try:
         return repo.repo_remote(repo.repo_root(cwd or Path.cwd()))
     except repo.GitError:
@@ -86,9 +84,9 @@ def register(app: typer.Typer) -> None:
         reindex: Annotated[bool, typer.Option("--reindex", help="Rebuild the index from the files first.")] = False,
     ) -> int:
         """List recorded attestations, newest first."""
-        from agentreview.home import ledger_root
-        from agentreview.ledger import Ledger, print_warning
-        from agentreview.repo import normalize_remote
+        from agentreview.host.git import normalize_remote
+        from agentreview.host.home import ledger_root
+        from agentreview.store.ledger import Ledger, print_warning
 
         rsha = parse_range(range_, cwd) if range_ else None
         with Ledger(ledger_root(), warn=print_warning) as led:

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
-from agentreview.errors import EXIT_ERROR, AgentreviewError
+from agentreview.model.errors import EXIT_ERROR, AgentreviewError
 
 
 def check_pack(directory: Path) -> dict[str, Any]:
@@ -22,11 +22,11 @@ def check_pack(directory: Path) -> dict[str, Any]:
 
     Raises :class:`AgentreviewError` (exit 3) naming the file and the problem.
     """
-    from agentreview.builtin.path_loader import read_pack_manifest
-    from agentreview.contracts import PackLoadError
-    from agentreview.digests import PACK_DIGEST_ALG, pack_digest_sha256
-    from agentreview.parse import parse_pack
-    from agentreview.resolve import read_confined
+    from agentreview.manifest.parse import parse_pack
+    from agentreview.model.contracts import PackLoadError
+    from agentreview.model.digests import PACK_DIGEST_ALG, pack_digest_sha256
+    from agentreview.packs.path_loader import read_pack_manifest
+    from agentreview.packs.resolve import read_confined
 
     ref = str(directory)
     root = directory.resolve()

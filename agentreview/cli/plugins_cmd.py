@@ -14,7 +14,7 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="Print one JSON array.")] = False,
     ) -> int:
         """List the loaded plugins, their distribution, version and hooks."""
-        from agentreview.plugins import load_registry
+        from agentreview.plugins.registry import load_registry
 
         # A PluginConflictError is an AgentreviewError: the app prints it as one line, exit 3.
         registry = load_registry()

@@ -31,9 +31,9 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="Print one JSON array.")] = False,
     ) -> int:
         """List reviewer presets, their provider, and whether that provider's CLI is installed and usable."""
-        from agentreview.home import home_dir
-        from agentreview.plugins import load_registry
-        from agentreview.presets import load_presets
+        from agentreview.host.home import home_dir
+        from agentreview.host.presets import load_presets
+        from agentreview.plugins.registry import load_registry
 
         registry = load_registry()
         for warning in registry.warnings:

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
-from agentreview.errors import UsageError
+from agentreview.model.errors import UsageError
 
 # How many last lines of a finding's detail (a command lane's output tail) the summary repeats.
 DETAIL_LINES = 5
@@ -113,7 +113,7 @@ def register(app: typer.Typer) -> None:
     ) -> int:
         """Review base..head: prepare, freeze, run every lane in parallel, fold, sign, record."""
         from agentreview.engine import RunOptions, run_review
-        from agentreview.progress import make_reporter
+        from agentreview.report.progress import make_reporter
 
         if annotate is not None and annotate != "github":
             raise UsageError(f"--annotate supports only 'github', not '{annotate}'")
@@ -138,14 +138,14 @@ def register(app: typer.Typer) -> None:
         reporter = make_reporter(quiet=as_json)
         result = run_review(options, reporter)
         if annotate == "github":
-            from agentreview.annotate import github_annotations
+            from agentreview.report.annotate import github_annotations
 
             for line in github_annotations(result):
                 sys.stdout.write(line + "\n")
         if as_json:
             sys.stdout.write(json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n")
         else:
-            from agentreview.progress import LiveReporter
+            from agentreview.report.progress import LiveReporter
 
             live = isinstance(reporter, LiveReporter) and not (result.cached or result.joined)
             summary = render_summary(result, lanes_shown=live)

@@ -13,8 +13,8 @@ def register(app: typer.Typer) -> None:
         document: Annotated[str, typer.Argument(help="review, review-pack or attestation.", show_default=False)],
     ) -> int:
         """Print the JSON Schema of a document, generated from the models the parser uses."""
-        from agentreview.errors import UsageError
-        from agentreview.schemas import DOCUMENTS, schema_text
+        from agentreview.model.errors import UsageError
+        from agentreview.model.schemas import DOCUMENTS, schema_text
 
         if document not in DOCUMENTS:
             raise UsageError(f"unknown document '{document}': use one of {', '.join(DOCUMENTS)}")

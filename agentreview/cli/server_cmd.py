@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
-from agentreview.errors import AgentreviewError
+from agentreview.model.errors import AgentreviewError
 
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 30.0
@@ -54,7 +54,7 @@ def _last_line(path: os.PathLike[str] | str) -> str:
 
 def start(idle_timeout: int) -> dict[str, Any]:
     """Start a server for ``$AGENTREVIEW_HOME`` unless one answers; its status either way."""
-    from agentreview.home import home_dir
+    from agentreview.host.home import home_dir
     from agentreview.server import client, protocol
     from agentreview.server.serve import prepare_dir
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agentreview.verify import VerifyResult
+    from agentreview.verify.gate import VerifyResult
 
 
 def _final_line(result: VerifyResult) -> str:
@@ -92,7 +92,7 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     ) -> int:
         """Verify an exported attestation against this checkout (no lane is re-run)."""
-        from agentreview.verify import VerifyOptions, verify
+        from agentreview.verify.gate import VerifyOptions, verify
 
         base_dir = cwd if cwd.is_absolute() else Path.cwd() / cwd
         result = verify(

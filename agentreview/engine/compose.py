@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from agentreview.contracts import DeltaRange
+from agentreview.model.contracts import DeltaRange
 
 
 def find_prior(

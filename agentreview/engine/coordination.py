@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentreview.digests import sha256_hex
+from agentreview.model.digests import sha256_hex
 
 
 def join_lock_path(slug_dir: Path, key: tuple[str, str, str, str]) -> Path:

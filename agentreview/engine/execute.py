@@ -1,7 +1,7 @@
 """Running the compiled review: prepare steps in order, then every lane in parallel.
 
 Lane executors are plugins; the core only schedules them and decides status
-(``agentreview.lanes``). Each lane runs on a daemon thread so that an executor
+(``agentreview.model.lanes``). Each lane runs on a daemon thread so that an executor
 that breaks its contract and never returns cannot hold the run (or the
 process) hostage: the core gives it ``timeoutMs`` plus a grace period, then
 records the lane as ``timeout`` and moves on.
@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentreview.contracts import DeltaRange, LaneExecutor, LaneOutcome, LaneRequest
-from agentreview.documents.attestation import LaneResult
-from agentreview.lanes import skipped_result, tail, to_lane_result
+from agentreview.model.attestation import LaneResult
+from agentreview.model.contracts import DeltaRange, LaneExecutor, LaneOutcome, LaneRequest
+from agentreview.model.lanes import skipped_result, tail, to_lane_result
 
 EXECUTOR_GRACE_S = 30.0
 

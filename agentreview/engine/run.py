@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentreview import repo as git
-from agentreview.documents.attestation import Attestation
 from agentreview.engine.coordination import InflightRegistry, InflightRun, join_lock_path
 from agentreview.engine.execute import Cancelled, LaneContext, LanePlan, PrepareFailed, run_lanes, run_prepare
-from agentreview.errors import EXIT_ERROR, EXIT_INCOMPLETE, VERDICT_EXIT, AgentreviewError
-from agentreview.progress import QuietReporter, Reporter
+from agentreview.host import git
+from agentreview.model.attestation import Attestation
+from agentreview.model.errors import EXIT_ERROR, EXIT_INCOMPLETE, VERDICT_EXIT, AgentreviewError
+from agentreview.report.progress import QuietReporter, Reporter
 
 ENV_SESSION = "AGENTREVIEW_SESSION_ID"
 
@@ -108,7 +108,7 @@ def new_run_id() -> str:
 
 def daemon_name() -> str:
     from agentreview import __version__
-    from agentreview.home import hostname
+    from agentreview.host.home import hostname
 
     return f"agentreview/{__version__}@{hostname()}"
 
@@ -157,14 +157,14 @@ def run_review(options: RunOptions, reporter: Reporter | None = None, *, registr
 
 
 def _run(run_id: str, options: RunOptions, reporter: Reporter, registry: Any) -> RunResult:
-    from agentreview.contracts import PackLoadContext
-    from agentreview.home import home_dir
-    from agentreview.ledger import Ledger
-    from agentreview.parse import parse_review, read_manifest_bytes
-    from agentreview.placeholders import compile_checks, host_values, substitute
-    from agentreview.plugins import load_registry
-    from agentreview.resolve import resolve_review
-    from agentreview.rules import resolve_binding
+    from agentreview.host.home import home_dir
+    from agentreview.manifest.parse import parse_review, read_manifest_bytes
+    from agentreview.manifest.placeholders import compile_checks, host_values, substitute
+    from agentreview.manifest.rules import resolve_binding
+    from agentreview.model.contracts import PackLoadContext
+    from agentreview.packs.resolve import resolve_review
+    from agentreview.plugins.registry import load_registry
+    from agentreview.store.ledger import Ledger
 
     home = options.home or home_dir()
     cwd = options.cwd.resolve()
@@ -209,7 +209,7 @@ def _run(run_id: str, options: RunOptions, reporter: Reporter, registry: Any) ->
             for victim in inflight.supersede(me, lambda a, b: git.is_ancestor(root, a, b)):
                 reporter.phase(f"superseded in-flight run {victim}")
         # 8. cache, or join an identical run in flight
-        from agentreview.digests import range_sha
+        from agentreview.model.digests import range_sha
 
         key = (remote, msha, binding_name, range_sha(base_sha, pre_head))
         dirty_before = git.is_dirty(root)
@@ -266,15 +266,15 @@ def _run(run_id: str, options: RunOptions, reporter: Reporter, registry: Any) ->
 
 
 def _manifest_sha(source: bytes) -> str:
-    from agentreview.digests import manifest_sha
+    from agentreview.model.digests import manifest_sha
 
     return manifest_sha(source)
 
 
 def _rubric_digests(resolved: Any, check_ids: list[str]) -> tuple[list[dict[str, str]], dict[str, Path]]:
-    from agentreview.contracts import PackLoadError
-    from agentreview.digests import sha256_hex
-    from agentreview.resolve import read_confined, read_regular_file
+    from agentreview.model.contracts import PackLoadError
+    from agentreview.model.digests import sha256_hex
+    from agentreview.packs.resolve import read_confined, read_regular_file
 
     rubrics: list[dict[str, str]] = []
     paths: dict[str, Path] = {}
@@ -318,7 +318,7 @@ class _JoinLock:
 
 def _acquire_join_lock(path: Path, cancel: threading.Event, options: RunOptions, reporter: Reporter) -> _JoinLock:
     """Take the per-key lock; when another run holds it, wait for it (cancellable, bounded)."""
-    from agentreview.locks import FileLock, Timeout
+    from agentreview.host.locks import FileLock, Timeout
 
     path.parent.mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(path))
@@ -366,7 +366,7 @@ def _finish_cached(
 
 def _check_export_dir(root: Path, export_dir: str | None) -> Path:
     """Where ``--export`` writes: verdict.exportDir, which must stay inside the repository."""
-    from agentreview.export import confined_export_dir
+    from agentreview.store.export import confined_export_dir
 
     if not export_dir:
         raise AgentreviewError("--export needs verdict.exportDir in REVIEW.md (or use --export-to PATH)")
@@ -381,7 +381,7 @@ def _maybe_export(
 ) -> None:
     if not (options.export or options.export_to) or result.attestation is None:
         return
-    from agentreview.export import export_path, write_export
+    from agentreview.store.export import export_path, write_export
 
     att = result.attestation
     if options.export_to:
@@ -519,7 +519,7 @@ def _execute(
             requester=requester or None,
             pr=options.pr,
         )
-        from agentreview.signing import sign_attestation
+        from agentreview.signing.signers import sign_attestation
 
         att, signing_error = sign_attestation(att, registry=registry, home=home, repo_root=root)
         if signing_error:
@@ -554,7 +554,7 @@ def _execute(
 
 def _load_presets(home: Path, providers: dict[str, Any]) -> dict[str, Any]:
     try:
-        from agentreview.presets import load_presets
+        from agentreview.host.presets import load_presets
     except ImportError:  # pragma: no cover - the presets module ships with the core
         return {}
     return load_presets(home, providers.keys())

@@ -16,7 +16,7 @@ ENV_NO_SERVER = "AGENTREVIEW_NO_SERVER"
 
 
 def home_path(env: Mapping[str, str]) -> str:
-    """``$AGENTREVIEW_HOME`` resolved the way :func:`agentreview.home.home_dir` does, without pathlib."""
+    """``$AGENTREVIEW_HOME`` resolved the way :func:`agentreview.host.home.home_dir` does, without pathlib."""
     value = env.get("AGENTREVIEW_HOME")
     home = os.path.expanduser(value) if value else os.path.join(os.path.expanduser("~"), ".agentproto")
     return os.path.realpath(home)

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
-from agentreview.errors import AgentreviewError
+from agentreview.model.errors import AgentreviewError
 from agentreview.server import protocol
 
 DEFAULT_IDLE_TIMEOUT_S = 15 * 60
@@ -42,16 +42,16 @@ WARM_MANIFEST = b"---\nkind: review\nid: warm\ntarget: { kind: git-range, base: 
     b"  - id: t\n    kind: command\n    run: 'true'\n---\n"
 WARM_MODULES = (
     "agentreview.cli.app",
-    "agentreview.parse",
-    "agentreview.ledger",
+    "agentreview.manifest.parse",
+    "agentreview.store.ledger",
     "agentreview.engine.run",
     "agentreview.engine.execute",
-    "agentreview.verify",
-    "agentreview.signing",
-    "agentreview.export",
-    "agentreview.progress",
-    "agentreview.documents.manifest",
-    "agentreview.documents.attestation",
+    "agentreview.verify.gate",
+    "agentreview.signing.signers",
+    "agentreview.store.export",
+    "agentreview.report.progress",
+    "agentreview.model.manifest",
+    "agentreview.model.attestation",
     "rich.console",
     "rich.live",
 )
@@ -101,7 +101,7 @@ def warm() -> list[str]:
     steps = {
         "app": _warm_app,
         "plugins": _warm_plugins,
-        "manifest": lambda: __import__("agentreview.parse", fromlist=["parse_review"]).parse_review(WARM_MANIFEST),
+        "manifest": lambda: importlib.import_module("agentreview.manifest.parse").parse_review(WARM_MANIFEST),
         "attestation": _warm_attestation,
     }
     for label, step in steps.items():
@@ -123,7 +123,7 @@ def _warm_app() -> None:
 
 
 def _warm_plugins() -> None:
-    from agentreview.plugins import load_registry
+    from agentreview.plugins.registry import load_registry
 
     load_registry(only=None, blocked=())
 
@@ -131,7 +131,7 @@ def _warm_plugins() -> None:
 def _warm_attestation() -> None:
     from pydantic import ValidationError
 
-    from agentreview.documents.attestation import Attestation
+    from agentreview.model.attestation import Attestation
 
     with contextlib.suppress(ValidationError):
         Attestation.model_validate({"kind": "attestation"})

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agentreview.contracts import (
+from agentreview.model.contracts import (
     FallbackAttempt,
     LaneOutcome,
     LaneRequest,

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from agentreview_agent.executor import AgentLaneExecutor
 
-from agentreview.contracts import DeltaRange, LaneRequest, PresetSpec
-from agentreview.documents.manifest import AgentCheck
+from agentreview.model.contracts import DeltaRange, LaneRequest, PresetSpec
+from agentreview.model.manifest import AgentCheck
 
 
 def git(repo: Path, *args: str) -> str:

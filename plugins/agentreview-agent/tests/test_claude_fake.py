@@ -14,8 +14,8 @@ import pytest
 from agentreview_agent.answer import VERDICT_SCHEMA
 from agentreview_agent.providers.claude import ClaudeProvider, audit_stream
 
-from agentreview.contracts import PresetSpec
-from agentreview.lanes import to_lane_result
+from agentreview.model.contracts import PresetSpec
+from agentreview.model.lanes import to_lane_result
 
 FINDING = {"severity": "high", "title": "SQL injection", "detail": "f-string", "file": "app.py", "line": 1}
 

@@ -10,8 +10,8 @@ import json
 import pytest
 from agentreview_agent.providers.codex import CodexProvider, audit_stream, config_overrides
 
-from agentreview.contracts import PresetSpec
-from agentreview.lanes import to_lane_result
+from agentreview.model.contracts import PresetSpec
+from agentreview.model.lanes import to_lane_result
 
 
 @pytest.fixture

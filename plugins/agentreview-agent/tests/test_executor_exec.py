@@ -10,8 +10,8 @@ import threading
 import time
 from pathlib import Path
 
-from agentreview.contracts import DeltaRange, PresetSpec
-from agentreview.lanes import to_lane_result
+from agentreview.model.contracts import DeltaRange, PresetSpec
+from agentreview.model.lanes import to_lane_result
 from conftest import script
 
 WRITE = """

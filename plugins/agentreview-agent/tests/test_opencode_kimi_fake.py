@@ -11,7 +11,7 @@ import pytest
 from agentreview_agent.providers.kimi import KimiProvider
 from agentreview_agent.providers.opencode import AGENT, OpenCodeProvider
 
-from agentreview.lanes import to_lane_result
+from agentreview.model.lanes import to_lane_result
 
 PROVIDERS = {"opencode": OpenCodeProvider, "kimi": KimiProvider}
 

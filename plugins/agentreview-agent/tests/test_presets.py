@@ -1,4 +1,4 @@
-"""Host-local presets (agentreview/presets.py) and ``agentreview presets [--json]``."""
+"""Host-local presets (agentreview/host/presets.py) and ``agentreview presets [--json]``."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from agentreview.errors import AgentreviewError
-from agentreview.presets import load_presets
+from agentreview.host.presets import load_presets
+from agentreview.model.errors import AgentreviewError
 
 
 def test_builtins_for_every_provider_and_user_presets(tmp_path: Path) -> None:

@@ -60,11 +60,11 @@ def test_example_provider_runs_an_agent_lane(example_site: Path, repo, tmp_path:
     program = f"""
 import json, sys, threading
 from pathlib import Path
-from agentreview.contracts import LaneRequest
-from agentreview.documents.manifest import AgentCheck
-from agentreview.lanes import to_lane_result
-from agentreview.plugins import load_registry
-from agentreview.presets import load_presets
+from agentreview.model.contracts import LaneRequest
+from agentreview.model.manifest import AgentCheck
+from agentreview.model.lanes import to_lane_result
+from agentreview.plugins.registry import load_registry
+from agentreview.host.presets import load_presets
 
 registry = load_registry()
 providers = registry.objects("providers")

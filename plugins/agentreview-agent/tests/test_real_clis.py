@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from model_server import ModelServer, Reply
 
-from agentreview.contracts import PresetSpec
-from agentreview.lanes import to_lane_result
+from agentreview.model.contracts import PresetSpec
+from agentreview.model.lanes import to_lane_result
 from conftest import git
 
 pytestmark = pytest.mark.slow
@@ -232,7 +232,7 @@ def opencode_lane(lane, monkeypatch, tmp_path: Path):
 
 
 def _opencode_presets(lane, binary: str, url: str, extra: str = "") -> None:
-    from agentreview.presets import load_presets
+    from agentreview.host.presets import load_presets
 
     arhome = Path(os.environ["AGENTREVIEW_HOME"])
     arhome.mkdir(parents=True, exist_ok=True)

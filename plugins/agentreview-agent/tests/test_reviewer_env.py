@@ -19,7 +19,7 @@ from agentreview_agent.providers.codex import CodexProvider
 from agentreview_agent.providers.kimi import KimiProvider
 from agentreview_agent.providers.opencode import OpenCodeProvider
 
-from agentreview.contracts import PresetSpec
+from agentreview.model.contracts import PresetSpec
 from conftest import script
 
 BASICS = {

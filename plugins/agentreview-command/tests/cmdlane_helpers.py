@@ -11,8 +11,8 @@ import time
 import uuid
 from pathlib import Path
 
-from agentreview.contracts import LaneRequest
-from agentreview.documents.manifest import CommandCheck
+from agentreview.model.contracts import LaneRequest
+from agentreview.model.manifest import CommandCheck
 
 MARK_VAR = "CMDLANE_TEST_MARK"
 

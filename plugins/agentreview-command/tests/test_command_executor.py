@@ -17,7 +17,7 @@ from agentreview_command.executor import (
 )
 from cmdlane_helpers import marked_pids, new_mark, pid_alive, request, wait_until
 
-from agentreview.plugins import load_registry
+from agentreview.plugins.registry import load_registry
 
 
 @pytest.fixture(autouse=True)

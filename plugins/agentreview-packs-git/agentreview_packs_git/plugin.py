@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from agentreview import hookimpl
-from agentreview.contracts import LoadedPack, PackLoadContext, PackLoadError, PackUnavailableError
+from agentreview.model.contracts import LoadedPack, PackLoadContext, PackLoadError, PackUnavailableError
 from agentreview_packs_git.refs import split_git_ref
 
 
@@ -24,7 +24,7 @@ class GitPackLoader:
 
     def load(self, ref: str, ctx: PackLoadContext) -> LoadedPack:
         url, sha = split_git_ref(ref)
-        from agentreview.home import pack_cache_dir
+        from agentreview.host.home import pack_cache_dir
         from agentreview_packs_git.cache import verify_entry
         from agentreview_packs_git.tree import TreeMismatchError
 
@@ -40,7 +40,7 @@ class GitPackLoader:
     def _loaded(entry: Path, manifest: bytes | None, url: str, ref: str) -> LoadedPack:
         root = Path(os.path.realpath(entry))
         if manifest is None:  # missing, or a symlink: the confined reader decides (and names the fix)
-            from agentreview.builtin.path_loader import read_pack_manifest
+            from agentreview.packs.path_loader import read_pack_manifest
 
             manifest = read_pack_manifest(root, ref)
         return LoadedPack(root=root, source=manifest, trusted=False, origin=url)
@@ -50,7 +50,7 @@ class GitPackLoader:
     ) -> LoadedPack:
         """Under the per-sha lock: re-check the entry (another process may have fixed it), drop a bad
         one, fetch, publish with one rename."""
-        from agentreview.locks import FileLock, Timeout
+        from agentreview.host.locks import FileLock, Timeout
         from agentreview_packs_git.cache import FetchError, discard, fetch_entry, verify_entry
         from agentreview_packs_git.tree import TreeMismatchError
 

@@ -21,7 +21,7 @@ import subprocess
 import time
 
 from agentreview import hookimpl
-from agentreview.contracts import ProviderStatus, ReviewerRequest, ReviewerResult
+from agentreview.model.contracts import ProviderStatus, ReviewerRequest, ReviewerResult
 
 
 class ExampleLinterProvider:

@@ -55,6 +55,6 @@ def load_config(home: Path | None = None) -> dict[str, Any]:
     except FileNotFoundError:
         return {}
     except (OSError, tomllib.TOMLDecodeError) as exc:
-        from agentreview.errors import AgentreviewError
+        from agentreview.model.errors import AgentreviewError
 
         raise AgentreviewError(f"{path}: cannot read configuration: {exc} — fix or remove the file") from exc

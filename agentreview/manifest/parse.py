@@ -3,11 +3,11 @@
 Parse loudly (AIP-62 design principle 6): every problem found is reported at
 once — each schema error translated into a one-line message with its location
 (``checks[2].timeoutMs``), the file line, and a fix, followed by every
-cross-field violation (``agentreview.rules``). A manifest is accepted only when
+cross-field violation (``agentreview.manifest.rules``). A manifest is accepted only when
 there is no problem at all; nothing is defaulted around an error.
 
 The input is hostile until proven otherwise: size-capped, strict UTF-8, and read
-through :mod:`agentreview.yaml_safe` (YAML 1.2 scalars, no anchors, no
+through :mod:`agentreview.manifest.yaml_safe` (YAML 1.2 scalars, no anchors, no
 duplicate keys, bounded depth).
 """
 
@@ -17,84 +17,19 @@ import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from agentreview.errors import EXIT_ERROR, AgentreviewError
+from agentreview.model.packref import GitPackRefError, parse_git_pack_ref
+from agentreview.model.problems import ManifestError, Problem
 
 if TYPE_CHECKING:  # pragma: no cover
     from pydantic import ValidationError
 
-    from agentreview.documents.manifest import Binding, ReviewManifest, ReviewPack
+    from agentreview.model.manifest import Binding, ReviewManifest, ReviewPack
 
 MAX_MANIFEST_BYTES = 1 << 20
 MAX_PROBLEMS = 100
 BOM = "\ufeff"
-GIT_PACK_REF = re.compile(r"^git\+(https://[^\s#]+)#([0-9a-f]{40})$")
-
-
-class Problem(NamedTuple):
-    """One thing wrong with a manifest: where (``checks[2].timeoutMs``), what, how to fix it."""
-
-    location: str
-    message: str
-    fix: str = ""
-    line: int | None = None
-
-    def __str__(self) -> str:
-        return self.render()
-
-    def render(self, path: Path | str | None = None) -> str:
-        where = str(path) if path is not None else ""
-        if where and self.line is not None:
-            where += f":{self.line}"
-        head = f"{where}: " if where else ""
-        tail = f"; fix: {self.fix}" if self.fix else ""
-        return f"{head}{self.location}: {self.message}{tail}"
-
-
-class ManifestError(AgentreviewError):
-    """An invalid manifest (exit code 3). ``problems`` holds every problem found, in file order."""
-
-    exit_code = EXIT_ERROR
-
-    def __init__(self, path: Path | None, problems: list[Problem]):
-        self.path = path
-        self.problems = list(problems) or [Problem("manifest", "invalid")]
-        first = self.problems[0].render(path)
-        more = len(self.problems) - 1
-        super().__init__(first + (f" (and {more} more)" if more else ""))
-
-    def lines(self) -> list[str]:
-        return [p.render(self.path) for p in self.problems]
-
-    def render(self) -> str:
-        """Every problem, one per line."""
-        return "\n".join(self.lines())
-
-
-class GitPackRefError(ValueError):
-    """A ``git+`` pack reference that is not ``git+https://<url>#<40-hex sha>``."""
-
-
-def parse_git_pack_ref(ref: str) -> tuple[str, str]:
-    """Split ``git+https://<url>#<sha>`` at the FIRST ``#`` into ``(https url, sha)``.
-
-    Shared by the manifest parser and the git pack loader, so the two can never
-    split a reference differently (a ``#`` smuggled into the url is refused).
-    """
-    if not ref.startswith("git+https://"):
-        raise GitPackRefError(
-            f"git pack ref '{ref}' must use git+https:// — other git transports (ssh://, file://, ext::, "
-            "plain http://) are not accepted"
-        )
-    match = GIT_PACK_REF.fullmatch(ref)  # fullmatch: `$` alone would accept a trailing newline
-    if match is None:
-        raise GitPackRefError(
-            f"git pack ref '{ref}' must be pinned to a full 40-hex commit sha (git+https://<url>#<sha>) — a floating "
-            "branch, tag, or short sha is not reproducible; the url itself may not contain whitespace or '#' (the pin "
-            "starts at the first '#')"
-        )
-    return match.group(1), match.group(2)
 
 
 # --------------------------------------------------------------------------- reading
@@ -147,7 +82,7 @@ class Frontmatter:
 
 def load_frontmatter(source: bytes, path: Path | None = None) -> Frontmatter:
     """Split ``---`` / YAML / ``---`` and read the YAML strictly. A leading BOM is accepted and ignored."""
-    from agentreview.yaml_safe import YamlError, load
+    from agentreview.manifest.yaml_safe import YamlError, load
 
     text = _decode(source, path)
     if text.startswith(BOM):
@@ -199,7 +134,7 @@ class ParsedReview:
 
     @property
     def manifest_sha(self) -> str:
-        from agentreview.digests import manifest_sha
+        from agentreview.model.digests import manifest_sha
 
         return manifest_sha(self.source)
 
@@ -214,7 +149,7 @@ def parse_review(source: bytes, path: Path | None = None) -> ParsedReview:
     """Parse a ``kind: review`` REVIEW.md; raise :class:`ManifestError` listing every problem."""
     from pydantic import ValidationError
 
-    from agentreview.documents.manifest import ReviewManifest
+    from agentreview.model.manifest import ReviewManifest
 
     path = Path(path).absolute() if path is not None else None
     front = load_frontmatter(source, path)
@@ -253,8 +188,7 @@ def _review_rules(data: dict[str, Any]) -> tuple[list[Problem], dict[str, Bindin
     reported already); a valid-shaped rest is still checked, so one typo never hides
     another error.
     """
-    from agentreview import rules
-
+    from agentreview.manifest import rules
     indexed, opaque = _valid_checks(data.get("checks"), is_pack=False)
     raw_checks = data.get("checks") if isinstance(data.get("checks"), list) else []
     problems = rules.duplicate_problems(_raw_ids(raw_checks, "id"), "checks", "id")
@@ -296,8 +230,8 @@ def _review_rules(data: dict[str, Any]) -> tuple[list[Problem], dict[str, Bindin
 
 def _uses_chain_problems(raw_uses: list[Any]) -> list[Problem]:
     """Reviewer chains that can already be judged at parse time (the pack's own preset is unknown)."""
-    from agentreview import rules
-    from agentreview.documents.manifest import UsesEntry
+    from agentreview.manifest import rules
+    from agentreview.model.manifest import UsesEntry
 
     problems: list[Problem] = []
     for index, raw in enumerate(raw_uses):
@@ -336,7 +270,7 @@ def _check_adapter(is_pack: bool) -> Any:
     """One validator per check union, built once: building it costs milliseconds per call."""
     from pydantic import TypeAdapter
 
-    from agentreview.documents.manifest import Check, PackCheck
+    from agentreview.model.manifest import Check, PackCheck
 
     return TypeAdapter(PackCheck if is_pack else Check)
 
@@ -361,7 +295,7 @@ def _valid_checks(raw: Any, *, is_pack: bool) -> tuple[list[tuple[int, Any]], se
 
 def _valid_bindings(raw: Any) -> dict[str, Binding] | None:
     """The declared bindings whose shape is valid; ``{}`` when none are declared; None for a bad shape."""
-    from agentreview.documents.manifest import Binding
+    from agentreview.model.manifest import Binding
 
     if raw is None:
         return {}
@@ -382,8 +316,8 @@ def parse_pack(source: bytes, path: Path | None = None) -> ReviewPack:
     """Parse a pack's REVIEW.md (``kind: review-pack``); raise :class:`ManifestError` listing every problem."""
     from pydantic import ValidationError
 
-    from agentreview import rules
-    from agentreview.documents.manifest import ReviewPack
+    from agentreview.manifest import rules
+    from agentreview.model.manifest import ReviewPack
 
     path = Path(path).absolute() if path is not None else None
     front = load_frontmatter(source, path)
@@ -483,7 +417,7 @@ def _at(data: Any, loc: tuple[Any, ...]) -> Any:
 
 def _model_at(loc: tuple[Any, ...], data: Any, is_pack: bool) -> Any:
     """The model class that validates the mapping at ``loc`` (for listing its allowed keys)."""
-    from agentreview.documents import manifest as m
+    from agentreview.model import manifest as m
 
     if loc == ():
         return m.ReviewPack if is_pack else m.ReviewManifest
@@ -561,7 +495,7 @@ def _fail(path: Path | None, problems: list[Problem], lines: dict[tuple[str | in
 
 
 def _translate(err: Any, data: dict[str, Any], is_pack: bool) -> Problem:
-    from agentreview.documents import manifest as m
+    from agentreview.model import manifest as m
 
     loc = _clean_loc(tuple(err["loc"]))
     where = _location(loc)

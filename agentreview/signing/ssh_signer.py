@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from agentreview import hookimpl
-from agentreview.contracts import KeyInfo, SignatureInvalidError, SignerContext, SigningError
-from agentreview.home import hostname, keys_dir, load_config
+from agentreview.host.home import hostname, keys_dir, load_config
+from agentreview.model.contracts import KeyInfo, SignatureInvalidError, SignerContext, SigningError
 
 NAMESPACE = "agentproto-review"
 ALG = "ssh-ed25519"
@@ -67,7 +67,7 @@ def _resolve_principal(ctx: SignerContext) -> str:
             raise SigningError(f"{ctx.home / 'config.toml'}: [signing].principal must be a string")
         principal, source = configured, f"{ctx.home / 'config.toml'} [signing].principal"
     if not principal:
-        from agentreview.repo import GitError, user_email
+        from agentreview.host.git import GitError, user_email
 
         try:
             principal, source = user_email(ctx.repo_root), "git config user.email"
@@ -126,7 +126,7 @@ class SshSigner:
 
     def _ensure_key(self, ctx: SignerContext) -> Path:
         """Create the key on first use; concurrent first uses create exactly one key."""
-        from agentreview.locks import FileLock, Timeout
+        from agentreview.host.locks import FileLock, Timeout
 
         key = self.key_path(ctx.home)
         directory = key.parent
@@ -218,7 +218,7 @@ class SshSigner:
     # ------------------------------------------------------------------ signing
 
     def sign(self, payload: bytes, ctx: SignerContext) -> dict[str, str]:
-        from agentreview.documents.attestation import now_iso
+        from agentreview.model.attestation import now_iso
 
         if shutil.which("ssh-keygen") is None:
             raise SigningError(f"could not sign the attestation: {NOT_FOUND}")

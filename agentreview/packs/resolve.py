@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentreview.errors import AgentreviewError
+from agentreview.model.errors import AgentreviewError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agentreview.contracts import LoadedPack, PackLoadContext
-    from agentreview.documents.manifest import (
+    from agentreview.manifest.parse import ParsedReview, Problem
+    from agentreview.model.contracts import LoadedPack, PackLoadContext
+    from agentreview.model.manifest import (
         AgentCheck,
         Binding,
         CommandCheck,
@@ -27,8 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
         ReviewPack,
         UsesEntry,
     )
-    from agentreview.parse import ParsedReview, Problem
-    from agentreview.plugins import Registry
+    from agentreview.plugins.registry import Registry
 
 # Which plugin provides the loader of each reference form, for the "not installed" error.
 _BUILTIN_HINT = "the built-in loader agentreview:{} (check AGENTREVIEW_PLUGINS / AGENTREVIEW_DISABLE_PLUGINS)"
@@ -107,7 +107,7 @@ def resolve_review(
     ctx: PackLoadContext | None = None,
 ) -> ResolvedReview:
     """Resolve ``uses[]`` (when present) and finalize the bindings against the full check set."""
-    from agentreview.rules import finalize_bindings
+    from agentreview.manifest.rules import finalize_bindings
 
     manifest = parsed.manifest
     manifest_dir = parsed.path.parent if parsed.path else Path.cwd()
@@ -135,7 +135,7 @@ def read_confined(root: Path, rel: str) -> bytes:
     refuses a symlink (so a swap after the check is not followed), refuses anything
     but a regular file (a FIFO would hang the read) and caps the size.
     """
-    from agentreview.contracts import PackLoadError
+    from agentreview.model.contracts import PackLoadError
 
     root_real = os.path.realpath(root)
     target = os.path.realpath(os.path.join(root_real, rel))
@@ -149,7 +149,7 @@ def read_regular_file(path: str | Path, *, follow_symlinks: bool = True, limit: 
     larger file is refused with :class:`PackLoadError`, never read forever."""
     import stat
 
-    from agentreview.contracts import PackLoadError
+    from agentreview.model.contracts import PackLoadError
 
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | (0 if follow_symlinks else os.O_NOFOLLOW)
     try:
@@ -180,7 +180,7 @@ class _PackResolver:
     A pack that cannot be loaded stops resolution at once (:class:`PackResolutionError`);
     everything else (unknown or unselected ids, commands from an untrusted pack, a
     missing preset, an escaping rubric, a collision) is gathered across all entries and
-    raised as one :class:`~agentreview.parse.ManifestError`.
+    raised as one :class:`~agentreview.manifest.parse.ManifestError`.
     """
 
     def __init__(self, parsed: ParsedReview, registry: Registry, ctx: PackLoadContext):
@@ -190,12 +190,12 @@ class _PackResolver:
         self.problems: list[Problem] = []
 
     def problem(self, index: int, where: str, message: str, fix: str = "") -> None:
-        from agentreview.parse import Problem
+        from agentreview.model.problems import Problem
 
         self.problems.append(Problem(f"uses[{index}]{where}", message, fix))
 
     def resolve_all(self, checks: dict[str, ResolvedCheck]) -> list[ResolvedPack]:
-        from agentreview.parse import ManifestError
+        from agentreview.model.problems import ManifestError
 
         packs = [self.resolve_entry(i, entry, checks) for i, entry in enumerate(self.parsed.manifest.uses)]
         if self.problems:
@@ -203,7 +203,7 @@ class _PackResolver:
         return packs
 
     def load(self, entry: UsesEntry) -> tuple[str, LoadedPack]:
-        from agentreview.contracts import LoadedPack, PackLoadError, PackUnavailableError
+        from agentreview.model.contracts import LoadedPack, PackLoadError, PackUnavailableError
 
         ref, form = entry.pack, classify_pack_ref(entry.pack)
         label = f"uses '{entry.as_}' ({ref})"
@@ -226,7 +226,7 @@ class _PackResolver:
         return form, loaded
 
     def parse(self, entry: UsesEntry, loaded: LoadedPack) -> ReviewPack:
-        from agentreview.parse import ManifestError, parse_pack
+        from agentreview.manifest.parse import ManifestError, parse_pack
 
         try:
             return parse_pack(loaded.source, loaded.root / "REVIEW.md")
@@ -235,8 +235,8 @@ class _PackResolver:
             raise ManifestError(exc.path, [p._replace(location=prefix + p.location) for p in exc.problems]) from None
 
     def resolve_entry(self, index: int, entry: UsesEntry, checks: dict[str, ResolvedCheck]) -> ResolvedPack:
-        from agentreview.contracts import PackLoadError
-        from agentreview.digests import PACK_DIGEST_ALG, pack_digest_sha256
+        from agentreview.model.contracts import PackLoadError
+        from agentreview.model.digests import PACK_DIGEST_ALG, pack_digest_sha256
 
         form, loaded = self.load(entry)
         pack = self.parse(entry, loaded)
@@ -340,7 +340,7 @@ class _PackResolver:
         override: Override | None,
         loaded: LoadedPack,
     ) -> CommandCheck | None:
-        from agentreview.documents.manifest import CommandCheck
+        from agentreview.model.manifest import CommandCheck
 
         if not (entry.allowCommands or loaded.trusted):
             self.problem(
@@ -372,8 +372,8 @@ class _PackResolver:
         override: Override | None,
         label: str,
     ) -> AgentCheck | None:
-        from agentreview.documents.manifest import AgentCheck
-        from agentreview.rules import validate_reviewer_chain
+        from agentreview.manifest.rules import validate_reviewer_chain
+        from agentreview.model.manifest import AgentCheck
 
         preset = _pick(override, "preset", None) or entry.preset or check.preset
         if preset is None:
@@ -423,8 +423,8 @@ def verify_pack_digests(
     (in order, so one ref used twice matches twice); a record with no resolved pack,
     a resolved pack with no record, and a changed digest are problems.
     """
-    from agentreview.contracts import PackUnavailableError
-    from agentreview.digests import PACK_DIGEST_ALG
+    from agentreview.model.contracts import PackUnavailableError
+    from agentreview.model.digests import PACK_DIGEST_ALG
 
     problems: list[str] = []
     notes: list[str] = []

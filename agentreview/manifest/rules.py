@@ -1,6 +1,6 @@
 """The cross-field rules of AIP-62 (§Cross-field rules 1–11) that field shapes cannot express.
 
-Each rule returns :class:`~agentreview.parse.Problem` values instead of raising,
+Each rule returns :class:`~agentreview.manifest.parse.Problem` values instead of raising,
 so a parse reports every violation at once. :func:`finalize_bindings` is the
 one entry point that raises: the parser uses it for a manifest without
 ``uses``, and pack resolution uses it again over the merged check list, where
@@ -13,12 +13,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentreview.errors import UsageError
-from agentreview.parse import ManifestError, Problem
-from agentreview.placeholders import HOST_VARS, LANE_VARS, compile_checks, placeholders_in
+from agentreview.manifest.placeholders import HOST_VARS, LANE_VARS, compile_checks, placeholders_in
+from agentreview.model.errors import UsageError
+from agentreview.model.problems import ManifestError, Problem
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agentreview.documents.manifest import AgentCheck, Binding, CommandCheck
+    from agentreview.model.manifest import AgentCheck, Binding, CommandCheck
 
 IMPLIED_BINDING = "default"
 
@@ -120,7 +120,7 @@ def binding_problems(
     Returns the finalized bindings (the implied ``default`` when none were declared
     and ``namespaces`` is None) and the problems.
     """
-    from agentreview.documents.manifest import Binding
+    from agentreview.model.manifest import Binding
 
     by_id = {c.id: c for c in checks}
     opaque = set(opaque_ids)

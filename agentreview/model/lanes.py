@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentreview.contracts import DeltaRange, LaneOutcome
-from agentreview.documents.attestation import LaneResult
+from agentreview.model.attestation import LaneResult
+from agentreview.model.contracts import DeltaRange, LaneOutcome
 
 TAIL_CHARS = 4000
 SEVERITY_RANK = {"low": 1, "medium": 2, "high": 3}

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agentreview.contracts import LaneExecutor, PackLoader, ReviewerProvider, Signer
+    from agentreview.model.contracts import LaneExecutor, PackLoader, ReviewerProvider, Signer
 
 hookspec = pluggy.HookspecMarker("agentreview")
 

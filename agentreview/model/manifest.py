@@ -2,7 +2,7 @@
 
 Strict at every level (an unknown key is an error) and strict in type (YAML
 ``"true"`` is not a boolean, ``"5"`` is not an integer). Cross-field rules live in
-``agentreview.rules``; these models express shapes and defaults only, exactly as
+``agentreview.manifest.rules``; these models express shapes and defaults only, exactly as
 reference-notes 1.1 and 1.2 give them.
 """
 
@@ -13,10 +13,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from agentreview.model.packref import PACK_REF_PATTERN, parse_git_pack_ref
+
 ID_PATTERN = r"^[a-z][a-z0-9-]*$"
 REF_PATTERN = r"^[a-z][a-z0-9-]*(?:/[a-z][a-z0-9-]*)?$"
 SEMVER_PATTERN = r"^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$"
-PACK_REF_PATTERN = r"^(?!git\+)\S+$|^git\+https://[^\s#]+#[0-9a-f]{40}$"
 
 DEFAULT_COMMAND_TIMEOUT_MS = 10 * 60_000
 DEFAULT_AGENT_TIMEOUT_MS = 15 * 60_000
@@ -84,8 +85,6 @@ def _pack_ref(value: str) -> str:
     # fullmatch keeps Python's `$` from accepting a trailing newline.
     if re.fullmatch(PACK_REF_PATTERN, value) is None:
         if value.startswith("git+"):
-            from agentreview.parse import parse_git_pack_ref
-
             parse_git_pack_ref(value)  # raises with the message that names the fix
         raise ValueError(f"pack reference {value!r} must be an npm name, a path or git+https://<url>#<sha>")
     return value

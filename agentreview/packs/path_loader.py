@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 
 from agentreview import hookimpl
-from agentreview.contracts import LoadedPack, PackLoadContext, PackLoadError, PackUnavailableError
+from agentreview.model.contracts import LoadedPack, PackLoadContext, PackLoadError, PackUnavailableError
 
 PACK_MANIFEST = "REVIEW.md"
 _LS_FILES_TIMEOUT_S = 10.0
@@ -26,7 +26,7 @@ def is_inside(child: str, parent: str) -> bool:
 
 def read_pack_manifest(root: Path, ref: str) -> bytes:
     """Read ``<root>/REVIEW.md`` through the confined reader (it may not point out of the root)."""
-    from agentreview.resolve import read_confined
+    from agentreview.packs.resolve import read_confined
 
     if not os.path.lexists(root / PACK_MANIFEST):
         raise PackLoadError(
@@ -42,7 +42,7 @@ def read_pack_manifest(root: Path, ref: str) -> bytes:
 def _is_tracked(repo_real: str, rel_manifest: str) -> bool:
     """``git ls-files --error-unmatch`` with literal pathspecs, so a path holding ``*`` or ``:``
     cannot match some other tracked file."""
-    from agentreview.repo import GitError, git
+    from agentreview.host.git import GitError, git
 
     try:
         proc = git(

@@ -29,8 +29,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from agentreview.contracts import PresetSpec
-from agentreview.errors import AgentreviewError
+from agentreview.model.contracts import PresetSpec
+from agentreview.model.errors import AgentreviewError
 
 PRESETS_FILE = "presets.toml"
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -105,7 +105,7 @@ def _user_presets(path: Path) -> dict[str, PresetSpec]:
 def load_presets(home: Path, provider_names: Iterable[str]) -> dict[str, PresetSpec]:
     """Built-in presets for ``provider_names`` plus the user presets of ``home``.
 
-    Raises :class:`~agentreview.errors.AgentreviewError` naming the file and table of a
+    Raises :class:`~agentreview.model.errors.AgentreviewError` naming the file and table of a
     bad entry. Never looks at the reviewed repository.
     """
     presets = {name: PresetSpec(name=name, provider=name, builtin=True) for name in sorted(provider_names)}

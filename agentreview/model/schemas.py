@@ -38,15 +38,15 @@ class UnknownDocumentError(ValueError):
 
 def _model(name: str) -> type[Any]:
     if name == "review":
-        from agentreview.documents.manifest import ReviewManifest
+        from agentreview.model.manifest import ReviewManifest
 
         return ReviewManifest
     if name == "review-pack":
-        from agentreview.documents.manifest import ReviewPack
+        from agentreview.model.manifest import ReviewPack
 
         return ReviewPack
     if name == "attestation":
-        from agentreview.documents.attestation import Attestation
+        from agentreview.model.attestation import Attestation
 
         return Attestation
     raise UnknownDocumentError(f"unknown document '{name}': use one of {', '.join(DOCUMENTS)}")
@@ -62,7 +62,7 @@ def _allow_string_target(schema: dict[str, Any]) -> None:
 def _pack_ref_pattern(schema: dict[str, Any]) -> None:
     # The model checks `uses[].pack` in Python (its look-ahead is beyond pydantic's regex
     # engine); JSON Schema's ECMA-262 patterns have look-ahead, so the schema states it.
-    from agentreview.documents.manifest import PACK_REF_PATTERN
+    from agentreview.model.packref import PACK_REF_PATTERN
 
     schema["$defs"]["UsesEntry"]["properties"]["pack"]["pattern"] = PACK_REF_PATTERN
 

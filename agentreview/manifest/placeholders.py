@@ -14,11 +14,11 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from agentreview.errors import AgentreviewError
-from agentreview.parse import Problem
+from agentreview.model.errors import AgentreviewError
+from agentreview.model.problems import Problem
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agentreview.documents.manifest import Binding
+    from agentreview.model.manifest import Binding
 
 PATTERN = re.compile(r"\{\{([A-Za-z][A-Za-z0-9_-]*)\}\}|(?<!\$)\{([A-Za-z][A-Za-z0-9_-]*)\}")
 HOST_VARS = ("base", "changed")

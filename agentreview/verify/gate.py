@@ -36,8 +36,8 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from agentreview.digests import attestation_sha256_of, loads_strict, manifest_sha, range_sha
-from agentreview.errors import (
+from agentreview.model.digests import attestation_sha256_of, loads_strict, manifest_sha, range_sha
+from agentreview.model.errors import (
     EXIT_ERROR,
     EXIT_INVALID,
     EXIT_NOT_EXPORTED,
@@ -46,11 +46,11 @@ from agentreview.errors import (
     EXIT_SIGNATURE,
     EXIT_USAGE,
 )
-from agentreview.fold import fold_verdict
+from agentreview.model.fold import fold_verdict
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agentreview.parse import ParsedReview
-    from agentreview.plugins import Registry
+    from agentreview.manifest.parse import ParsedReview
+    from agentreview.plugins.registry import Registry
 
 SCHEMA = "agentproto.review.attestation/v1"
 VERDICT_CHOICES = ("pass", "block", "incomplete", "any")
@@ -182,8 +182,8 @@ def read_export(path: Path) -> dict[str, Any]:
     size is bounded, duplicate keys and NaN/Infinity are refused: two parsers must
     never disagree about what a signed document says.
     """
-    from agentreview.contracts import PackLoadError
-    from agentreview.resolve import read_regular_file
+    from agentreview.model.contracts import PackLoadError
+    from agentreview.packs.resolve import read_regular_file
 
     try:
         # One non-blocking open, then fstat: no window for a FIFO swapped in between a check and the read.
@@ -294,7 +294,7 @@ def shape_problems(raw: dict[str, Any]) -> list[str]:
     """Shape errors of an attestation of the known schema, one readable line each."""
     from pydantic import ValidationError
 
-    from agentreview.documents.attestation import Attestation
+    from agentreview.model.attestation import Attestation
 
     try:
         Attestation.read(raw)
@@ -542,7 +542,7 @@ def composed_from_checks(raw: dict[str, Any], docs: Sequence[ExportDoc]) -> tupl
 
 
 def _resolve_expectation_shas(root: Path, manifest_base: str, base: str | None, head_ref: str) -> tuple[str, str]:
-    from agentreview.repo import merge_base, rev_parse_commit
+    from agentreview.host.git import merge_base, rev_parse_commit
 
     head_sha = rev_parse_commit(root, head_ref)
     base_sha = rev_parse_commit(root, base) if base else merge_base(root, manifest_base, head_sha)
@@ -552,7 +552,7 @@ def _resolve_expectation_shas(root: Path, manifest_base: str, base: str | None, 
 def head_only_touches_exports(root: Path, directory: Path, head_sha: str) -> bool:
     """True when ``head_sha`` changes nothing but ``*.json`` files directly inside ``directory``,
     a proper sub-directory of the repository (the "commit the export" convention)."""
-    from agentreview.repo import files_changed_by
+    from agentreview.host.git import files_changed_by
 
     try:
         rel = directory.resolve().relative_to(root)
@@ -593,7 +593,7 @@ def in_repo_signers_at_base(root: Path, signers: Path, base_sha: str) -> tuple[b
     are exactly those of the regular file at the same path in ``base_sha``. The returned
     bytes are the base's, so what is verified against cannot change after this check.
     """
-    from agentreview.repo import GitError, blob_at
+    from agentreview.host.git import GitError, blob_at
 
     rel = ALLOWED_SIGNERS_IN_REPO.as_posix()
     now = _read_plain_file(signers, MAX_ALLOWED_SIGNERS_BYTES)
@@ -626,7 +626,7 @@ class _Verifier:
 
     def registry(self) -> Registry:
         if self._registry is None:
-            from agentreview.plugins import load_registry
+            from agentreview.plugins.registry import load_registry
 
             self._registry = load_registry()
         return self._registry
@@ -641,8 +641,8 @@ class _Verifier:
     # ------------------------------------------------------------- steps
 
     def run(self) -> VerifyResult:
-        from agentreview.errors import AgentreviewError
-        from agentreview.repo import GitError
+        from agentreview.host.git import GitError
+        from agentreview.model.errors import AgentreviewError
 
         try:
             self._run()
@@ -661,7 +661,7 @@ class _Verifier:
         return self.result
 
     def _run(self) -> None:
-        from agentreview.repo import GitError, repo_remote, repo_root
+        from agentreview.host.git import GitError, repo_remote, repo_root
 
         if self.o.verdict not in VERDICT_CHOICES:
             choices = ", ".join(VERDICT_CHOICES)
@@ -711,8 +711,8 @@ class _Verifier:
         self.result.problems.extend(self.signature_problems)
 
     def _read_manifest(self, root: Path) -> ParsedReview:
-        from agentreview.errors import AgentreviewError
-        from agentreview.parse import parse_review, read_manifest_bytes
+        from agentreview.manifest.parse import parse_review, read_manifest_bytes
+        from agentreview.model.errors import AgentreviewError
 
         path = self._abs(self.o.manifest) if self.o.manifest else root / "REVIEW.md"
         try:
@@ -762,7 +762,7 @@ class _Verifier:
         self.result.notes.extend(notes)
         found = find_for_range(docs, base_sha, head_sha, self.o.binding)
         if found is None and self.o.head is None and head_only_touches_exports(self.root, directory, head_sha):
-            from agentreview.repo import GitError
+            from agentreview.host.git import GitError
 
             try:
                 base_retry, head_retry = _resolve_expectation_shas(
@@ -805,9 +805,9 @@ class _Verifier:
         if not isinstance(recorded, list):
             self.check(CheckLine("pack digests", False, "a list", _short(recorded)), ["packs is not a list"])
             return
-        from agentreview.contracts import PackLoadContext
-        from agentreview.home import home_dir
-        from agentreview.resolve import resolve_review, verify_pack_digests
+        from agentreview.host.home import home_dir
+        from agentreview.model.contracts import PackLoadContext
+        from agentreview.packs.resolve import resolve_review, verify_pack_digests
 
         ctx = PackLoadContext(
             repo_root=root, manifest_dir=parsed.path.parent if parsed.path else root, home=self.o.home or home_dir()
@@ -901,8 +901,8 @@ class _Verifier:
             )
 
     def _verify_signature(self, raw: dict[str, Any], signers: Path, *, shown: Path) -> str | None:
-        from agentreview.contracts import SignatureInvalidError
-        from agentreview.signing import verify_signature
+        from agentreview.model.contracts import SignatureInvalidError
+        from agentreview.signing.signers import verify_signature
 
         try:
             return verify_signature(raw, signers, self.registry())

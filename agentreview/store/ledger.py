@@ -46,12 +46,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from agentreview.digests import multiset_key, range_sha
-from agentreview.fold import fold_verdict
-from agentreview.repo import repo_slug
+from agentreview.host.git import repo_slug
+from agentreview.model.digests import multiset_key, range_sha
+from agentreview.model.fold import fold_verdict
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agentreview.documents.attestation import Attestation
+    from agentreview.model.attestation import Attestation
 
 INDEX_NAME = "index.sqlite"
 INDEX_LOCK = ".index.lock"
@@ -206,7 +206,7 @@ def _parse_entry(data: bytes, path: Path) -> LedgerEntry:
     """Parse an entry file; raise ValueError saying what is wrong with it."""
     from pydantic import ValidationError
 
-    from agentreview.documents.attestation import Attestation
+    from agentreview.model.attestation import Attestation
 
     try:
         doc = json.loads(data)
@@ -413,7 +413,7 @@ class Ledger:
         return path
 
     def _entry_lock(self, entry: Path) -> Any:
-        from agentreview.locks import FileLock
+        from agentreview.host.locks import FileLock
 
         return FileLock(str(entry.with_name(entry.name[: -len(".json")] + ".lock")), timeout=LOCK_TIMEOUT_S)
 
@@ -421,7 +421,7 @@ class Ledger:
 
     def put(self, attestation: Attestation, host: HostInfo | Mapping[str, Any]) -> Path:
         """Record an attestation (every one: incomplete and dirty included); a re-run of the key overwrites."""
-        from agentreview.locks import Timeout
+        from agentreview.host.locks import Timeout
 
         info = host if isinstance(host, HostInfo) else HostInfo.from_json(host)
         if attestation.verdict != attestation.refold():
@@ -538,7 +538,7 @@ class Ledger:
 
     def set_pr(self, repo_remote: str, manifest_sha: str, binding: str, range_sha: str, pr: Any) -> Path:
         """Link a pull request to an entry (annotations only; the attestation is never touched)."""
-        from agentreview.documents.attestation import PullRequest
+        from agentreview.model.attestation import PullRequest
 
         data = pr.model_dump(mode="json") if hasattr(pr, "model_dump") else pr
         try:
@@ -561,7 +561,7 @@ class Ledger:
         self, repo_remote: str, manifest_sha: str, binding: str, range_sha: str,
         change: Callable[[dict[str, Any]], None],
     ) -> Path:
-        from agentreview.locks import Timeout
+        from agentreview.host.locks import Timeout
 
         entry = self.entry_path(repo_remote, manifest_sha, binding, range_sha)
         if not entry.is_file():
@@ -739,7 +739,7 @@ class Ledger:
     def _first_sync(self, conn: sqlite3.Connection) -> None:
         """Fill a new index from a full scan, under a lock so concurrent processes scan once
         (the second one finds the work done and only checks directory times)."""
-        from agentreview.locks import FileLock, Timeout
+        from agentreview.host.locks import FileLock, Timeout
 
         try:
             with FileLock(str(self.root / INDEX_LOCK), timeout=600):

@@ -3,7 +3,7 @@
 The package is looked up the way Node resolves ``<name>/package.json`` from the
 repository root: ``node_modules/<name>`` in the repo root, then in each parent
 folder. Nothing is ever installed or fetched; a missing package is
-:class:`~agentreview.contracts.PackUnavailableError` (verify reports it as a note).
+:class:`~agentreview.model.contracts.PackUnavailableError` (verify reports it as a note).
 An npm pack is never trusted: its command checks need ``allowCommands: true``.
 """
 
@@ -14,8 +14,8 @@ import re
 from pathlib import Path
 
 from agentreview import hookimpl
-from agentreview.builtin.path_loader import read_pack_manifest
-from agentreview.contracts import LoadedPack, PackLoadContext, PackLoadError, PackUnavailableError
+from agentreview.model.contracts import LoadedPack, PackLoadContext, PackLoadError, PackUnavailableError
+from agentreview.packs.path_loader import read_pack_manifest
 
 # One path segment of an npm name: no separators, no whitespace, no control characters.
 _SEGMENT = re.compile(r"^[A-Za-z0-9._~-]+$")

@@ -18,8 +18,8 @@ from typing import Any
 
 import pluggy
 
-from agentreview import hookspecs
-from agentreview.errors import AgentreviewError
+from agentreview.model.errors import AgentreviewError
+from agentreview.plugins import hookspecs
 
 GROUP = "agentreview"
 ENV_ONLY = "AGENTREVIEW_PLUGINS"

@@ -38,8 +38,8 @@ from pydantic import (
     model_validator,
 )
 
-from agentreview.digests import attestation_sha256_of, loads_strict, range_sha, signed_bytes_of
-from agentreview.fold import fold_verdict
+from agentreview.model.digests import attestation_sha256_of, loads_strict, range_sha, signed_bytes_of
+from agentreview.model.fold import fold_verdict
 
 SCHEMA = "agentproto.review.attestation/v1"
 PACK_DIGEST_ALG = "agentproto-pack-digest/v1"

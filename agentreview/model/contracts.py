@@ -8,7 +8,7 @@ pydantic so a plugin module can be imported cheaply.
 Who decides what:
 
 * A lane executor returns a :class:`LaneOutcome` (what happened). The core alone
-  turns it into a ``LaneResult`` status (``agentreview.lanes.to_lane_result``),
+  turns it into a ``LaneResult`` status (``agentreview.model.lanes.to_lane_result``),
   so no plugin can declare a lane ``pass``: an agent lane passes only when the
   core finds no finding at or above ``blockOn``.
 * A pack loader returns the bytes and the trust decision for one reference form.
@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agentreview.documents.manifest import AgentCheck, CommandCheck
+    from agentreview.model.manifest import AgentCheck, CommandCheck
 
 
 # --------------------------------------------------------------------------- lanes

@@ -12,13 +12,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentreview.contracts import SignatureInvalidError, SignerContext, SigningError
-from agentreview.digests import CanonicalJsonError, signed_bytes_of
+from agentreview.model.contracts import SignatureInvalidError, SignerContext, SigningError
+from agentreview.model.digests import CanonicalJsonError, signed_bytes_of
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agentreview.contracts import Signer
-    from agentreview.documents.attestation import Attestation
-    from agentreview.plugins import Registry
+    from agentreview.model.attestation import Attestation
+    from agentreview.model.contracts import Signer
+    from agentreview.plugins.registry import Registry
 
 DEFAULT_SIGNER = "ssh"
 # The signer that checks each signature alg (an attestation names its alg, not a plugin).
@@ -27,7 +27,7 @@ VERIFIER_FOR_ALG = {"ssh-ed25519": "ssh"}
 
 def configured_signer(registry: Registry, home: Path) -> Signer:
     """The signer named by ``[signing].signer`` (default ``ssh``); SigningError when it is not installed."""
-    from agentreview.home import load_config
+    from agentreview.host.home import load_config
 
     try:
         name = load_config(home).get("signing", {}).get("signer", DEFAULT_SIGNER)

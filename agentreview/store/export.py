@@ -11,10 +11,10 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agentreview.ledger import atomic_write_text
+from agentreview.store.ledger import atomic_write_text
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agentreview.documents.attestation import Attestation
+    from agentreview.model.attestation import Attestation
 
 
 def export_path(att: Attestation, export_dir: Path) -> Path:
