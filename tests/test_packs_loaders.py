@@ -9,9 +9,9 @@ import pytest
 from https_git_server import Symlink, git, init_repo, write_files
 
 from agentreview.model.contracts import PackLoadContext, PackLoadError, PackUnavailableError
+from agentreview.packs.confine import read_confined
 from agentreview.packs.npm_loader import NpmPackLoader, package_segments
 from agentreview.packs.path_loader import PathPackLoader
-from agentreview.packs.resolve import read_confined
 
 PACK_MD = """---
 kind: review-pack

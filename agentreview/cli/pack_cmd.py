@@ -25,8 +25,7 @@ def check_pack(directory: Path) -> dict[str, Any]:
     from agentreview.manifest.parse import parse_pack
     from agentreview.model.contracts import PackLoadError
     from agentreview.model.digests import PACK_DIGEST_ALG, pack_digest_sha256
-    from agentreview.packs.path_loader import read_pack_manifest
-    from agentreview.packs.resolve import read_confined
+    from agentreview.packs.confine import read_confined, read_pack_manifest
 
     ref = str(directory)
     root = directory.resolve()

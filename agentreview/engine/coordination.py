@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from agentreview.host.files import UnreadableFileError, read_regular_file
 from agentreview.model.digests import sha256_hex
 
 
@@ -52,7 +53,7 @@ class InflightRegistry:
         self.dir.mkdir(parents=True, exist_ok=True)
         lock_path = self.dir / f"{run.run_id}.lock"
         info_path = self.dir / f"{run.run_id}.json"
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             tmp = info_path.with_suffix(".json.tmp")
@@ -68,9 +69,10 @@ class InflightRegistry:
     def superseded_by(self, run_id: str) -> str | None:
         marker = self.dir / f"{run_id}.superseded"
         try:
-            return marker.read_text().strip() or None
-        except FileNotFoundError:
+            data = read_regular_file(marker, limit=4096, follow_symlinks=False)
+        except UnreadableFileError:
             return None
+        return data.decode("utf-8", "replace").strip() or None
 
     def clear_marker(self, run_id: str) -> None:
         with contextlib.suppress(FileNotFoundError):
@@ -79,8 +81,8 @@ class InflightRegistry:
     def _alive(self, run_id: str) -> bool:
         lock_path = self.dir / f"{run_id}.lock"
         try:
-            fd = os.open(lock_path, os.O_RDWR)
-        except FileNotFoundError:
+            fd = os.open(lock_path, os.O_RDWR | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:  # gone, or not a file we made (a FIFO or symlink planted here): not a live run
             return False
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -98,7 +100,7 @@ class InflightRegistry:
             return runs
         for path in self.dir.glob("*.json"):
             try:
-                data = json.loads(path.read_text())
+                data = json.loads(read_regular_file(path, limit=65536, follow_symlinks=False))
                 run = InflightRun(**data)
             except (OSError, ValueError, TypeError):
                 continue

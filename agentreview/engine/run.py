@@ -274,7 +274,7 @@ def _manifest_sha(source: bytes) -> str:
 def _rubric_digests(resolved: Any, check_ids: list[str]) -> tuple[list[dict[str, str]], dict[str, Path]]:
     from agentreview.model.contracts import PackLoadError
     from agentreview.model.digests import sha256_hex
-    from agentreview.packs.resolve import read_confined, read_regular_file
+    from agentreview.packs.confine import read_confined, read_pack_file
 
     rubrics: list[dict[str, str]] = []
     paths: dict[str, Path] = {}
@@ -288,7 +288,7 @@ def _rubric_digests(resolved: Any, check_ids: list[str]) -> tuple[list[dict[str,
             # local process must not swap it for a link out of the pack between resolution and now.
             # A consumer's own rubric is not confined (spec), but it is still read as a bounded
             # regular file: `rubric: /dev/zero` or a FIFO must not exhaust memory or hang the run.
-            data = read_confined(rc.rubric_base, rc.check.rubric) if rc.namespace else read_regular_file(path)
+            data = read_confined(rc.rubric_base, rc.check.rubric) if rc.namespace else read_pack_file(path)
         except (OSError, PackLoadError):
             continue  # the lane is skipped at execution: "rubric not found"
         rubrics.append({"check": check_id, "path": rc.check.rubric, "sha256": sha256_hex(data)})

@@ -8,8 +8,10 @@ lock held. The lock file itself stays (removing it would race with a waiter).
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
+import stat
 import threading
 import time
 from pathlib import Path
@@ -52,7 +54,12 @@ class FileLock:
                 self._depth += 1
                 return self
             Path(self.lock_file).parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            # Never through a symlink, never blocking on a FIFO planted where the lock file goes.
+            flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
+            fd = os.open(self.lock_file, flags, 0o600)
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                os.close(fd)
+                raise OSError(errno.EINVAL, "lock file is not a regular file", str(self.lock_file))
             deadline = None if wait < 0 else time.monotonic() + wait
             delay = min(poll_interval, 0.005)
             while True:

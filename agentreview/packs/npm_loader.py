@@ -15,7 +15,7 @@ from pathlib import Path
 
 from agentreview import hookimpl
 from agentreview.model.contracts import LoadedPack, PackLoadContext, PackLoadError, PackUnavailableError
-from agentreview.packs.path_loader import read_pack_manifest
+from agentreview.packs.confine import read_pack_manifest
 
 # One path segment of an npm name: no separators, no whitespace, no control characters.
 _SEGMENT = re.compile(r"^[A-Za-z0-9._~-]+$")

@@ -14,29 +14,14 @@ from pathlib import Path
 
 from agentreview import hookimpl
 from agentreview.model.contracts import LoadedPack, PackLoadContext, PackLoadError, PackUnavailableError
+from agentreview.packs.confine import PACK_MANIFEST, read_pack_manifest
 
-PACK_MANIFEST = "REVIEW.md"
 _LS_FILES_TIMEOUT_S = 10.0
 
 
 def is_inside(child: str, parent: str) -> bool:
     """True when the real path ``child`` is ``parent`` or below it (both already real paths)."""
     return child == parent or child.startswith(parent.rstrip(os.sep) + os.sep)
-
-
-def read_pack_manifest(root: Path, ref: str) -> bytes:
-    """Read ``<root>/REVIEW.md`` through the confined reader (it may not point out of the root)."""
-    from agentreview.packs.resolve import read_confined
-
-    if not os.path.lexists(root / PACK_MANIFEST):
-        raise PackLoadError(
-            f"pack '{ref}': no {PACK_MANIFEST} at {root / PACK_MANIFEST} — a pack root must hold its "
-            f"'kind: review-pack' {PACK_MANIFEST}"
-        )
-    try:
-        return read_confined(root, PACK_MANIFEST)
-    except PackLoadError as exc:
-        raise PackLoadError(f"pack '{ref}': {PACK_MANIFEST} {exc}") from exc
 
 
 def _is_tracked(repo_real: str, rel_manifest: str) -> bool:

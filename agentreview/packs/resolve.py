@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentreview.model.errors import AgentreviewError
+from agentreview.packs.confine import read_confined
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentreview.manifest.parse import ParsedReview, Problem
@@ -121,54 +122,6 @@ def resolve_review(
     all_checks = [rc.check for rc in checks.values()]
     bindings = finalize_bindings(all_checks, dict(parsed.bindings), path=parsed.path)
     return ResolvedReview(parsed, manifest_dir, checks, bindings, packs)
-
-
-# --------------------------------------------------------------------------- confinement
-
-MAX_PACK_FILE_BYTES = 4 * 1024 * 1024
-
-
-def read_confined(root: Path, rel: str) -> bytes:
-    """Read ``rel`` below the pack ``root``, refusing anything whose real path leaves the root.
-
-    Symlinks are followed only to decide where the file really is; the final open
-    refuses a symlink (so a swap after the check is not followed), refuses anything
-    but a regular file (a FIFO would hang the read) and caps the size.
-    """
-    from agentreview.model.contracts import PackLoadError
-
-    root_real = os.path.realpath(root)
-    target = os.path.realpath(os.path.join(root_real, rel))
-    if not (target == root_real or target.startswith(root_real.rstrip(os.sep) + os.sep)):
-        raise PackLoadError(f"resolves outside its pack root ({root}) — refusing to read it")
-    return read_regular_file(target, follow_symlinks=False)
-
-
-def read_regular_file(path: str | Path, *, follow_symlinks: bool = True, limit: int = MAX_PACK_FILE_BYTES) -> bytes:
-    """Read a regular file of at most ``limit`` bytes; a FIFO, a device (``/dev/zero``) or a
-    larger file is refused with :class:`PackLoadError`, never read forever."""
-    import stat
-
-    from agentreview.model.contracts import PackLoadError
-
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | (0 if follow_symlinks else os.O_NOFOLLOW)
-    try:
-        fd = os.open(path, flags)
-    except OSError as exc:
-        raise PackLoadError(f"could not read ({exc.strerror or exc})") from exc
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise PackLoadError("is not a regular file — refusing to read it")
-        if info.st_size > limit:
-            raise PackLoadError(f"is larger than {limit} bytes — refusing to read it")
-        with os.fdopen(os.dup(fd), "rb") as fh:
-            data = fh.read(limit + 1)
-    finally:
-        os.close(fd)
-    if len(data) > limit:
-        raise PackLoadError(f"is larger than {limit} bytes — refusing to read it")
-    return data
 
 
 # --------------------------------------------------------------------------- resolution

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agentreview.store.ledger import atomic_write_text
+from agentreview.host.files import atomic_write_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentreview.model.attestation import Attestation

@@ -35,7 +35,6 @@ import contextlib
 import json
 import os
 import re
-import secrets
 import sqlite3
 import stat
 import sys
@@ -46,8 +45,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from agentreview.host.files import MissingFileError, UnreadableFileError, atomic_write_text, read_regular_file
 from agentreview.host.git import repo_slug
-from agentreview.model.digests import multiset_key, range_sha
+from agentreview.model.digests import loads_strict, multiset_key, range_sha
 from agentreview.model.fold import fold_verdict
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -147,36 +147,6 @@ class LedgerRow:
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.data)
-
-
-# --------------------------------------------------------------------------- atomic files
-
-
-def atomic_write_text(path: Path, text: str, *, mode: int = 0o600) -> Path:
-    """Write ``text`` to ``path`` so that a reader sees the old file or the new one, never a part.
-
-    Temp file in the same directory (``<name>.tmp.<pid>.<rand>``, created exclusively),
-    fsync, rename over the target, fsync of the directory so the rename survives a crash.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.tmp.{os.getpid()}.{secrets.token_hex(6)}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), mode)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(text.encode("utf-8"))
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-    return path
 
 
 def _ledger_slug(repo_remote: str) -> str:
@@ -458,21 +428,11 @@ class Ledger:
         """Read and fully validate the entry at ``path``; it must be a regular file (never a
         symlink) holding an attestation for ``key``. Anything else is None, with a warning."""
         try:
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-        except FileNotFoundError:
+            data = read_regular_file(path, limit=MAX_ENTRY_BYTES, follow_symlinks=False)
+        except MissingFileError:
             return None
-        except OSError as exc:
-            self._warn(f"ledger entry {path} cannot be read ({exc.strerror}) — skipped")
-            return None
-        try:
-            with os.fdopen(fd, "rb") as fh:
-                st = os.fstat(fh.fileno())
-                if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_ENTRY_BYTES:
-                    self._warn(f"ledger entry {path} is not a regular file under {MAX_ENTRY_BYTES} bytes — skipped")
-                    return None
-                data = fh.read(MAX_ENTRY_BYTES + 1)
-        except OSError as exc:
-            self._warn(f"ledger entry {path} cannot be read ({exc.strerror}) — skipped")
+        except UnreadableFileError as exc:
+            self._warn(f"ledger entry {path} {exc} — skipped")
             return None
         try:
             entry = _parse_entry(data, path)
@@ -528,10 +488,10 @@ class Ledger:
 
     def _read_annotations(self, path: Path) -> dict[str, Any]:
         try:
-            data = json.loads(path.read_bytes())
-        except FileNotFoundError:
+            data = loads_strict(read_regular_file(path, limit=MAX_ENTRY_BYTES, follow_symlinks=False))
+        except MissingFileError:
             return {}
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:
             self._warn(f"annotations {path} are unreadable ({exc}) — ignored")
             return {}
         return data if isinstance(data, dict) else {}

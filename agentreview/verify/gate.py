@@ -29,7 +29,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -182,13 +181,12 @@ def read_export(path: Path) -> dict[str, Any]:
     size is bounded, duplicate keys and NaN/Infinity are refused: two parsers must
     never disagree about what a signed document says.
     """
-    from agentreview.model.contracts import PackLoadError
-    from agentreview.packs.resolve import read_regular_file
+    from agentreview.host.files import UnreadableFileError, read_regular_file
 
     try:
         # One non-blocking open, then fstat: no window for a FIFO swapped in between a check and the read.
         data = read_regular_file(path, limit=MAX_ATTESTATION_BYTES)
-    except PackLoadError as exc:
+    except UnreadableFileError as exc:
         raise UnreadableExport(f"{exc}, not an attestation") from exc
     try:
         value = loads_strict(data.decode("utf-8"))
@@ -571,18 +569,12 @@ MAX_ALLOWED_SIGNERS_BYTES = 1024 * 1024
 def _read_plain_file(path: Path, limit: int) -> bytes | None:
     """The bytes of ``path`` when it is a regular file of at most ``limit`` bytes reached without
     following a symbolic link (neither the file nor its directory); ``None`` otherwise."""
+    from agentreview.host.files import UnreadableFileError, read_regular_file
+
     try:
-        if path.parent.is_symlink():
-            return None
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
+        return read_regular_file(path, limit=limit, follow_symlinks=False, plain_dir=True)
+    except UnreadableFileError:
         return None
-    with os.fdopen(fd, "rb") as fh:
-        st = os.fstat(fh.fileno())
-        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
-            return None
-        data = fh.read(limit + 1)
-    return data if len(data) <= limit else None
 
 
 def in_repo_signers_at_base(root: Path, signers: Path, base_sha: str) -> tuple[bytes | None, str | None]:

@@ -1,0 +1,122 @@
+"""The one way agentreview reads a file it did not write, and the one way it writes a file others read.
+
+Reading: every input that another party could have planted (a manifest, a rubric, an export, a
+ledger entry, a reviewer's verdict file, an allowed_signers file) goes through
+:func:`read_regular_file`. It opens with ``O_NONBLOCK`` (a FIFO cannot hang the open), checks
+with ``fstat`` on the open descriptor (no stat-then-open window), refuses anything that is not a
+regular file (FIFOs, devices such as ``/dev/zero``, directories) and reads at most ``limit``
+bytes, so a file that grows while it is read is refused too. ``follow_symlinks=False`` refuses a
+symlink as the final component (``O_NOFOLLOW``); ``plain_dir=True`` also refuses a parent
+directory that is a symlink.
+
+Writing: :func:`atomic_write_text` and :func:`atomic_write_bytes` write a temporary file in the
+same directory, fsync it, rename it over the target and fsync the directory, so a reader sees the
+old file or the new one, never a part, and a crash never leaves a half-written entry.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import stat
+from pathlib import Path
+
+__all__ = [
+    "MissingFileError",
+    "UnreadableFileError",
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "read_regular_file",
+]
+
+DEFAULT_LIMIT = 4 * 1024 * 1024
+
+
+class UnreadableFileError(OSError):
+    """The file cannot be read as a bounded regular file. ``str(exc)`` is the reason, phrased to
+    follow the file's name (``"is not a regular file — refusing to read it"``)."""
+
+
+class MissingFileError(UnreadableFileError, FileNotFoundError):
+    """The file does not exist (a subclass, so callers that treat absence differently can)."""
+
+
+def read_regular_file(
+    path: str | os.PathLike[str],
+    *,
+    limit: int = DEFAULT_LIMIT,
+    follow_symlinks: bool = True,
+    plain_dir: bool = False,
+) -> bytes:
+    """The bytes of the regular file at ``path``, at most ``limit`` of them.
+
+    Raises :class:`MissingFileError` when it does not exist and :class:`UnreadableFileError`
+    for everything else that makes it unsafe or impossible to read: a FIFO, socket or device, a
+    directory, a symlink when ``follow_symlinks`` is false, a symlinked parent when
+    ``plain_dir`` is true, more than ``limit`` bytes, or an OS error.
+    """
+    if plain_dir and Path(path).parent.is_symlink():
+        raise UnreadableFileError("lies in a directory that is a symbolic link — refusing to read it")
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | (0 if follow_symlinks else os.O_NOFOLLOW)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError as exc:
+        raise MissingFileError(f"could not read ({exc.strerror or exc})") from exc
+    except OSError as exc:
+        if not follow_symlinks and os.path.islink(path):
+            raise UnreadableFileError("is a symbolic link — refusing to follow it") from exc
+        raise UnreadableFileError(f"could not read ({exc.strerror or exc})") from exc
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise UnreadableFileError("is not a regular file — refusing to read it")
+        if info.st_size > limit:
+            raise UnreadableFileError(f"is larger than {limit} bytes — refusing to read it")
+        chunks: list[bytes] = []
+        size = 0
+        while chunk := os.read(fd, min(1 << 20, limit + 1 - size)):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:  # grew while being read
+                raise UnreadableFileError(f"is larger than {limit} bytes — refusing to read it")
+    except OSError as exc:
+        if isinstance(exc, UnreadableFileError):
+            raise
+        raise UnreadableFileError(f"could not read ({exc.strerror or exc})") from exc
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
+
+
+def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o600) -> Path:
+    """Write ``data`` to ``path`` so that a reader sees the old file or the new one, never a part.
+
+    Temp file in the same directory (``<name>.tmp.<pid>.<rand>``, created exclusively, never
+    through a symlink), fsync, rename over the target, fsync of the directory so the rename
+    survives a crash. On any failure the temporary file is removed and the target is unchanged.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.tmp.{os.getpid()}.{secrets.token_hex(6)}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), mode)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+    return path
+
+
+def atomic_write_text(path: Path, text: str, *, mode: int = 0o600) -> Path:
+    """:func:`atomic_write_bytes` of ``text`` encoded as UTF-8."""
+    return atomic_write_bytes(path, text.encode("utf-8"), mode=mode)

@@ -1,0 +1,51 @@
+"""Reading a pack's files: never outside the pack's root, never a FIFO or device, never unbounded.
+
+A pack is content somebody else wrote. Its REVIEW.md and every rubric it names are read here,
+before any lane runs and again when a run computes its digests, through the host's one bounded
+reader (:func:`agentreview.host.files.read_regular_file`). Symlinks are followed only to decide
+where a file really is; the final open refuses a symlink, so a swap after the check is not
+followed either.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from agentreview.host.files import UnreadableFileError, read_regular_file
+from agentreview.model.contracts import PackLoadError
+
+__all__ = ["MAX_PACK_FILE_BYTES", "PACK_MANIFEST", "read_confined", "read_pack_file", "read_pack_manifest"]
+
+MAX_PACK_FILE_BYTES = 4 * 1024 * 1024
+PACK_MANIFEST = "REVIEW.md"
+
+
+def read_pack_file(path: str | Path, *, follow_symlinks: bool = True, limit: int = MAX_PACK_FILE_BYTES) -> bytes:
+    """A bounded regular file, or :class:`PackLoadError` saying why it cannot be read."""
+    try:
+        return read_regular_file(path, limit=limit, follow_symlinks=follow_symlinks)
+    except UnreadableFileError as exc:
+        raise PackLoadError(str(exc)) from exc
+
+
+def read_confined(root: Path, rel: str) -> bytes:
+    """Read ``rel`` below the pack ``root``, refusing anything whose real path leaves the root."""
+    root_real = os.path.realpath(root)
+    target = os.path.realpath(os.path.join(root_real, rel))
+    if not (target == root_real or target.startswith(root_real.rstrip(os.sep) + os.sep)):
+        raise PackLoadError(f"resolves outside its pack root ({root}) — refusing to read it")
+    return read_pack_file(target, follow_symlinks=False)
+
+
+def read_pack_manifest(root: Path, ref: str) -> bytes:
+    """Read ``<root>/REVIEW.md`` through the confined reader (it may not point out of the root)."""
+    if not os.path.lexists(root / PACK_MANIFEST):
+        raise PackLoadError(
+            f"pack '{ref}': no {PACK_MANIFEST} at {root / PACK_MANIFEST} — a pack root must hold its "
+            f"'kind: review-pack' {PACK_MANIFEST}"
+        )
+    try:
+        return read_confined(root, PACK_MANIFEST)
+    except PackLoadError as exc:
+        raise PackLoadError(f"pack '{ref}': {PACK_MANIFEST} {exc}") from exc
