@@ -15,8 +15,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from agentreview.model.contracts import ReviewerResult
-from agentreview.model.digests import loads_strict
+from agentreview.api import ReviewerResult, loads_strict
 from agentreview_agent.excerpt import concern_excerpt, looks_like_finding
 from agentreview_agent.verdict import strip_fence
 

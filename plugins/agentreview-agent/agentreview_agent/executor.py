@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agentreview.model.contracts import (
+from agentreview.api import (
     FallbackAttempt,
     LaneOutcome,
     LaneRequest,

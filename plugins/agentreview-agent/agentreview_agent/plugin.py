@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from agentreview import hookimpl
+from agentreview.api import hookimpl
 
 
 class _Lazy:

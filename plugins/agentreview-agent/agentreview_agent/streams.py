@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentreview.model.digests import loads_strict
+from agentreview.api import loads_strict
 
 AUTH_TEXT = re.compile(
     r"(?i)not logged in|please run /login|invalid api key|invalid x-api-key"

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentreview.model.contracts import ReportedFinding
-from agentreview.model.digests import loads_strict
+from agentreview.api import ReportedFinding, loads_strict
 
 MAX_VERDICT_BYTES = 1024 * 1024
 SEVERITIES = ("high", "medium", "low")

@@ -52,7 +52,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agentreview.model.contracts import LaneOutcome, LaneRequest
+from agentreview.api import LaneOutcome, LaneRequest
 from agentreview_command import procs, watchdog
 from agentreview_command.tail import TailBuffer
 

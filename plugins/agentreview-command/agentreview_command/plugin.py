@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from agentreview import hookimpl
-from agentreview.model.contracts import LaneExecutor
+from agentreview.api import LaneExecutor, hookimpl
 from agentreview_command.executor import CommandLaneExecutor, cancel_all
 
 __all__ = ["CommandLaneExecutor", "agentreview_register_lane_executors", "cancel_all"]

@@ -14,8 +14,7 @@ import os
 import time
 from pathlib import Path
 
-from agentreview import hookimpl
-from agentreview.model.contracts import LoadedPack, PackLoadContext, PackLoadError, PackUnavailableError
+from agentreview.api import LoadedPack, PackLoadContext, PackLoadError, PackUnavailableError, hookimpl
 from agentreview_packs_git.refs import split_git_ref
 
 
@@ -24,7 +23,7 @@ class GitPackLoader:
 
     def load(self, ref: str, ctx: PackLoadContext) -> LoadedPack:
         url, sha = split_git_ref(ref)
-        from agentreview.host.home import pack_cache_dir
+        from agentreview.api import pack_cache_dir
         from agentreview_packs_git.cache import verify_entry
         from agentreview_packs_git.tree import TreeMismatchError
 
@@ -40,7 +39,7 @@ class GitPackLoader:
     def _loaded(entry: Path, manifest: bytes | None, url: str, ref: str) -> LoadedPack:
         root = Path(os.path.realpath(entry))
         if manifest is None:  # missing, or a symlink: the confined reader decides (and names the fix)
-            from agentreview.packs.path_loader import read_pack_manifest
+            from agentreview.api import read_pack_manifest
 
             manifest = read_pack_manifest(root, ref)
         return LoadedPack(root=root, source=manifest, trusted=False, origin=url)
@@ -50,7 +49,8 @@ class GitPackLoader:
     ) -> LoadedPack:
         """Under the per-sha lock: re-check the entry (another process may have fixed it), drop a bad
         one, fetch, publish with one rename."""
-        from agentreview.host.locks import FileLock, Timeout
+        from agentreview.api import FileLock
+        from agentreview.api import LockTimeout as Timeout
         from agentreview_packs_git.cache import FetchError, discard, fetch_entry, verify_entry
         from agentreview_packs_git.tree import TreeMismatchError
 

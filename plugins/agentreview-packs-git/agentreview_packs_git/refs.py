@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from agentreview.model.contracts import PackLoadError
+from agentreview.api import PackLoadError
 
 
 def split_git_ref(ref: str) -> tuple[str, str]:
     """Return ``(https url, sha)`` for a safe pinned reference, or raise :class:`PackLoadError`."""
-    from agentreview.model.packref import parse_git_pack_ref
+    from agentreview.api import parse_git_pack_ref
 
     if any(ord(ch) < 0x21 or ord(ch) > 0x7E for ch in ref):
         raise PackLoadError(

@@ -20,8 +20,7 @@ import shutil
 import subprocess
 import time
 
-from agentreview import hookimpl
-from agentreview.model.contracts import ProviderStatus, ReviewerRequest, ReviewerResult
+from agentreview.api import ProviderStatus, ReviewerRequest, ReviewerResult, hookimpl
 
 
 class ExampleLinterProvider:

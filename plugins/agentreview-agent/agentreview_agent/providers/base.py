@@ -28,7 +28,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from agentreview.model.contracts import PresetSpec, ProviderStatus, ReviewerRequest, ReviewerResult
+from agentreview.api import PresetSpec, ProviderStatus, ReviewerRequest, ReviewerResult
 from agentreview_agent.answer import record_answer
 from agentreview_agent.proc import ProcResult, run_in_group
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentreview.model.contracts import ReviewerRequest, ReviewerResult
+from agentreview.api import ReviewerRequest, ReviewerResult
 from agentreview_agent.answer import VERDICT_SCHEMA
 from agentreview_agent.proc import ProcResult, run_in_group
 from agentreview_agent.providers.base import (

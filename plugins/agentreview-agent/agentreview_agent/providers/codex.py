@@ -27,7 +27,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from agentreview.model.contracts import ReviewerRequest, ReviewerResult
+from agentreview.api import ReviewerRequest, ReviewerResult
 from agentreview_agent.answer import VERDICT_SCHEMA
 from agentreview_agent.proc import ProcResult, run_in_group
 from agentreview_agent.providers.base import (

@@ -25,7 +25,7 @@ for it, which is why it exists only as a host-local user preset.
 
 from __future__ import annotations
 
-from agentreview.model.contracts import ProviderStatus, ReviewerRequest, ReviewerResult
+from agentreview.api import ProviderStatus, ReviewerRequest, ReviewerResult
 from agentreview_agent.proc import run_in_group
 from agentreview_agent.providers.base import child_env, ended_abnormally, preset_env, request_env, tail
 

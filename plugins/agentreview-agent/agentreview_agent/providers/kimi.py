@@ -21,7 +21,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from agentreview.model.contracts import ReviewerRequest, ReviewerResult
+from agentreview.api import ReviewerRequest, ReviewerResult
 from agentreview_agent.proc import run_in_group
 from agentreview_agent.providers.base import (
     CliInfo,

@@ -1,0 +1,194 @@
+"""agentreview's public plugin API: the one module a plugin imports.
+
+Everything a lane executor, pack loader, reviewer provider, signer or check kind needs is
+named here: the ``hookimpl`` marker, the plain data that crosses the boundary (requests,
+outcomes, errors), and the helpers that every careful plugin would otherwise write again
+(bounded reading, atomic writes, file locks, strict JSON, the host's state directories, pack
+reading and the pack-reference grammar). Nothing else in ``agentreview`` is public: modules
+move between releases, these names do not.
+
+Stability and versioning: :data:`API_VERSION` is ``MAJOR.MINOR``. A name listed in
+``__all__`` keeps its meaning within a major version; new names, new optional keyword
+arguments and new optional dataclass fields raise the minor version. A plugin can state what
+it needs with ``agentreview.api.require("1.1")``, which raises a clear error on an older core.
+
+Importing this module is cheap (a few attribute lookups): each name is loaded from the module
+that defines it on first use, so a plugin module that only registers objects stays fast to
+import during plugin discovery.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+API_VERSION = "1.0"
+
+# name -> module that defines it. One table, so ``__all__``, the lazy loader and the
+# documentation cannot disagree.
+_EXPORTS: dict[str, str] = {
+    # the hook marker
+    "hookimpl": "agentreview",
+    # lane executors
+    "LaneExecutor": "agentreview.model.contracts",
+    "LaneRequest": "agentreview.model.contracts",
+    "LaneOutcome": "agentreview.model.contracts",
+    "OutcomeKind": "agentreview.model.contracts",
+    "ReportedFinding": "agentreview.model.contracts",
+    "FallbackAttempt": "agentreview.model.contracts",
+    "DeltaRange": "agentreview.model.contracts",
+    # pack loaders
+    "PackLoader": "agentreview.model.contracts",
+    "PackLoadContext": "agentreview.model.contracts",
+    "LoadedPack": "agentreview.model.contracts",
+    "PackLoadError": "agentreview.model.contracts",
+    "PackUnavailableError": "agentreview.model.contracts",
+    "read_pack_manifest": "agentreview.packs.confine",
+    "read_confined": "agentreview.packs.confine",
+    "PACK_MANIFEST": "agentreview.packs.confine",
+    "parse_git_pack_ref": "agentreview.model.packref",
+    "GitPackRefError": "agentreview.model.packref",
+    # reviewer providers
+    "ReviewerProvider": "agentreview.model.contracts",
+    "ReviewerRequest": "agentreview.model.contracts",
+    "ReviewerResult": "agentreview.model.contracts",
+    "ReviewerEnd": "agentreview.model.contracts",
+    "ProviderStatus": "agentreview.model.contracts",
+    "PresetSpec": "agentreview.model.contracts",
+    # signers
+    "Signer": "agentreview.model.contracts",
+    "SignerContext": "agentreview.model.contracts",
+    "KeyInfo": "agentreview.model.contracts",
+    "SigningError": "agentreview.model.contracts",
+    "SignatureInvalidError": "agentreview.model.contracts",
+    # files, locks, JSON, host state
+    "read_regular_file": "agentreview.host.files",
+    "UnreadableFileError": "agentreview.host.files",
+    "MissingFileError": "agentreview.host.files",
+    "atomic_write_bytes": "agentreview.host.files",
+    "atomic_write_text": "agentreview.host.files",
+    "FileLock": "agentreview.host.locks",
+    "LockTimeout": "agentreview.host.locks",
+    "loads_strict": "agentreview.model.digests",
+    "sha256_hex": "agentreview.model.digests",
+    "home_dir": "agentreview.host.home",
+    "pack_cache_dir": "agentreview.host.home",
+    "load_config": "agentreview.host.home",
+}
+
+# Kept literal so linters and type checkers read it; a test checks it against _EXPORTS.
+__all__ = [
+    "API_VERSION",
+    "PACK_MANIFEST",
+    "ApiVersionError",
+    "DeltaRange",
+    "FallbackAttempt",
+    "FileLock",
+    "GitPackRefError",
+    "KeyInfo",
+    "LaneExecutor",
+    "LaneOutcome",
+    "LaneRequest",
+    "LoadedPack",
+    "LockTimeout",
+    "MissingFileError",
+    "OutcomeKind",
+    "PackLoadContext",
+    "PackLoadError",
+    "PackLoader",
+    "PackUnavailableError",
+    "PresetSpec",
+    "ProviderStatus",
+    "ReportedFinding",
+    "ReviewerEnd",
+    "ReviewerProvider",
+    "ReviewerRequest",
+    "ReviewerResult",
+    "SignatureInvalidError",
+    "Signer",
+    "SignerContext",
+    "SigningError",
+    "UnreadableFileError",
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "home_dir",
+    "hookimpl",
+    "load_config",
+    "loads_strict",
+    "pack_cache_dir",
+    "parse_git_pack_ref",
+    "read_confined",
+    "read_pack_manifest",
+    "read_regular_file",
+    "require",
+    "sha256_hex",
+]
+
+
+class ApiVersionError(RuntimeError):
+    """The installed core offers an older plugin API than the plugin needs."""
+
+
+def require(version: str) -> None:
+    """Raise :class:`ApiVersionError` unless this core's API is ``version`` or a later minor of it."""
+    want_major, want_minor = (int(part) for part in version.split("."))
+    have_major, have_minor = (int(part) for part in API_VERSION.split("."))
+    if want_major != have_major or want_minor > have_minor:
+        raise ApiVersionError(
+            f"this plugin needs agentreview plugin API {version}; the installed core offers {API_VERSION} — "
+            "upgrade agentreview or install a plugin release made for this core"
+        )
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agentreview.api' has no attribute '{name}'")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return list(__all__)
+
+
+if TYPE_CHECKING:  # pragma: no cover - static names for type checkers and IDEs
+    from agentreview import hookimpl
+    from agentreview.host.files import (
+        MissingFileError,
+        UnreadableFileError,
+        atomic_write_bytes,
+        atomic_write_text,
+        read_regular_file,
+    )
+    from agentreview.host.home import home_dir, load_config, pack_cache_dir
+    from agentreview.host.locks import FileLock, LockTimeout
+    from agentreview.model.contracts import (
+        DeltaRange,
+        FallbackAttempt,
+        KeyInfo,
+        LaneExecutor,
+        LaneOutcome,
+        LaneRequest,
+        LoadedPack,
+        OutcomeKind,
+        PackLoadContext,
+        PackLoader,
+        PackLoadError,
+        PackUnavailableError,
+        PresetSpec,
+        ProviderStatus,
+        ReportedFinding,
+        ReviewerEnd,
+        ReviewerProvider,
+        ReviewerRequest,
+        ReviewerResult,
+        SignatureInvalidError,
+        Signer,
+        SignerContext,
+        SigningError,
+    )
+    from agentreview.model.digests import loads_strict, sha256_hex
+    from agentreview.model.packref import GitPackRefError, parse_git_pack_ref
+    from agentreview.packs.confine import PACK_MANIFEST, read_confined, read_pack_manifest
