@@ -17,7 +17,7 @@ import typer
 try:  # typer 0.24 (pinned, see pyproject.toml) depends on click; typer >= 0.25 vendors it.
     from click import exceptions as click_exc
 except ImportError:  # pragma: no cover
-    from typer._click import exceptions as click_exc  # type: ignore[no-redef]
+    from typer._click import exceptions as click_exc  # type: ignore[no-redef,import-not-found,unused-ignore]
 
 from agentreview import __version__
 from agentreview.model.errors import EXIT_ERROR, EXIT_USAGE, AgentreviewError

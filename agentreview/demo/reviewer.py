@@ -40,8 +40,9 @@ def main() -> int:
                         "line": line_no,
                     }
                 )
-            if re.match(r"\+def \w+", line) and "test" not in current:
-                name = re.match(r"\+def (\w+)", line).group(1)
+            defined = re.match(r"\+def (\w+)", line)
+            if defined and "test" not in current:
+                name = defined.group(1)
                 if name not in diff.split("tests/", 1)[-1]:
                     findings.append(
                         {

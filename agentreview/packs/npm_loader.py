@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from agentreview import hookimpl
-from agentreview.model.contracts import LoadedPack, PackLoadContext, PackLoadError, PackUnavailableError
+from agentreview.model.contracts import LoadedPack, PackLoadContext, PackLoader, PackLoadError, PackUnavailableError
 from agentreview.packs.confine import read_pack_manifest
 
 # One path segment of an npm name: no separators, no whitespace, no control characters.
@@ -72,5 +73,5 @@ class NpmPackLoader:
 
 
 @hookimpl
-def agentreview_register_pack_loaders(register):  # type: ignore[no-untyped-def]
+def agentreview_register_pack_loaders(register: Callable[[PackLoader], None]) -> None:
     register(NpmPackLoader())

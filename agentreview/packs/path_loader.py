@@ -10,10 +10,11 @@ out of the repository, an untracked folder or a missing git all mean "not truste
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from agentreview import hookimpl
-from agentreview.model.contracts import LoadedPack, PackLoadContext, PackLoadError, PackUnavailableError
+from agentreview.model.contracts import LoadedPack, PackLoadContext, PackLoader, PackLoadError, PackUnavailableError
 from agentreview.packs.confine import PACK_MANIFEST, read_pack_manifest
 
 _LS_FILES_TIMEOUT_S = 10.0
@@ -84,5 +85,5 @@ class PathPackLoader:
 
 
 @hookimpl
-def agentreview_register_pack_loaders(register):  # type: ignore[no-untyped-def]
+def agentreview_register_pack_loaders(register: Callable[[PackLoader], None]) -> None:
     register(PathPackLoader())
