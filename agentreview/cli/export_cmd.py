@@ -54,9 +54,10 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="Print {path, runId, verdict}.")] = False,
     ) -> int:
         """Write a recorded attestation as an export file (two-space JSON)."""
+        from agentreview.cli.warnings import print_warning
         from agentreview.host.home import ledger_root
         from agentreview.store.export import confined_export_dir, export_path, write_export
-        from agentreview.store.ledger import Ledger, print_warning
+        from agentreview.store.ledger import Ledger
 
         if not run_id and not range_:
             raise UsageError("give a RUN_ID or --range BASE..HEAD (see 'agentreview ledger')")

@@ -84,9 +84,10 @@ def register(app: typer.Typer) -> None:
         reindex: Annotated[bool, typer.Option("--reindex", help="Rebuild the index from the files first.")] = False,
     ) -> int:
         """List recorded attestations, newest first."""
+        from agentreview.cli.warnings import print_warning
         from agentreview.host.git import normalize_remote
         from agentreview.host.home import ledger_root
-        from agentreview.store.ledger import Ledger, print_warning
+        from agentreview.store.ledger import Ledger
 
         rsha = parse_range(range_, cwd) if range_ else None
         with Ledger(ledger_root(), warn=print_warning) as led:

@@ -1,0 +1,15 @@
+"""How a command shows a warning: one line on stderr, ``agentreview: warning: <message>``.
+
+Library layers (the ledger, the index) report problems through a ``warn`` callback instead of
+printing, so they stay usable from tests and plugins; commands pass :func:`print_warning`.
+Standard library only: it is imported on command paths that must start fast.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def print_warning(message: str) -> None:
+    """A ``warn`` callback for command-line use: one line on stderr."""
+    sys.stderr.write(f"agentreview: warning: {message}\n")

@@ -1,0 +1,106 @@
+"""The ledger's layout: the key of an entry, the checks that let it name directories, and the paths it names.
+
+Layout (AIP-62 §The ledger, reference-notes 2.13)::
+
+    <root>/<repoSlug>/<manifestSha>/<binding>/<rangeSha>.json              {attestation, host}
+    <root>/<repoSlug>/<manifestSha>/<binding>/<rangeSha>.annotations.json  {pr?, prStatus?}
+    <root>/<repoSlug>/<manifestSha>/<binding>/<rangeSha>.lock              the per-entry write lock
+    <root>/<repoSlug>/runs/<runId>/                                        run scratch
+    <root>/index.sqlite                                                    a disposable index
+
+Every segment of a key becomes a directory or file name, so a key is checked before it names
+anything: a crafted binding or sha must never climb out of the root.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+
+from agentreview.host.git import repo_slug
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agentreview.model.attestation import Attestation
+
+HEX64 = re.compile(r"^[0-9a-f]{64}$")
+ENTRY_NAME = re.compile(r"^([0-9a-f]{64})\.json$")
+BINDING_SEGMENT = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")
+RUN_ID = re.compile(r"^review-[A-Za-z0-9._-]{1,200}$")
+ENTRY_SUFFIX = ".json"
+ANNOTATIONS_SUFFIX = ".annotations.json"
+LOCK_SUFFIX = ".lock"
+INDEX_NAME = "index.sqlite"
+
+
+class LedgerError(Exception):
+    """A ledger operation that cannot be done as asked (bad key, lock timeout, no entry)."""
+
+
+class LedgerKey(NamedTuple):
+    """``(repoRemote, manifestSha, binding, rangeSha)``: one file per key."""
+
+    repo_remote: str
+    manifest_sha: str
+    binding: str
+    range_sha: str
+
+    @classmethod
+    def of(cls, att: Attestation) -> LedgerKey:
+        return cls(att.target.repoRemote, att.manifestSha, att.binding, att.rangeSha)
+
+
+def ledger_slug(repo_remote: str) -> str:
+    """The directory of a repository: its repoSlug, or ``repo`` for the two degenerate remotes.
+
+    repoSlug keeps '.', so a remote of '.' or '..' would name a directory that is not below the
+    root; those use the spec's fallback name instead.
+    """
+    slug = repo_slug(repo_remote)
+    return "repo" if slug in (".", "..") else slug
+
+
+def check_key(key: LedgerKey) -> None:
+    """Raise :class:`LedgerError` unless every part of ``key`` can safely name a path segment."""
+    if not isinstance(key.repo_remote, str) or not key.repo_remote:
+        raise LedgerError("ledger key: repoRemote must be a non-empty string")
+    if not HEX64.match(key.manifest_sha or ""):
+        raise LedgerError(f"ledger key: manifestSha '{key.manifest_sha}' is not 64 lowercase hex")
+    if not HEX64.match(key.range_sha or ""):
+        raise LedgerError(f"ledger key: rangeSha '{key.range_sha}' is not 64 lowercase hex")
+    if not BINDING_SEGMENT.match(key.binding or ""):
+        raise LedgerError(
+            f"ledger key: binding '{key.binding}' cannot name a ledger directory (letters, digits, '.', '_', '-')"
+        )
+
+
+def entry_path(root: Path, key: LedgerKey) -> Path:
+    """``<root>/<repoSlug>/<manifestSha>/<binding>/<rangeSha>.json`` for a checked key."""
+    check_key(key)
+    return root / ledger_slug(key.repo_remote) / key.manifest_sha / key.binding / f"{key.range_sha}{ENTRY_SUFFIX}"
+
+
+def sibling(entry: Path, suffix: str) -> Path:
+    """The file beside an entry that shares its rangeSha: its annotations or its lock."""
+    return entry.with_name(entry.name[: -len(ENTRY_SUFFIX)] + suffix)
+
+
+def scope_of(repo: str | None, manifest_sha: str | None, binding: str | None) -> str:
+    """The smallest directory (relative to the root) that holds every entry matching these filters."""
+    if not repo:
+        return ""
+    slug = ledger_slug(repo)
+    if manifest_sha and HEX64.match(manifest_sha):
+        if binding and BINDING_SEGMENT.match(binding):
+            return f"{slug}/{manifest_sha}/{binding}"
+        return f"{slug}/{manifest_sha}"
+    return slug
+
+
+def valid_child(depth: int, name: str) -> bool:
+    """Which directory names belong to the layout at each depth (``runs/`` and stray names do not)."""
+    if depth == 0:
+        return name not in (".", "..")
+    if depth == 1:
+        return bool(HEX64.match(name))
+    return bool(BINDING_SEGMENT.match(name))
