@@ -11,51 +11,9 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
-
-if TYPE_CHECKING:  # pragma: no cover
-    from agentreview.verify.gate import VerifyResult
-
-
-def _final_line(result: VerifyResult) -> str:
-    att = result.attestation or {}
-    target = att.get("target") if isinstance(att.get("target"), dict) else {}
-    base = str(target.get("baseSha", "?"))[:10]
-    head = str(target.get("headSha", "?"))[:10]
-    subject = f"{att.get('reviewId', '?')}/{att.get('binding', '?')} {base}..{head} → {att.get('verdict', '?')}"
-    where = f" ({result.path})" if result.path else ""
-    if result.ok:
-        signed = f" [signed: {result.principal}]" if result.principal else ""
-        return f"verified: {subject}{where}{signed}"
-    if result.reason in ("not_found", "not_exported"):
-        return f"not verified ({result.reason.replace('_', ' ')}): {result.error}"
-    count = len(result.problems)
-    return f"NOT verified ({result.reason}, {count} problem{'s' if count != 1 else ''}): {subject}{where}"
-
-
-def render_text(result: VerifyResult) -> str:
-    """Every check (✓/✗ with expected and actual), then problems, notes and the final line."""
-    lines: list[str] = []
-    if result.path:
-        lines.append(f"attestation: {result.path}")
-    if result.base_sha and result.head_sha:
-        lines.append(f"expected range: {result.base_sha}..{result.head_sha}")
-    width = max((len(c.name) for c in result.checks), default=0)
-    for check in result.checks:
-        mark = "✓" if check.ok else "✗"
-        lines.append(f"  {mark} {check.name.ljust(width)}  expected {check.expected}, actual {check.actual}")
-    if result.problems:
-        lines.append("problems:")
-        lines.extend(f"  - {p}" for p in result.problems)
-    if result.notes:
-        lines.append("notes:")
-        lines.extend(f"  - {n}" for n in result.notes)
-    if result.ok and result.principal:
-        lines.append(f"signature verified: principal {result.principal}")
-    lines.append(_final_line(result))
-    return "\n".join(lines)
 
 
 def register(app: typer.Typer) -> None:
@@ -93,6 +51,7 @@ def register(app: typer.Typer) -> None:
     ) -> int:
         """Verify an exported attestation against this checkout (no lane is re-run)."""
         from agentreview.verify.gate import VerifyOptions, verify
+        from agentreview.verify.report import render_text
 
         base_dir = cwd if cwd.is_absolute() else Path.cwd() / cwd
         result = verify(

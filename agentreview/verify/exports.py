@@ -1,0 +1,259 @@
+"""AIP-62 verification step 3: finding the attestation among the export files, and reading one.
+
+Where the reference is lax and being strict cannot reject an honest export, this is strict:
+
+* export files are read as strict JSON (no duplicate keys, no NaN), bounded in size and
+  depth, and only when they are regular files (a FIFO in the export dir cannot hang a gate);
+* the ``HEAD^`` retry ("commit the export") applies only when HEAD touches nothing but
+  ``*.json`` files directly inside an export dir that is a proper sub-directory of the
+  repository, so an ``exportDir: .`` cannot wave an unreviewed commit through.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from agentreview.model.digests import loads_strict
+from agentreview.model.errors import EXIT_ERROR, EXIT_INVALID, EXIT_NOT_EXPORTED, EXIT_NOT_FOUND, EXIT_USAGE
+from agentreview.verify.expectation import resolve_expectation_shas
+from agentreview.verify.result import VerifyStop
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agentreview.manifest.parse import ParsedReview
+    from agentreview.verify.result import VerifyOptions
+
+# An export is a few KiB; anything this large is not one, and reading it must stay bounded.
+MAX_ATTESTATION_BYTES = 8 * 1024 * 1024
+# An attestation nests about six levels deep; far deeper input only serves to exhaust the
+# recursion of whatever walks it next (shape check, canonical JSON).
+MAX_JSON_DEPTH = 64
+
+
+class UnreadableExport(Exception):
+    """An export file that is not a readable, strict JSON object."""
+
+
+def read_export(path: Path) -> dict[str, Any]:
+    """Read one export as a strict JSON object; raise :class:`UnreadableExport` saying why.
+
+    Only regular files are opened (a FIFO or device would block or never end), the
+    size is bounded, duplicate keys and NaN/Infinity are refused: two parsers must
+    never disagree about what a signed document says.
+    """
+    from agentreview.host.files import UnreadableFileError, read_regular_file
+
+    try:
+        # One non-blocking open, then fstat: no window for a FIFO swapped in between a check and the read.
+        data = read_regular_file(path, limit=MAX_ATTESTATION_BYTES)
+    except UnreadableFileError as exc:
+        raise UnreadableExport(f"{exc}, not an attestation") from exc
+    try:
+        value = loads_strict(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise UnreadableExport("not UTF-8 text") from exc
+    except (ValueError, RecursionError) as exc:
+        raise UnreadableExport(f"not valid JSON ({exc})") from exc
+    if not isinstance(value, dict):
+        raise UnreadableExport("not a JSON object")
+    if _nesting_depth(value) > MAX_JSON_DEPTH:
+        raise UnreadableExport(f"nested deeper than {MAX_JSON_DEPTH} levels, not an attestation")
+    return value
+
+
+def _nesting_depth(value: Any) -> int:
+    """How deeply arrays and objects nest in ``value`` (iterative: no recursion to exhaust)."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if depth > MAX_JSON_DEPTH:
+            return depth
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+@dataclass(frozen=True)
+class ExportDoc:
+    path: Path
+    raw: dict[str, Any]
+
+
+def scan_export_dir(directory: Path) -> tuple[list[ExportDoc], list[str]]:
+    """Every ``*.json`` directly inside ``directory`` (not recursive), and a note per file skipped."""
+    docs: list[ExportDoc] = []
+    notes: list[str] = []
+    try:
+        names = sorted(entry.name for entry in os.scandir(directory) if entry.name.endswith(".json"))
+    except OSError as exc:
+        raise VerifyStop(
+            EXIT_NOT_FOUND, "not_found", f"cannot list export directory {directory}: {exc.strerror}"
+        ) from exc
+    for name in names:
+        path = directory / name
+        if path.is_dir():
+            continue
+        try:
+            docs.append(ExportDoc(path, read_export(path)))
+        except UnreadableExport as exc:
+            notes.append(f"skipped {path}: {exc}")
+    return docs, notes
+
+
+def target_of(raw: dict[str, Any]) -> dict[str, Any]:
+    """The ``target`` member, or an empty object when it is missing or not an object."""
+    target = raw.get("target")
+    return target if isinstance(target, dict) else {}
+
+
+def created_at_key(raw: dict[str, Any]) -> float:
+    """Sort key for "newest first": the createdAt instant; unparsable dates sort oldest."""
+    value = raw.get("createdAt")
+    if not isinstance(value, str):
+        return float("-inf")
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return float("-inf")
+    if moment.tzinfo is None:
+        return float("-inf")
+    return moment.timestamp()
+
+
+def find_for_range(docs: Sequence[ExportDoc], base_sha: str, head_sha: str, binding: str | None) -> ExportDoc | None:
+    """The newest export whose target is exactly ``base_sha..head_sha`` (and ``binding`` when given)."""
+    matches = [
+        doc
+        for doc in docs
+        if target_of(doc.raw).get("baseSha") == base_sha
+        and target_of(doc.raw).get("headSha") == head_sha
+        and (binding is None or doc.raw.get("binding") == binding)
+    ]
+    if not matches:
+        return None
+    # Newest createdAt first; the file name breaks ties so the choice never depends on the file system.
+    matches.sort(key=lambda d: (created_at_key(d.raw), d.path.name), reverse=True)
+    return matches[0]
+
+
+def head_only_touches_exports(root: Path, directory: Path, head_sha: str) -> bool:
+    """True when ``head_sha`` changes nothing but ``*.json`` files directly inside ``directory``,
+    a proper sub-directory of the repository (the "commit the export" convention)."""
+    from agentreview.host.git import files_changed_by
+
+    try:
+        rel = directory.resolve().relative_to(root)
+    except ValueError:
+        return False
+    if rel == Path("."):
+        return False
+    rel_posix = PurePosixPath(rel.as_posix())
+    changed = files_changed_by(root, head_sha)
+    return bool(changed) and all(PurePosixPath(p).parent == rel_posix and p.endswith(".json") for p in changed)
+
+
+# --------------------------------------------------------------------------- step 3
+
+
+@dataclass(frozen=True)
+class Located:
+    """The attestation to verify, the export docs ``composedFrom`` priors are looked up in, and
+    the expected range (moved to ``HEAD^`` when the head only commits exports)."""
+
+    doc: ExportDoc
+    docs: list[ExportDoc]
+    base_sha: str
+    head_sha: str
+
+
+def _scan_quietly(directory: Path) -> tuple[list[ExportDoc], list[str]]:
+    try:
+        return scan_export_dir(directory)
+    except VerifyStop:
+        return [], []
+
+
+def locate(
+    options: VerifyOptions,
+    parsed: ParsedReview,
+    root: Path,
+    base_sha: str,
+    head_sha: str,
+    *,
+    absolute: Callable[[Path], Path],
+    notes: list[str],
+) -> Located:
+    """Step 3: the named file, or the newest export for the range in the named or declared
+    directory. Raises :class:`VerifyStop` for not found, not exported, usage and a named file
+    that is no attestation (invalid). Skipped export files and the ``HEAD^`` retry are
+    appended to ``notes`` as they happen, so they are reported even when the search fails."""
+    if options.path is not None:
+        given = absolute(options.path)
+        if not given.is_dir():
+            if not given.exists():
+                raise VerifyStop(EXIT_NOT_FOUND, "not_found", f"no attestation at {given}")
+            try:
+                raw = read_export(given)
+            except UnreadableExport as exc:
+                # A file the caller named is not skipped: it is the claim, and it is invalid.
+                raise VerifyStop(EXIT_INVALID, "invalid", f"{given}: {exc}", path=given) from exc
+            docs, skipped = _scan_quietly(given.parent)
+            notes.extend(skipped)
+            return Located(ExportDoc(given, raw), docs, base_sha, head_sha)
+        directory = given
+    else:
+        export_dir = parsed.manifest.verdict.exportDir
+        if export_dir is None:
+            if options.if_exported:
+                raise VerifyStop(
+                    EXIT_NOT_EXPORTED,
+                    "not_exported",
+                    "the manifest declares no verdict.exportDir; nothing exported",
+                )
+            raise VerifyStop(
+                EXIT_USAGE,
+                "usage",
+                "no attestation path given and the manifest declares no verdict.exportDir — pass the export "
+                "file or directory, or add --if-exported to make 'not exported' its own outcome (exit 5)",
+            )
+        directory = root / export_dir
+    if not directory.is_dir():
+        raise VerifyStop(EXIT_NOT_FOUND, "not_found", f"export directory {directory} does not exist")
+    docs, skipped = scan_export_dir(directory)
+    notes.extend(skipped)
+    found = find_for_range(docs, base_sha, head_sha, options.binding)
+    if found is None and options.head is None and head_only_touches_exports(root, directory, head_sha):
+        from agentreview.host.git import GitError
+
+        try:
+            base_retry, head_retry = resolve_expectation_shas(
+                root, parsed.manifest.target.base, options.base, f"{head_sha}^"
+            )
+        except GitError as exc:
+            raise VerifyStop(EXIT_ERROR, "error", str(exc)) from exc
+        found = find_for_range(docs, base_retry, head_retry, options.binding)
+        if found is not None:
+            notes.append(
+                f"HEAD {head_sha[:10]} only adds exports under {directory}; verified its parent "
+                f"{head_retry[:10]} as the attested head"
+            )
+            base_sha, head_sha = base_retry, head_retry
+    if found is None:
+        binding = f" (binding '{options.binding}')" if options.binding else ""
+        raise VerifyStop(
+            EXIT_NOT_FOUND,
+            "not_found",
+            f"no attestation for {base_sha[:10]}..{head_sha[:10]}{binding} in {directory}",
+        )
+    return Located(found, docs, base_sha, head_sha)

@@ -1,0 +1,102 @@
+"""What a verification is asked (:class:`VerifyOptions`) and what it answers (:class:`VerifyResult`).
+
+Kept apart from the steps so every step module can speak of a :class:`CheckLine` or stop
+with a :class:`VerifyStop` without importing the others. Plain dataclasses: importing this
+module costs nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agentreview.model.errors import EXIT_OK
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agentreview.plugins.registry import Registry
+
+VERDICT_CHOICES = ("pass", "block", "incomplete", "any")
+
+
+@dataclass(frozen=True)
+class VerifyOptions:
+    """What the caller asked for. Relative paths are resolved against ``cwd``."""
+
+    cwd: Path = field(default_factory=Path.cwd)
+    path: Path | None = None  # an attestation .json file or a directory of exports
+    manifest: Path | None = None  # default: <repo root>/REVIEW.md
+    base: str | None = None
+    head: str | None = None
+    binding: str | None = None
+    verdict: str = "pass"  # pass | block | incomplete | any
+    if_exported: bool = False
+    allowed_signers: Path | None = None
+    require_signed: bool = False
+    registry: Registry | None = None  # default: the installed plugins
+    home: Path | None = None  # default: AGENTREVIEW_HOME (the git pack cache lives there)
+
+
+@dataclass(frozen=True)
+class CheckLine:
+    """One check performed, with what was expected and what the attestation says."""
+
+    name: str
+    ok: bool
+    expected: str
+    actual: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"check": self.name, "ok": self.ok, "expected": self.expected, "actual": self.actual}
+
+
+@dataclass
+class VerifyResult:
+    """The outcome. ``exit_code`` is the CLI's: 0 verified, 1 invalid, 3 could not run,
+    4 not found, 5 not exported, 6 signature, 64 usage."""
+
+    exit_code: int
+    reason: str  # verified | invalid | signature | not_found | not_exported | error | usage
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    checks: list[CheckLine] = field(default_factory=list)
+    path: Path | None = None
+    attestation: dict[str, Any] | None = None
+    principal: str | None = None
+    base_sha: str | None = None
+    head_sha: str | None = None
+    error: str | None = None  # the one-line message for exit 3 and 64
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == EXIT_OK
+
+    @property
+    def verdict(self) -> str | None:
+        value = (self.attestation or {}).get("verdict")
+        return value if isinstance(value, str) else None
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``--json`` object (see :func:`agentreview.verify.report.result_json`)."""
+        from agentreview.verify.report import result_json
+
+        return result_json(self)
+
+
+class VerifyStop(Exception):
+    """Ends verification early with a distinct outcome (could not run, usage, not found, or a
+    named file that is not an attestation: then ``path`` is that file)."""
+
+    def __init__(self, exit_code: int, reason: str, message: str, *, path: Path | None = None):
+        super().__init__(message)
+        self.exit_code = exit_code
+        self.reason = reason
+        self.path = path
+
+
+def short(value: Any, width: int = 16) -> str:
+    """A value as it appears in a check line: strings as they are, others as JSON, cut at ``width``."""
+    import json
+
+    text = value if isinstance(value, str) else json.dumps(value)
+    return text if len(text) <= width else text[:width] + "…"
