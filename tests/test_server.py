@@ -24,7 +24,9 @@ import pytest
 from reviewrepo import AGENTREVIEW, Repo, manifest, processes_matching, wait_for
 
 from agentreview.server import client, protocol
-from agentreview.server.serve import KILL_AFTER_S, ServerDirError, build_stamp, check_dir, prepare_dir
+from agentreview.server.directory import ServerDirError, check_dir, prepare_dir
+from agentreview.server.loop import KILL_AFTER_S
+from agentreview.server.stamp import build_stamp
 
 CHECKS = (
     "  - id: ok\n    kind: command\n    run: 'true'\n"

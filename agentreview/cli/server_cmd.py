@@ -10,6 +10,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import stat
 import subprocess
 import sys
 import time
@@ -28,10 +29,11 @@ def _gone(lock_path: str) -> bool:
     """Whether the server has exited: it holds an exclusive flock on its lock file for its whole life.
 
     Unlike probing its pid, this cannot be fooled by a zombie nobody reaped or by a recycled pid.
+    A FIFO or symlink planted in its place is never waited on: there is no lock to ask, so gone.
     """
     try:
-        fd = os.open(lock_path, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
+        fd = os.open(lock_path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
         return True
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -43,12 +45,21 @@ def _gone(lock_path: str) -> bool:
 
 
 def _last_line(path: os.PathLike[str] | str) -> str:
+    """The log's last line, or "" (never blocking on a FIFO in the log's place)."""
     try:
-        with open(path, "rb") as fh:
-            fh.seek(max(0, os.fstat(fh.fileno()).st_size - 4096))
-            lines = fh.read().decode(errors="replace").strip().splitlines()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError:
         return ""
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return ""
+        data = os.pread(fd, 4096, max(0, info.st_size - 4096))
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
+    lines = data.decode(errors="replace").strip().splitlines()
     return lines[-1] if lines else ""
 
 
@@ -56,7 +67,7 @@ def start(idle_timeout: int) -> dict[str, Any]:
     """Start a server for ``$AGENTREVIEW_HOME`` unless one answers; its status either way."""
     from agentreview.host.home import home_dir
     from agentreview.server import client, protocol
-    from agentreview.server.serve import prepare_dir
+    from agentreview.server.directory import open_regular, prepare_dir
 
     home = home_dir()
     directory = prepare_dir(home)
@@ -66,7 +77,7 @@ def start(idle_timeout: int) -> dict[str, Any]:
     if running is not None:
         stop()  # a server of other code (an upgrade, an edit): replace it
     log_path = directory / protocol.LOG_NAME
-    log_fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    log_fd = open_regular(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, "log")
     try:
         proc = subprocess.Popen(
             [sys.executable, "-P", "-m", "agentreview.server.serve", "--home", str(home),
