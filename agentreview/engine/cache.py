@@ -1,0 +1,104 @@
+"""Step 8: serve the run from the ledger cache, or join an identical run in flight.
+
+The cache rule is the ledger's (:meth:`Ledger.lookup_cached`); this module decides when
+to ask (not ``--no-cache``, not a dirty tree) and how to wait for an identical run: the
+per-key file lock of :mod:`agentreview.engine.coordination`, taken without waiting when
+free, else waited for (cancellable, bounded), after which the other run's freshly
+recorded attestation is this run's result.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from agentreview.engine.execute import Cancelled
+from agentreview.engine.plan import RunPlan
+from agentreview.engine.record import finish_cached
+from agentreview.engine.result import RunResult
+from agentreview.host import git
+from agentreview.model.errors import AgentreviewError
+from agentreview.report.progress import Reporter
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agentreview.host.locks import FileLock
+    from agentreview.model.attestation import Attestation
+    from agentreview.store.ledger import Ledger
+
+DEFAULT_JOIN_TIMEOUT_S = 24 * 3600.0
+JOIN_POLL_S = 0.2
+
+
+def serve_cached(plan: RunPlan, ledger: Ledger, reporter: Reporter) -> RunResult | None:
+    """The cached result for the plan's key, or None when the run must execute."""
+    if plan.flags.no_cache or git.is_dirty(plan.repo_root):
+        return None
+    cached = ledger.lookup_cached(*plan.key, plan.rubrics, plan.packs)
+    if cached is None:
+        return None
+    reporter.phase(f"cache hit: {cached.runId} ({cached.verdict})")
+    return finish_cached(plan, cached, ledger, reporter, joined=False)
+
+
+def serve_joined(plan: RunPlan, ledger: Ledger, waited_since: float, reporter: Reporter) -> RunResult | None:
+    """After waiting for an identical run: its attestation when it recorded one meanwhile, else None."""
+    entry = ledger.get(*plan.key)
+    if entry is None or not _created_after(entry.attestation, waited_since):
+        return None
+    reporter.phase(f"joined identical run {entry.attestation.runId}")
+    return finish_cached(plan, entry.attestation, ledger, reporter, joined=True)
+
+
+@contextlib.contextmanager
+def join_lock(
+    path: Path, cancel: threading.Event, timeout_s: float | None, reporter: Reporter
+) -> Iterator[float | None]:
+    """Hold the per-key lock; yields when this run started waiting for it, or None when it was free."""
+    from agentreview.host.locks import FileLock, Timeout
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(path))
+    waited_since: float | None = None
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        waited_since = time.time()
+    if waited_since is not None:
+        reporter.phase("an identical review is in flight on this host; waiting for its result")
+        _wait_for(lock, path, cancel, timeout_s if timeout_s is not None else DEFAULT_JOIN_TIMEOUT_S)
+    try:
+        yield waited_since
+    finally:
+        with contextlib.suppress(Exception):
+            lock.release()
+
+
+def _wait_for(lock: FileLock, path: Path, cancel: threading.Event, limit: float) -> None:
+    """Poll the lock so Ctrl-C and SIGTERM (which set ``cancel``) are seen within a poll."""
+    from agentreview.host.locks import Timeout
+
+    deadline = time.monotonic() + limit
+    while True:
+        if cancel.is_set():
+            raise Cancelled()
+        try:
+            lock.acquire(timeout=JOIN_POLL_S)
+            return
+        except Timeout:
+            if time.monotonic() > deadline:
+                raise AgentreviewError(
+                    f"gave up waiting {limit:.0f}s for an identical review in flight (lock {path})"
+                ) from None
+
+
+def _created_after(att: Attestation, since: float) -> bool:
+    try:
+        created = datetime.fromisoformat(att.createdAt.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return False
+    return created >= since - 1.0

@@ -1,0 +1,111 @@
+"""Step 9, before the lanes: prepare steps, then freeze the range, then plan each lane.
+
+Prepare steps may change the tree (they are the only ``effects: true`` checks), so the
+head and the tree's dirtiness are read only after they finish; from then on the range
+is frozen and every lane sees the same ``{head}``. An agent lane may compose: reuse a
+prior passing attestation from this host's ledger and review only the delta.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from agentreview.engine.compose import find_prior
+from agentreview.engine.execute import LaneContext, LanePlan, run_prepare
+from agentreview.engine.plan import RunPlan
+from agentreview.host import git
+from agentreview.manifest.placeholders import substitute
+from agentreview.report.progress import Reporter
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agentreview.model.attestation import Attestation
+    from agentreview.store.ledger import Ledger
+
+
+@dataclass(frozen=True)
+class FrozenRange:
+    """The range the lanes review and the attestation names, read after prepare."""
+
+    head_sha: str
+    dirty: bool  # uncommitted changes to tracked files: the attestation says so and is never cached
+    placeholders: Mapping[str, str]  # the plan's host values plus {head}
+
+
+def prepare_context(plan: RunPlan, run_dir: Path, cancel: threading.Event) -> LaneContext:
+    """What prepare steps see: the host values, no head yet."""
+    return LaneContext(
+        review_id=plan.review_id,
+        repo_root=plan.repo_root,
+        base_sha=plan.base_sha,
+        head_sha="",
+        placeholders=plan.host_values,
+        run_dir=run_dir,
+        cancel=cancel,
+        executors=plan.executors,
+        headless=plan.flags.headless,
+        requester_session_id=plan.host.session_id,
+        home=plan.host.home,
+    )
+
+
+def prepare_and_freeze(plan: RunPlan, ctx: LaneContext, reporter: Reporter) -> FrozenRange:
+    """Run the prepare steps in order (PrepareFailed on the first failure), then freeze head and dirtiness."""
+    if plan.prepare:
+        run_prepare(plan.prepare, ctx, reporter.phase)
+    head_sha = git.rev_parse_commit(plan.repo_root, plan.head_ref)
+    dirty = git.is_dirty(plan.repo_root)
+    if dirty:
+        reporter.phase("working tree has uncommitted changes to tracked files: the attestation will be dirty")
+    return FrozenRange(head_sha=head_sha, dirty=dirty, placeholders={**plan.host_values, "head": head_sha})
+
+
+def lane_context(plan: RunPlan, frozen: FrozenRange, prepared: LaneContext) -> LaneContext:
+    """What lanes see: the frozen head, and reviewer providers and presets when agent lanes run."""
+    ctx = replace(prepared, head_sha=frozen.head_sha, placeholders=frozen.placeholders)
+    if plan.wants_reviewers:
+        from agentreview.host.presets import load_presets
+
+        providers = plan.registry.objects("providers")
+        ctx = replace(ctx, providers=providers, presets=load_presets(plan.host.home, providers.keys()))
+    return ctx
+
+
+def plan_lanes(plan: RunPlan, frozen: FrozenRange, ledger: Ledger, reporter: Reporter) -> list[LanePlan]:
+    """One LanePlan per binding check, in binding order: a command substituted, or a rubric and maybe a delta."""
+    from agentreview.model.manifest import CommandCheck
+
+    compose = not (plan.flags.no_cache or plan.flags.no_compose) and not frozen.dirty
+    candidates: list[Attestation] | None = None
+    lanes: list[LanePlan] = []
+    for ref in plan.binding.checks:
+        rc = plan.resolved.checks[ref]
+        check = rc.check
+        lane = LanePlan(check=check)
+        if isinstance(check, CommandCheck):
+            lane.command = substitute(check.run, frozen.placeholders, label=f"check '{ref}'")
+        else:
+            lane.rubric_path = plan.rubric_paths.get(ref)
+            digest = plan.rubric_sha256(ref)
+            if compose and digest is not None:
+                if candidates is None:
+                    key = plan.key
+                    candidates = list(ledger.candidates(key.repo_remote, key.manifest_sha, key.binding))
+                lane.delta = find_prior(
+                    candidates,
+                    base_sha=plan.base_sha,
+                    head_sha=frozen.head_sha,
+                    check_id=ref,
+                    rubric_sha256=digest,
+                    pack_digest=plan.pack_digest(rc),
+                    is_ancestor=lambda a, b: git.is_ancestor(plan.repo_root, a, b),
+                )
+                if lane.delta is not None:
+                    reporter.phase(
+                        f"lane {ref}: delta review over {lane.delta.prior_head_sha[:10]}..{frozen.head_sha[:10]}"
+                    )
+        lanes.append(lane)
+    return lanes

@@ -1,0 +1,261 @@
+"""Planning a run: everything decided before any prepare step or lane runs, frozen once.
+
+:func:`build_plan` performs the spec's steps 1–5 and 7 in order — repository root and
+``repoRemote``; manifest bytes, ``manifestSha`` and the strict parse; packs resolved
+(on every run, cached ones too); the binding and its placeholder rules; base and the
+pre-prepare head; rubric digests — and returns a :class:`RunPlan`. The later stages
+(cache and joining, prepare and freeze, lanes, record) read the plan and never change
+it, so what a run attests is visibly what it decided up front.
+
+The head is the one value a plan holds "as known": the ledger key for the cache and for
+joining names the head before prepare; the attestation names the head frozen after
+prepare (:mod:`agentreview.engine.freeze`).
+
+Plugin discovery (pluggy) and the ledger (sqlite3) are imported on first use, as before:
+importing the engine stays free of them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agentreview.engine.coordination import InflightRun
+from agentreview.engine.execute import LanePlan
+from agentreview.engine.options import RunOptions
+from agentreview.host import git
+from agentreview.host.home import home_dir
+from agentreview.manifest.parse import parse_review, read_manifest_bytes
+from agentreview.manifest.placeholders import compile_checks, host_values, substitute
+from agentreview.manifest.rules import resolve_binding
+from agentreview.model.contracts import LaneExecutor, PackLoadContext, PackLoadError
+from agentreview.model.digests import manifest_sha, range_sha, sha256_hex
+from agentreview.model.errors import AgentreviewError
+from agentreview.packs.confine import read_confined, read_pack_file
+from agentreview.packs.resolve import ResolvedCheck, ResolvedReview, resolve_review
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agentreview.model.manifest import Binding, ReviewManifest
+    from agentreview.plugins.registry import Registry
+    from agentreview.store.ledger import LedgerKey
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    """This host's side of a run: never part of an attestation."""
+
+    home: Path  # AGENTREVIEW_HOME: ledger, keys, presets, config
+    pid: int  # advertised to concurrent runs (supersede sends it SIGTERM)
+    session_id: str | None  # the requesting agent session, recorded as requester.sessionId
+
+
+@dataclass(frozen=True)
+class RunFlags:
+    """The caller's choices that shape the run but not what is reviewed."""
+
+    headless: bool = False
+    no_cache: bool = False
+    no_compose: bool = False
+    supersede: bool = False
+    export: bool = False
+    export_to: Path | None = None  # --export-to joined to the caller's directory; resolved when written
+    pr: dict[str, Any] | None = None
+    join_timeout_s: float | None = None
+
+    @property
+    def exports(self) -> bool:
+        return self.export or self.export_to is not None
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """One review run, decided: what is reviewed, against what, with which plugins."""
+
+    run_id: str
+    host: HostFacts
+    flags: RunFlags
+    repo_root: Path
+    repo_remote: str
+    manifest_path: Path
+    manifest_bytes: bytes
+    manifest_sha: str
+    resolved: ResolvedReview
+    binding_name: str
+    binding: Binding
+    base_sha: str
+    head_ref: str  # re-resolved after prepare: a prepare step may commit
+    pre_head_sha: str  # the head before prepare; names the ledger key below
+    key: LedgerKey  # (repoRemote, manifestSha, binding, rangeSha(base, pre-prepare head))
+    rubrics: tuple[dict[str, str], ...]  # {check, path, sha256} of every readable agent rubric
+    rubric_paths: Mapping[str, Path]  # check id -> the rubric file read for its digest
+    packs: tuple[dict[str, Any], ...]  # {ref, id, version, alg, sha256} of every resolved pack
+    host_values: Mapping[str, str]  # {base}, {changed}: bound in prepare steps and lanes
+    prepare: tuple[LanePlan, ...]  # the binding's prepare steps, commands substituted
+    registry: Registry
+    executors: Mapping[str, LaneExecutor]
+
+    @property
+    def manifest(self) -> ReviewManifest:
+        return self.resolved.parsed.manifest
+
+    @property
+    def review_id(self) -> str:
+        return self.manifest.id
+
+    @property
+    def export_dir(self) -> str | None:
+        return self.manifest.verdict.exportDir
+
+    @property
+    def wants_reviewers(self) -> bool:
+        """Agent lanes will run here, so reviewer providers and presets are needed."""
+        return not self.flags.headless and any(
+            self.resolved.checks[ref].check.kind == "agent" for ref in self.binding.checks
+        )
+
+    def rubric_sha256(self, check_id: str) -> str | None:
+        return next((r["sha256"] for r in self.rubrics if r["check"] == check_id), None)
+
+    def pack_digest(self, rc: ResolvedCheck) -> dict[str, Any] | None:
+        """The digest record of the pack ``rc`` comes from (None for a local check)."""
+        if not rc.namespace:
+            return None
+        return next((p.digest for p in self.resolved.packs if p.entry.as_ == rc.namespace), None)
+
+    def inflight_run(self) -> InflightRun:
+        """How this run advertises itself to concurrent runs of the repository."""
+        return InflightRun(
+            self.run_id, self.host.pid, str(self.repo_root), self.binding_name, self.base_sha, self.pre_head_sha
+        )
+
+
+def build_plan(run_id: str, options: RunOptions, registry: Registry | None = None) -> RunPlan:
+    """Steps 1–5 and 7; raises :class:`AgentreviewError` (or ``git.GitError``) when the run cannot happen."""
+    from agentreview.plugins.registry import load_registry
+    from agentreview.store.ledger import LedgerKey
+
+    home = options.home or home_dir()
+    cwd = options.cwd.resolve()
+    # 1. repository
+    root = git.repo_root(cwd)
+    remote = git.repo_remote(root)
+    # 2. manifest
+    manifest_path = (cwd / options.manifest).resolve() if options.manifest else root / "REVIEW.md"
+    source = read_manifest_bytes(manifest_path)
+    parsed = parse_review(source, manifest_path)
+    # 3. packs (every run)
+    registry = registry or load_registry()
+    resolved = resolve_review(
+        parsed, registry=registry, ctx=PackLoadContext(repo_root=root, manifest_dir=manifest_path.parent, home=home)
+    )
+    manifest = parsed.manifest
+    # 4. binding
+    binding_name, binding = resolve_binding(manifest.id, resolved.bindings, options.binding)
+    problems = compile_checks(binding, {cid: rc.check for cid, rc in resolved.checks.items()})
+    if problems:
+        raise AgentreviewError(f"{manifest_path}: " + "; ".join(str(p) for p in problems))
+    if options.export and not options.export_to:
+        check_export_dir(root, manifest.verdict.exportDir)
+    # 5. base and the pre-prepare head
+    head_ref = options.head or "HEAD"
+    pre_head = git.rev_parse_commit(root, head_ref)
+    if options.base:
+        base_sha = git.rev_parse_commit(root, options.base)
+    else:
+        base_sha = git.merge_base(root, manifest.target.base, pre_head)
+    msha = manifest_sha(source)
+    # 7. rubric digests (before prepare)
+    rubrics, rubric_paths = _rubric_digests(resolved, binding.checks)
+    values = host_values(base_sha)
+    prepare = _prepare_steps(resolved, binding, values)
+    return RunPlan(
+        run_id=run_id,
+        host=HostFacts(home=home, pid=os.getpid(), session_id=options.session_id),
+        flags=RunFlags(
+            headless=options.headless,
+            no_cache=options.no_cache,
+            no_compose=options.no_compose,
+            supersede=options.supersede,
+            export=options.export,
+            export_to=options.cwd / options.export_to if options.export_to else None,
+            pr=options.pr,
+            join_timeout_s=options.join_timeout_s,
+        ),
+        repo_root=root,
+        repo_remote=remote,
+        manifest_path=manifest_path,
+        manifest_bytes=source,
+        manifest_sha=msha,
+        resolved=resolved,
+        binding_name=binding_name,
+        binding=binding,
+        base_sha=base_sha,
+        head_ref=head_ref,
+        pre_head_sha=pre_head,
+        key=LedgerKey(remote, msha, binding_name, range_sha(base_sha, pre_head)),
+        rubrics=tuple(rubrics),
+        rubric_paths=rubric_paths,
+        packs=tuple(resolved.pack_digests()),
+        host_values=values,
+        prepare=prepare,
+        registry=registry,
+        executors=registry.objects("lane_executors"),
+    )
+
+
+def check_export_dir(root: Path, export_dir: str | None) -> Path:
+    """Where ``--export`` writes: verdict.exportDir, which must stay inside the repository.
+
+    Checked when planning (so a bad exportDir fails before any lane runs) and again when
+    writing (a prepare step may have planted a symlink since)."""
+    from agentreview.store.export import confined_export_dir
+
+    if not export_dir:
+        raise AgentreviewError("--export needs verdict.exportDir in REVIEW.md (or use --export-to PATH)")
+    try:
+        return confined_export_dir(root, export_dir)
+    except ValueError as exc:
+        raise AgentreviewError(f"{exc} — fix verdict.exportDir in REVIEW.md or use --export-to PATH") from exc
+
+
+def _prepare_steps(resolved: ResolvedReview, binding: Binding, values: Mapping[str, str]) -> tuple[LanePlan, ...]:
+    """The binding's prepare steps with ``{base}``/``{changed}`` substituted.
+
+    compile_checks proved every placeholder bound, and the binding rules admit only
+    ``effects: true`` command checks to prepare, so neither error below is expected."""
+    from agentreview.model.manifest import CommandCheck
+
+    steps: list[LanePlan] = []
+    for ref in binding.prepare:
+        check = resolved.checks[ref].check
+        if not isinstance(check, CommandCheck):
+            raise AgentreviewError(f"prepare check '{ref}' is a '{check.kind}' check; prepare runs command checks only")
+        steps.append(LanePlan(check=check, command=substitute(check.run, values, label=f"prepare check '{ref}'")))
+    return tuple(steps)
+
+
+def _rubric_digests(resolved: ResolvedReview, check_ids: list[str]) -> tuple[list[dict[str, str]], dict[str, Path]]:
+    from agentreview.model.manifest import AgentCheck
+
+    rubrics: list[dict[str, str]] = []
+    paths: dict[str, Path] = {}
+    for check_id in check_ids:
+        rc = resolved.checks[check_id]
+        check = rc.check
+        path = rc.rubric_path()
+        if not isinstance(check, AgentCheck) or path is None:
+            continue
+        try:
+            # A pack rubric is read through the confined reader again: a prepare step or a
+            # local process must not swap it for a link out of the pack between resolution and now.
+            # A consumer's own rubric is not confined (spec), but it is still read as a bounded
+            # regular file: `rubric: /dev/zero` or a FIFO must not exhaust memory or hang the run.
+            data = read_confined(rc.rubric_base, check.rubric) if rc.namespace else read_pack_file(path)
+        except (OSError, PackLoadError):
+            continue  # the lane is skipped at execution: "rubric not found"
+        rubrics.append({"check": check_id, "path": check.rubric, "sha256": sha256_hex(data)})
+        paths[check_id] = path.resolve()
+    return rubrics, paths

@@ -1,0 +1,118 @@
+"""Step 9's end and step 10: fold the lanes into an attestation, sign it, record it, export it.
+
+Signing is best effort (an unsigned attestation carries ``signingError``, it never
+fails the review). A run cancelled while signing records nothing. Every attestation a
+run ends with — fresh, served from cache or joined — leaves through :func:`export_result`,
+so ``--export`` behaves the same for all three.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from agentreview.engine.execute import Cancelled
+from agentreview.engine.freeze import FrozenRange
+from agentreview.engine.plan import RunPlan, check_export_dir
+from agentreview.engine.result import RunResult
+from agentreview.host import git
+from agentreview.model.attestation import Attestation, LaneResult
+from agentreview.report.progress import Reporter
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agentreview.store.ledger import Ledger, LedgerKey
+
+
+def daemon_name() -> str:
+    from agentreview import __version__
+    from agentreview.host.home import hostname
+
+    return f"agentreview/{__version__}@{hostname()}"
+
+
+def fold(plan: RunPlan, frozen: FrozenRange, lanes: Sequence[LaneResult]) -> Attestation:
+    """The unsigned attestation; its verdict and rangeSha are computed from the lanes and range."""
+    requester: dict[str, Any] = {}
+    if plan.host.session_id:
+        requester["sessionId"] = plan.host.session_id
+    author = git.commit_author(plan.repo_root, frozen.head_sha)
+    if author:
+        requester["gitAuthor"] = {"name": author[0], "email": author[1]}
+    return Attestation.build(
+        run_id=plan.run_id,
+        review_id=plan.review_id,
+        manifest_sha=plan.manifest_sha,
+        binding=plan.binding_name,
+        repo_remote=plan.repo_remote,
+        base_sha=plan.base_sha,
+        head_sha=frozen.head_sha,
+        lanes=lanes,
+        daemon=daemon_name(),
+        rubrics=plan.rubrics,
+        packs=plan.packs,
+        dirty=frozen.dirty,
+        requester=requester or None,
+        pr=plan.flags.pr,
+    )
+
+
+def record_run(
+    plan: RunPlan,
+    frozen: FrozenRange,
+    lanes: Sequence[LaneResult],
+    ledger: Ledger,
+    reporter: Reporter,
+    cancel: threading.Event,
+) -> RunResult:
+    """Fold, sign, record in the ledger, link the pull request, export; Cancelled when cancelled meanwhile."""
+    from agentreview.signing.signers import sign_attestation
+    from agentreview.store.ledger import LedgerKey
+
+    att, signing_error = sign_attestation(
+        fold(plan, frozen, lanes), registry=plan.registry, home=plan.host.home, repo_root=plan.repo_root
+    )
+    if signing_error:
+        reporter.phase(f"signing: {signing_error}")
+    if cancel.is_set():
+        raise Cancelled()
+    host_info: dict[str, Any] = {"repoRoot": str(plan.repo_root), "manifestPath": str(plan.manifest_path)}
+    if plan.export_dir:
+        host_info["exportDir"] = str(plan.repo_root / plan.export_dir)
+    ledger_path = ledger.put(att, host_info)
+    # The attestation's key names the frozen head, which a prepare step may have moved past plan.key's.
+    _link_pr(plan, ledger, LedgerKey.of(att))
+    result = RunResult.done(att, ledger_path, signing_error=signing_error)
+    export_result(plan, result, reporter)
+    return result
+
+
+def finish_cached(plan: RunPlan, att: Attestation, ledger: Ledger, reporter: Reporter, *, joined: bool) -> RunResult:
+    """The result of a run served from the ledger: a cache hit, or an identical run just joined."""
+    _link_pr(plan, ledger, plan.key)
+    result = RunResult.done(att, ledger.entry_path(*plan.key), cached=not joined, joined=joined)
+    export_result(plan, result, reporter)
+    return result
+
+
+def _link_pr(plan: RunPlan, ledger: Ledger, key: LedgerKey) -> None:
+    """The attestation is never changed; a pull request known to this run is an annotation (best effort)."""
+    if plan.flags.pr:
+        with contextlib.suppress(Exception):
+            ledger.set_pr(*key, plan.flags.pr)
+
+
+def export_result(plan: RunPlan, result: RunResult, reporter: Reporter) -> None:
+    """Write the export file when ``--export`` or ``--export-to`` asked for one."""
+    if not plan.flags.exports or result.attestation is None:
+        return
+    from agentreview.store.export import export_path, write_export
+
+    att = result.attestation
+    if plan.flags.export_to is not None:
+        target = plan.flags.export_to.resolve()
+    else:
+        target = export_path(att, check_export_dir(plan.repo_root, plan.export_dir))
+    result.export_path = write_export(att, target)
+    reporter.phase(f"exported {result.export_path}")
