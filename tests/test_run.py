@@ -406,3 +406,29 @@ def test_a_pull_request_named_on_a_cache_hit_is_annotated_not_attested(repo: Rep
     assert hit["cached"] is True and "pr" not in hit["attestation"]
     sidecar = Path(first["ledgerPath"]).with_name(Path(first["ledgerPath"]).stem + ".annotations.json")
     assert json.loads(sidecar.read_text())["pr"]["number"] == 9
+
+
+def test_the_plan_is_made_before_prepare_and_the_pr_follows_the_frozen_head(repo: Repo) -> None:
+    """manifestSha and rubric digests are decided before prepare; a prepare step that rewrites
+    REVIEW.md and the rubric, then commits, changes only the head the attestation names."""
+    from agentreview.model.digests import manifest_sha, sha256_hex
+
+    text = manifest(
+        "  - id: rewrite\n    kind: command\n    effects: true\n"
+        "    run: 'echo later >> REVIEW.md && echo later >> rubric.md && git commit -qam rewrite'\n"
+        "  - id: ok\n    kind: command\n    run: 'true'\n"
+        "  - id: review\n    kind: agent\n    preset: claude\n    rubric: ./rubric.md\n",
+        "  local:\n    prepare: [rewrite]\n    checks: [ok, review]\n",
+    )
+    repo.commit("rubric", **{"rubric.md": "look for bugs\n"})
+    before = start_feature(repo, text)
+    data = repo.run_json("--headless", "--pr", "https://github.com/acme/app/pull/5", expect=2)
+    att = data["attestation"]
+    after = repo.git("rev-parse", "HEAD")
+    assert after != before and att["target"]["headSha"] == after
+    assert att["manifestSha"] == manifest_sha(text.encode())
+    assert att["rubrics"] == [{"check": "review", "path": "./rubric.md", "sha256": sha256_hex(b"look for bugs\n")}]
+    ledger_path = Path(data["ledgerPath"])
+    assert ledger_path.stem == att["rangeSha"]
+    sidecar = ledger_path.with_name(ledger_path.stem + ".annotations.json")
+    assert json.loads(sidecar.read_text())["pr"]["number"] == 5

@@ -10,11 +10,14 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from agentreview.model.errors import UsageError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agentreview.engine.result import RunResult
 
 # How many last lines of a finding's detail (a command lane's output tail) the summary repeats.
 DETAIL_LINES = 5
@@ -29,7 +32,7 @@ def parse_pr_url(url: str) -> dict[str, Any]:
     return {"provider": "github", "repo": repo, "number": number, "url": f"https://github.com/{repo}/pull/{number}"}
 
 
-def render_summary(result: Any, *, lanes_shown: bool = False) -> str:
+def render_summary(result: RunResult, *, lanes_shown: bool = False) -> str:
     """The final table of lanes with status and duration, and the verdict line.
 
     After a live display (``lanes_shown``) the table is already on screen, so only each
@@ -112,7 +115,8 @@ def register(app: typer.Typer) -> None:
         pr: Annotated[str | None, typer.Option("--pr", help="Pull request URL known at review time.")] = None,
     ) -> int:
         """Review base..head: prepare, freeze, run every lane in parallel, fold, sign, record."""
-        from agentreview.engine import RunOptions, run_review
+        from agentreview.engine.options import ENV_SESSION, RunOptions
+        from agentreview.engine.run import run_review
         from agentreview.report.progress import make_reporter
 
         if annotate is not None and annotate != "github":
@@ -133,7 +137,7 @@ def register(app: typer.Typer) -> None:
             export=export,
             export_to=export_to,
             pr=pr_ref,
-            session_id=os.environ.get("AGENTREVIEW_SESSION_ID") or None,
+            session_id=os.environ.get(ENV_SESSION) or None,
         )
         reporter = make_reporter(quiet=as_json)
         result = run_review(options, reporter)
