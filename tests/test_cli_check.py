@@ -143,6 +143,42 @@ def test_missing_manifest_is_3(git_repo, capsys) -> None:
     assert code == 3 and f"{root / 'REVIEW.md'}: file: does not exist" in err
 
 
+@pytest.mark.parametrize("link", [False, True], ids=["fifo", "symlink-to-fifo"])
+def test_a_fifo_manifest_is_refused_at_once(git_repo, agentreview_home: Path, link: bool) -> None:
+    """A REVIEW.md that is a FIFO (or a link to one) with no writer would hang a plain open(): refused instead."""
+    root = git_repo()
+    fifo = root.parent / "review.fifo"
+    os.mkfifo(fifo)
+    target = root / "REVIEW.md"
+    if link:
+        target.symlink_to(fifo)
+    else:
+        target = fifo
+    env = {**os.environ, "AGENTREVIEW_HOME": str(agentreview_home)}
+    proc = subprocess.run(
+        [str(AGENTREVIEW), "check", "--manifest", str(target)],
+        cwd=root, capture_output=True, text=True, timeout=30, env=env, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert proc.returncode == 3 and proc.stdout == ""
+    assert proc.stderr == (
+        f"{target}: file: is not a regular file (a FIFO, device or socket, or a link to one) — refusing to read it; "
+        "fix: point --manifest at the REVIEW.md file itself\n"
+    )
+
+
+@pytest.mark.parametrize("name", ["/dev/stdin", "/proc/self/fd/1"])
+def test_a_manifest_that_is_a_stream_is_refused_at_once(git_repo, agentreview_home: Path, name: str) -> None:
+    root = git_repo()
+    env = {**os.environ, "AGENTREVIEW_HOME": str(agentreview_home)}
+    with subprocess.Popen(
+        [str(AGENTREVIEW), "check", "--manifest", name],
+        cwd=root, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    ) as proc:  # fmt: skip
+        out, err = proc.communicate(timeout=30)  # stdin stays open until then: a blocking read would hang
+    assert proc.returncode == 3 and out == ""
+    assert f"{name}: file: is not a regular file" in err
+
+
 def test_outside_a_repo_with_manifest_reports_root_null(tmp_path: Path, capsys, monkeypatch) -> None:
     manifest = tmp_path / "REVIEW.md"
     manifest.write_bytes((EXAMPLES / "two-bindings.md").read_bytes())

@@ -148,6 +148,34 @@ def test_read_directory(tmp_path: Path) -> None:
         read_manifest_bytes(tmp_path)
 
 
+@pytest.mark.parametrize("link", [False, True], ids=["fifo", "symlink-to-fifo"])
+def test_read_fifo_is_refused_without_blocking(tmp_path: Path, link: bool) -> None:
+    import os
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    path = fifo
+    if link:
+        path = tmp_path / "REVIEW.md"
+        path.symlink_to(fifo)
+    with pytest.raises(ManifestError, match="is not a regular file") as info:
+        read_manifest_bytes(path)
+    assert info.value.problems[0].location == "file" and str(path) in str(info.value)
+
+
+def test_read_below_a_file_does_not_exist(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ManifestError, match="does not exist"):
+        read_manifest_bytes(tmp_path / "file" / "REVIEW.md")
+
+
+def test_read_symlink_loop_names_the_os_reason(tmp_path: Path) -> None:
+    path = tmp_path / "REVIEW.md"
+    path.symlink_to(path)
+    with pytest.raises(ManifestError, match=r"file: cannot be read \(Too many levels of symbolic links\)"):
+        read_manifest_bytes(path)
+
+
 def test_read_too_large(tmp_path: Path) -> None:
     path = tmp_path / "REVIEW.md"
     path.write_bytes(review(MINIMAL) + b"x" * MAX_MANIFEST_BYTES)

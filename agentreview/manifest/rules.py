@@ -1,5 +1,9 @@
 """The cross-field rules of AIP-62 (§Cross-field rules 1–11) that field shapes cannot express.
 
+A check kind a plugin contributes is held to the same rules as any check (unique ids,
+bindings reference it, a binding needs a blocking lane); it never has ``effects``, so it is
+never a prepare step, and placeholders are a command check's alone.
+
 Each rule returns :class:`~agentreview.manifest.parse.Problem` values instead of raising,
 so a parse reports every violation at once. :func:`finalize_bindings` is the
 one entry point that raises: the parser uses it for a manifest without
@@ -18,7 +22,9 @@ from agentreview.model.errors import UsageError
 from agentreview.model.problems import ManifestError, Problem
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agentreview.model.manifest import AgentCheck, Binding, CommandCheck
+    from agentreview.model.manifest import AgentCheck, Binding, CheckModel, CommandCheck
+
+    AnyCheck = CommandCheck | AgentCheck | CheckModel
 
 IMPLIED_BINDING = "default"
 
@@ -101,7 +107,7 @@ def run_placeholder_problems(indexed_checks: Iterable[tuple[int, Any]], list_nam
 
 
 def binding_problems(
-    checks: Sequence[CommandCheck | AgentCheck],
+    checks: Sequence[AnyCheck],
     bindings: Mapping[str, Binding] | None,
     *,
     namespaces: Iterable[str] | None = None,
@@ -129,7 +135,7 @@ def binding_problems(
     if not bindings:
         if declared is not None:
             return {}, problems  # the parser reports rule 8 itself
-        lanes = [c.id for c in checks if not c.effects]
+        lanes = [c.id for c in checks if not _effects(c)]
         if not lanes:
             if not opaque:
                 problems.append(
@@ -156,7 +162,7 @@ def _one_binding(
     name: str,
     where: str,
     binding: Binding,
-    by_id: Mapping[str, CommandCheck | AgentCheck],
+    by_id: Mapping[str, AnyCheck],
     opaque: set[str],
     declared: set[str] | None,
 ) -> list[Problem]:
@@ -212,9 +218,9 @@ def _one_binding(
     return problems
 
 
-def _placement(name: str, phase: str, ref: str, check: CommandCheck | AgentCheck, location: str) -> list[Problem]:
+def _placement(name: str, phase: str, ref: str, check: AnyCheck, location: str) -> list[Problem]:
     """Rules 4 and 5: prepare holds only effects checks; checks holds none."""
-    if phase == "prepare" and not check.effects:
+    if phase == "prepare" and not _effects(check):
         return [
             Problem(
                 location,
@@ -223,7 +229,7 @@ def _placement(name: str, phase: str, ref: str, check: CommandCheck | AgentCheck
                 f"move '{ref}' under the binding's 'checks', or mark the command check 'effects: true'",
             )
         ]
-    if phase == "checks" and check.effects:
+    if phase == "checks" and _effects(check):
         return [
             Problem(
                 location,
@@ -235,12 +241,17 @@ def _placement(name: str, phase: str, ref: str, check: CommandCheck | AgentCheck
     return []
 
 
-def _selects_blocking(binding: Binding, by_id: Mapping[str, CommandCheck | AgentCheck]) -> bool:
-    return any((c := by_id.get(ref)) is not None and c.blocking and not c.effects for ref in binding.checks)
+def _selects_blocking(binding: Binding, by_id: Mapping[str, AnyCheck]) -> bool:
+    return any((c := by_id.get(ref)) is not None and c.blocking and not _effects(c) for ref in binding.checks)
+
+
+def _effects(check: Any) -> bool:
+    """Whether a check may change the tree; a check kind a plugin contributes never may."""
+    return bool(getattr(check, "effects", False))
 
 
 def finalize_bindings(
-    checks: Sequence[CommandCheck | AgentCheck],
+    checks: Sequence[AnyCheck],
     bindings: dict[str, Binding] | None,
     *,
     path: Path | None = None,

@@ -9,7 +9,7 @@ reference-notes 1.1 and 1.2 give them.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -25,7 +25,7 @@ DEFAULT_AGENT_TIMEOUT_MS = 15 * 60_000
 # lane that never ends. A day is far beyond any real review lane.
 MAX_TIMEOUT_MS = 24 * 60 * 60_000
 DEFAULT_BASE = "origin/main"
-QUORUM = "all-blocking-pass"
+QUORUM: Final = "all-blocking-pass"
 
 Id = Annotated[str, Field(pattern=ID_PATTERN, max_length=64)]
 Ref = Annotated[str, Field(pattern=REF_PATTERN, max_length=129)]
@@ -63,6 +63,30 @@ class AgentCheck(Strict):
 
 
 Check = Annotated[CommandCheck | AgentCheck, Field(discriminator="kind")]
+
+
+class CheckModel(Strict):
+    """The base of a check kind a plugin contributes (``agentreview.api.CheckModel``).
+
+    A lane executor for a new kind declares ``check_model``: a subclass that narrows ``kind``
+    to its own literal and adds its own fields, for example::
+
+        class NotebookCheck(CheckModel):
+            kind: Literal["notebook"]
+            path: str
+
+    The parser validates such a check with that model, as strictly as the built-in kinds
+    (unknown keys are errors, YAML ``"true"`` is not a boolean), and reports its errors with
+    location and line like the rest. ``command`` and ``agent`` are the spec's kinds and keep
+    their own models; a plugin cannot replace them. A plugin check never has ``effects``: only
+    a command check may run in ``prepare``.
+    """
+
+    id: Id
+    kind: str
+    description: str | None = None
+    blocking: bool = True
+    timeoutMs: TimeoutMs = DEFAULT_COMMAND_TIMEOUT_MS
 
 
 class Binding(Strict):

@@ -1,0 +1,120 @@
+"""From a path to the frontmatter mapping: bounded bytes, strict UTF-8, the ``---`` split, safe YAML.
+
+The file is hostile until proven otherwise. It is read through the one bounded reader
+(:func:`agentreview.host.files.read_regular_file`): a REVIEW.md that is a FIFO, a device, or a
+link to one (``/dev/stdin``, ``/proc/self/fd/1``) is refused at once instead of blocking the
+command forever, and a file that grows while it is read is refused too. The YAML is read by
+:mod:`agentreview.manifest.yaml_safe` (YAML 1.2 scalars, no anchors, no duplicate keys, bounded
+depth), which also maps every key path to its file line for the messages.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentreview.model.problems import ManifestError, Problem
+
+__all__ = ["BOM", "MAX_MANIFEST_BYTES", "Frontmatter", "decode", "load_frontmatter", "read_manifest_bytes"]
+
+MAX_MANIFEST_BYTES = 1 << 20
+BOM = "\ufeff"
+
+
+def read_manifest_bytes(path: Path) -> bytes:
+    """The manifest's bytes exactly as on disk (they are what ``manifestSha`` hashes).
+
+    Refuses a missing file, a directory, anything that is not a regular file (FIFO, device,
+    socket, or a link to one), more than :data:`MAX_MANIFEST_BYTES`, and non-UTF-8.
+    """
+    from agentreview.host.files import MissingFileError, UnreadableFileError, read_regular_file
+
+    shown = Path(path).absolute()
+    try:
+        data = read_regular_file(shown, limit=MAX_MANIFEST_BYTES)
+    except UnreadableFileError as exc:
+        if isinstance(exc, MissingFileError) or isinstance(exc.__cause__, NotADirectoryError):
+            missing = Problem("file", "does not exist", "create it, or pass the right --manifest path")
+            raise ManifestError(shown, [missing]) from None
+        raise ManifestError(shown, [_unreadable(shown, exc)]) from None
+    decode(data, shown)
+    return data
+
+
+def _unreadable(path: Path, exc: OSError) -> Problem:
+    """The one problem for a file the bounded reader refused, in the words the manifest messages use."""
+    if os.path.isdir(path):
+        return Problem("file", "is a directory", "pass the REVIEW.md file inside it")
+    reason = str(exc)
+    if reason.startswith("is larger than"):
+        return Problem(
+            "file", f"is larger than {MAX_MANIFEST_BYTES} bytes", "keep the manifest small; move prose out"
+        )
+    if reason.startswith("is not a regular file"):
+        return Problem(
+            "file",
+            "is not a regular file (a FIFO, device or socket, or a link to one) — refusing to read it",
+            "point --manifest at the REVIEW.md file itself",
+        )
+    cause = exc.__cause__
+    if isinstance(cause, OSError):
+        return Problem("file", f"cannot be read ({cause.strerror or cause})", "")
+    return Problem("file", reason, "")
+
+
+def decode(source: bytes, path: Path | None) -> str:
+    """``source`` as strict UTF-8; a :class:`ManifestError` naming the line of the first bad byte."""
+    try:
+        return source.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = source[: exc.start].count(b"\n") + 1
+        raise ManifestError(
+            path,
+            [Problem("file", f"is not valid UTF-8 (byte {exc.start})", "save the file as UTF-8", line)],
+        ) from None
+
+
+@dataclass(frozen=True)
+class Frontmatter:
+    """The mapping between the ``---`` lines, the file line paths map to, and the markdown body."""
+
+    data: dict[str, Any]
+    lines: dict[tuple[str | int, ...], int]
+    body: str
+
+
+def load_frontmatter(source: bytes, path: Path | None = None) -> Frontmatter:
+    """Split ``---`` / YAML / ``---`` and read the YAML strictly. A leading BOM is accepted and ignored."""
+    from agentreview.manifest.yaml_safe import YamlError, load
+
+    text = decode(source, path)
+    if text.startswith(BOM):
+        text = text[1:]
+    rows = text.split("\n")
+    if rows[0].rstrip("\r \t") != "---":
+        raise ManifestError(
+            path,
+            [Problem("frontmatter", "missing: the file must start with a '---' line", "begin with ---, YAML, ---", 1)],
+        )
+    close = next((i for i in range(1, len(rows)) if rows[i].rstrip("\r \t") == "---"), None)
+    if close is None:
+        raise ManifestError(
+            path, [Problem("frontmatter", "is not closed: no '---' line after line 1", "end the YAML with ---", 1)]
+        )
+    yaml_text = "\n".join(row.removesuffix("\r") for row in rows[1:close]) + "\n"
+    try:
+        loaded = load(yaml_text, first_line=2)
+    except YamlError as exc:
+        raise ManifestError(path, [Problem("frontmatter", exc.reason, "", exc.line)]) from None
+    if loaded.value is None or loaded.value == {}:
+        raise ManifestError(
+            path, [Problem("frontmatter", "missing or empty frontmatter", "write the manifest between --- lines", 1)]
+        )
+    if not isinstance(loaded.value, dict):
+        kind = "list" if isinstance(loaded.value, list) else type(loaded.value).__name__
+        raise ManifestError(
+            path, [Problem("frontmatter", f"must be a mapping of keys, got a {kind}", "write key: value lines", 2)]
+        )
+    return Frontmatter(loaded.value, loaded.lines, "\n".join(rows[close + 1 :]))
