@@ -90,6 +90,21 @@ def test_signed_and_verified_shows_the_principal(
     assert code == 0 and payload["principal"] == PRINCIPAL
 
 
+def test_a_signature_alg_without_a_signer_exits_6_and_says_what_to_install(
+    repo: Repo, keys: dict[str, Key], capsys: pytest.CaptureFixture[str]
+) -> None:
+    raw = sign(repo.attestation(), keys["trusted"])
+    raw["attestor"]["signature"]["alg"] = "openssl-ed25519"
+    repo.export(raw)
+    signers = allowed_signers(repo.root.parent / "allowed_signers", keys["trusted"])
+    code, out, _ = cli(repo, "--allowed-signers", str(signers), "--require-signed", capsys=capsys)
+    assert code == 6, out
+    assert "✗ signature" in out
+    assert "  - no installed signer can check signature alg 'openssl-ed25519'" in out
+    assert "install or enable the agentreview plugin whose signer declares 'openssl-ed25519'" in out
+    assert out.splitlines()[-1].startswith("NOT verified (signature, 1 problem)")
+
+
 def test_exit_codes(repo: Repo, capsys: pytest.CaptureFixture[str]) -> None:
     # 4: nothing exported for this range.
     code, payload = cli_json(repo, capsys=capsys)

@@ -279,3 +279,99 @@ def test_explicit_only_and_blocked_override_the_environment(monkeypatch: pytest.
     monkeypatch.setenv("AGENTREVIEW_DISABLE_PLUGINS", "agentreview")
     assert "builtin-path-loader" not in {info.name for info in load_registry().plugins}
     assert "builtin-path-loader" in {info.name for info in load_registry(blocked=[]).plugins}
+
+
+# --------------------------------------------------------------------------- loading is never silent
+
+
+def test_an_entry_point_name_two_distributions_declare_is_a_warning_naming_both(site: Path, home: Path) -> None:
+    make_dist(site, "fake-gamma", "3.0.0", "fake_gamma", EXECUTOR_PLUGIN.format(kind="gamma"), ep_name="shared")
+    make_dist(site, "fake-delta", "4.0.0", "fake_delta", EXECUTOR_PLUGIN.format(kind="delta"), ep_name="shared")
+    proc = run_plugins(site, home, AGENTREVIEW_PLUGINS="fake-gamma,fake-delta")
+    rows = listed(proc)
+    assert list(rows) == ["shared"]
+    loaded = rows["shared"]["distribution"]
+    skipped = ({"fake-gamma", "fake-delta"} - {loaded}).pop()
+    versions = {"fake-gamma": "3.0.0", "fake-delta": "4.0.0"}
+    (line,) = proc.stderr.splitlines()
+    assert line == (
+        f"agentreview plugins: warning: plugin 'shared' is declared by two distributions, {loaded} "
+        f"{versions[loaded]} (loaded) and {skipped} {versions[skipped]} (skipped) — uninstall one, or pick one "
+        "with AGENTREVIEW_DISABLE_PLUGINS=<the other's distribution name>"
+    )
+    # The fix the message names works, and then nothing is reported.
+    proc = run_plugins(site, home, AGENTREVIEW_PLUGINS="fake-gamma,fake-delta", AGENTREVIEW_DISABLE_PLUGINS=loaded)
+    assert listed(proc)["shared"]["distribution"] == skipped
+    assert proc.stderr == ""
+
+
+def test_a_misspelt_hook_is_a_warning_naming_the_plugin_the_hook_and_the_likely_one(site: Path, home: Path) -> None:
+    source = (
+        "from agentreview import hookimpl\n\n"
+        "class Executor:\n    kind = 'typo'\n\n"
+        "@hookimpl\ndef agentreview_register_signer(register):\n    pass\n\n"
+        "@hookimpl\ndef agentreview_register_lane_executors(register):\n    register(Executor())\n"
+    )
+    make_dist(site, "fake-typo", "0.1.0", "fake_typo", source)
+    proc = run_plugins(site, home, AGENTREVIEW_PLUGINS="fake-typo")
+    rows = listed(proc)
+    assert rows["fake-typo"]["provides"] == ["lane_executors:typo"]  # its other hook still works
+    (line,) = proc.stderr.splitlines()
+    assert line == (
+        "agentreview plugins: warning: plugin 'fake-typo' (fake-typo 0.1.0) implements unknown hook "
+        "'agentreview_register_signer', which is never called — did you mean 'agentreview_register_signers'?"
+    )
+
+
+def test_two_distributions_whose_signers_verify_one_alg_are_a_one_line_error(site: Path, home: Path) -> None:
+    signer = "from agentreview import hookimpl\n\nclass S:\n    name = {name!r}\n    algorithms = ('x-alg',)\n\n" \
+             "@hookimpl\ndef agentreview_register_signers(register):\n    register(S())\n"
+    make_dist(site, "fake-s1", "1.0.0", "fake_s1", signer.format(name="one"))
+    make_dist(site, "fake-s2", "1.0.0", "fake_s2", signer.format(name="two"))
+    proc = run_plugins(site, home, AGENTREVIEW_PLUGINS="fake-s1,fake-s2")
+    assert proc.returncode == 3 and proc.stdout == ""
+    (line,) = proc.stderr.splitlines()
+    assert "'fake-s1'" in line and "'fake-s2'" in line and "signature alg 'x-alg'" in line
+    assert "signers 'one' and 'two'" in line or "signers 'two' and 'one'" in line
+    assert "AGENTREVIEW_DISABLE_PLUGINS" in line
+    assert sorted(listed(run_plugins(site, home, AGENTREVIEW_PLUGINS="fake-s1,fake-s2",
+                                     AGENTREVIEW_DISABLE_PLUGINS="fake-s2"))) == ["fake-s1"]
+
+
+def test_signers_are_found_by_the_algs_they_declare() -> None:
+    ssh, other, legacy = (_Named(name="ssh"), _Named(name="other"), _Named(name="legacy"))
+    ssh.algorithms, other.algorithms = ("ssh-ed25519",), ("openssl-ed25519", "openssl-ed448")  # type: ignore[attr-defined]
+    registry = load_registry(
+        load_entry_points=False,
+        extra_plugins=[("p1", _plugin("agentreview_register_signers", ssh, legacy)),
+                       ("p2", _plugin("agentreview_register_signers", other))],
+    )
+    assert registry.signer_for_alg("ssh-ed25519") is ssh
+    assert registry.signer_for_alg("openssl-ed448") is other
+    assert registry.signature_algs["openssl-ed25519"].plugin == "p2"
+    assert registry.get("signers", "legacy") is legacy  # declares no alg: it can sign, it verifies nothing
+    assert sorted(registry.signature_algs) == ["openssl-ed25519", "openssl-ed448", "ssh-ed25519"]
+
+
+@pytest.mark.parametrize(
+    ("plugins", "message"),
+    [
+        ([("p1", ["a"]), ("p2", ["b", "a"])], r"^plugins '(p1|p2)' and '(p1|p2)' both verify signature alg 'a' "
+                                              r"\(signers '(p1|p2)-0' and '(p1|p2)-0'\) — disable one with "),
+        ([("p1", ["a"]), ("p1", ["a"])], r"^plugin 'p1' registers two signers, 'p1-0' and 'p1-1', "
+                                         r"that both verify signature alg 'a'$"),
+        ([("p1", "ssh-ed25519")], r"^plugin 'p1' registered signer 'p1-0' with algorithms='ssh-ed25519': it must be "
+                                  r"a tuple of signature alg names"),
+        ([("p1", ("ok", "not ok"))], r"with algorithms=\('ok', 'not ok'\)"),
+    ],
+    ids=["two plugins", "one plugin", "a string", "a bad name"],
+)
+def test_signer_alg_conflicts_and_malformed_algorithms_raise(plugins: list[tuple[str, Any]], message: str) -> None:
+    by_plugin: dict[str, list[object]] = {}
+    for plugin, algs in plugins:
+        signer = _Named(name=f"{plugin}-{len(by_plugin.get(plugin, []))}")
+        signer.algorithms = tuple(algs) if isinstance(algs, list) else algs  # type: ignore[attr-defined]
+        by_plugin.setdefault(plugin, []).append(signer)
+    extra = [(p, _plugin("agentreview_register_signers", *objs)) for p, objs in by_plugin.items()]
+    with pytest.raises(PluginConflictError, match=message):
+        load_registry(load_entry_points=False, extra_plugins=extra)

@@ -288,3 +288,46 @@ def test_fingerprint_matches_ssh_keygen(tmp_path: Path) -> None:
     broken.write_text("not a key\n")
     with pytest.raises(SigningError, match="could not prepare the review signing key"):
         SshSigner()._fingerprint(broken, 30)
+
+
+# --------------------------------------------------------------------------- signers by alg
+
+
+def test_the_builtin_signer_declares_and_writes_ssh_ed25519(home: Path, registry: Any) -> None:
+    assert SshSigner.algorithms == ("ssh-ed25519",)
+    assert isinstance(registry.signer_for_alg("ssh-ed25519"), SshSigner)
+    assert set(registry.signature_algs) == {"ssh-ed25519"}
+    assert registry.signer_for_alg("openssl-ed25519") is None
+    assert signed(home, registry)["attestor"]["signature"]["alg"] == "ssh-ed25519"
+
+
+class _RelabellingSigner(SshSigner):
+    """The real ssh signer, but it records an alg it does not declare (a plugin bug)."""
+
+    name = "relabelling"
+    algorithms = ("ssh-ed25519-v2",)
+
+    def sign(self, payload: bytes, ctx: SignerContext) -> dict[str, str]:
+        return {**super().sign(payload, ctx), "alg": "ssh-ed25519"}
+
+
+def test_a_signer_that_writes_an_alg_it_does_not_declare_leaves_the_run_unsigned(home: Path) -> None:
+    from agentreview import hookimpl
+
+    class Plugin:
+        @staticmethod
+        @hookimpl
+        def agentreview_register_signers(register: Any) -> None:
+            register(_RelabellingSigner())
+
+    reg = load_registry(load_entry_points=False, extra_plugins=[("relabel", Plugin())])
+    assert reg.signer_for_alg("ssh-ed25519-v2") is not None and reg.signer_for_alg("ssh-ed25519") is None
+    home.mkdir(parents=True)
+    (home / "config.toml").write_text('[signing]\nsigner = "relabelling"\n')
+    att = make_att()
+    result, error = sign_attestation(att, registry=reg, home=home, repo_root=None, principal="ci@acme.example")
+    assert result is att and result.attestor.signature is None
+    assert error == (
+        "could not sign the attestation: signer 'relabelling' wrote signature alg 'ssh-ed25519', "
+        "which is not among the algorithms it declares (ssh-ed25519-v2)"
+    )

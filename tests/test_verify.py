@@ -716,3 +716,47 @@ def test_could_not_run_outside_a_repository_or_with_a_bad_manifest(tmp_path: Pat
     assert result.exit_code == 3 and "REVIEW.md" in (result.error or "")
     result = repo.verify(manifest=Path("nope.md"))
     assert result.exit_code == 3
+
+
+# --------------------------------------------------------------------------- signature algs
+
+
+@pytest.mark.parametrize("require", [False, True])
+def test_a_signature_alg_no_installed_signer_handles_is_a_signature_failure_naming_it(
+    repo: Repo, keys: dict[str, Key], require: bool
+) -> None:
+    raw = sign(repo.attestation(), keys["trusted"])
+    raw["attestor"]["signature"]["alg"] = "x509-rsa"  # a sane alg, but no installed signer declares it
+    repo.export(raw)
+    signers = allowed_signers(repo.root.parent / "trust" / "allowed_signers", keys["trusted"])
+    result = repo.verify(allowed_signers=signers, require_signed=require)
+    assert result.exit_code == 6 and result.reason == "signature", (result.problems, result.error)
+    assert not [c for c in result.checks if not c.ok and c.name != "signature"]  # the shape is fine
+    (problem,) = result.problems
+    assert problem.startswith("no installed signer can check signature alg 'x509-rsa' (installed signers check: ")
+    assert "ssh-ed25519" in problem and "install or enable the agentreview plugin" in problem
+
+
+def test_a_signature_alg_of_no_sane_shape_is_an_invalid_document(repo: Repo, keys: dict[str, Key]) -> None:
+    raw = sign(repo.attestation(), keys["trusted"])
+    raw["attestor"]["signature"]["alg"] = "ssh ed25519\n"
+    repo.export(raw)
+    result = repo.verify()
+    assert result.exit_code == 1
+    assert any(p.startswith("attestation member attestor.signature.alg: ") for p in result.problems), result.problems
+
+
+def test_the_ssh_signature_is_checked_even_when_plugins_are_selected_by_name(
+    repo: Repo, keys: dict[str, Key], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The signer is found by the signature's alg; without the built-in ssh signer, nothing checks ssh-ed25519."""
+    repo.export(sign(repo.attestation(), keys["trusted"]))
+    signers = allowed_signers(repo.root.parent / "trust" / "allowed_signers", keys["trusted"])
+    monkeypatch.setenv("AGENTREVIEW_PLUGINS", "builtin-ssh-signer")
+    assert repo.verify(allowed_signers=signers, require_signed=True).principal == PRINCIPAL
+    monkeypatch.setenv("AGENTREVIEW_PLUGINS", "agentreview-command")
+    result = repo.verify(allowed_signers=signers, require_signed=True)
+    assert result.exit_code == 6
+    assert result.problems[0].startswith(
+        "no installed signer can check signature alg 'ssh-ed25519' (installed signers check: none)"
+    )

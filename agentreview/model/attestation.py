@@ -40,6 +40,7 @@ from pydantic import (
 
 from agentreview.model.digests import attestation_sha256_of, loads_strict, range_sha, signed_bytes_of
 from agentreview.model.fold import fold_verdict
+from agentreview.model.signature_alg import SIGNATURE_ALG_PATTERN
 
 SCHEMA = "agentproto.review.attestation/v1"
 PACK_DIGEST_ALG = "agentproto-pack-digest/v1"
@@ -122,7 +123,8 @@ class Target(Member):
 
 
 class Signature(Member):
-    alg: Literal["ssh-ed25519"]
+    # Any alg of a sane shape (model/signature_alg.py): which signer verifies it is the verifier's question.
+    alg: Annotated[str, Field(pattern=SIGNATURE_ALG_PATTERN)]
     keyFingerprint: Annotated[str, Field(pattern=r"^SHA256:.+$")]
     principal: str
     signedAt: DateTime

@@ -304,16 +304,28 @@ class KeyInfo:
 
 @runtime_checkable
 class Signer(Protocol):
-    """Signs the canonical attestation bytes; verifies a recorded signature."""
+    """Signs the canonical attestation bytes; verifies a recorded signature.
+
+    ``name`` is what ``[signing].signer`` in config.toml selects for signing. ``algorithms``
+    are the ``attestor.signature.alg`` values this signer writes and verifies, the first being
+    the one :meth:`sign` writes (the built-in ``ssh`` signer: ``("ssh-ed25519",)``). A verifier
+    hands a signature to the installed signer that declares its alg, whichever signer the host
+    signs with; two installed signers declaring one alg is a conflict.
+    """
 
     name: str
+    algorithms: tuple[str, ...]
 
     def sign(self, payload: bytes, ctx: SignerContext) -> dict[str, str]:
-        """Return the ``attestor.signature`` member, or raise :class:`SigningError`."""
+        """Return the ``attestor.signature`` member (its ``alg`` is ``algorithms[0]``), or raise
+        :class:`SigningError`."""
         ...
 
     def verify(self, payload: bytes, signature: Mapping[str, Any], allowed_signers: Path) -> str:
-        """Return the verified principal, or raise :class:`SignatureInvalidError`."""
+        """Return the verified principal, or raise :class:`SignatureInvalidError`.
+
+        Called only for a signature whose ``alg`` is one of :attr:`algorithms`; the format of
+        the ``allowed_signers`` file is the signer's own."""
         ...
 
     def key_info(self, ctx: SignerContext) -> KeyInfo:

@@ -79,8 +79,14 @@ def agentreview_register_reviewer_providers(register: Callable[[ReviewerProvider
 def agentreview_register_signers(register: Callable[[Signer], None]) -> None:
     """Register attestation signers, one per ``name`` (the built-in one is ``"ssh"``).
 
-    Each object has ``sign(payload, ctx) -> dict`` (the ``attestor.signature``
-    member; raises ``SigningError``), ``verify(payload, signature, allowed_signers)
-    -> principal`` (raises ``SignatureInvalidError``) and ``key_info(ctx) -> KeyInfo``.
-    Signing never fails a review: a ``SigningError`` leaves the attestation unsigned.
+    Each object has ``algorithms``, the ``attestor.signature.alg`` values it writes
+    and verifies (a tuple; the first is the one it writes, e.g. ``("ssh-ed25519",)``),
+    ``sign(payload, ctx) -> dict`` (the ``attestor.signature`` member; raises
+    ``SigningError``), ``verify(payload, signature, allowed_signers) -> principal``
+    (raises ``SignatureInvalidError``) and ``key_info(ctx) -> KeyInfo``.
+    ``[signing].signer`` in config.toml picks the signer a host signs with; a
+    verifier picks the signer that declares the signature's ``alg``, so two
+    signers declaring one alg are a conflict, and an alg no installed signer
+    declares fails verification naming it. Signing never fails a review: a
+    ``SigningError`` leaves the attestation unsigned.
     """

@@ -3,12 +3,17 @@
 Plugins are distributions that declare modules in the ``agentreview`` entry-point
 group. ``AGENTREVIEW_PLUGINS=a,b`` loads only those distributions (or entry-point
 names); ``AGENTREVIEW_DISABLE_PLUGINS=x`` blocks some. A plugin that fails to
-import becomes one warning and the rest still work. Two plugins registering the
-same lane kind, pack form, provider or signer name is a :class:`PluginConflictError`.
+import becomes one warning and the rest still work. Nothing wrong with a plugin is
+silent: an entry-point name two distributions declare (only the first is loaded) and a
+hook implementation no hook specification knows (a misspelt hook name, never called)
+are one warning each. Two plugins registering the same lane kind, pack form, provider
+or signer name, or two signers declaring the same signature alg, is a
+:class:`PluginConflictError`.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -19,6 +24,7 @@ from typing import Any
 import pluggy
 
 from agentreview.model.errors import AgentreviewError
+from agentreview.model.signature_alg import is_signature_alg
 from agentreview.plugins import hookspecs
 
 GROUP = "agentreview"
@@ -75,6 +81,8 @@ class Registry:
     pack_loaders: dict[str, Registered] = field(default_factory=dict)
     providers: dict[str, Registered] = field(default_factory=dict)
     signers: dict[str, Registered] = field(default_factory=dict)
+    # signature alg -> the signer that declares it (its ``algorithms``); filled from ``signers``
+    signature_algs: dict[str, Registered] = field(default_factory=dict)
 
     def get(self, point: str, name: str) -> Any | None:
         entry = getattr(self, point).get(name)
@@ -82,6 +90,11 @@ class Registry:
 
     def objects(self, point: str) -> dict[str, Any]:
         return {name: reg.obj for name, reg in getattr(self, point).items()}
+
+    def signer_for_alg(self, alg: str) -> Any | None:
+        """The installed signer that verifies signatures of ``alg``, or ``None``."""
+        entry = self.signature_algs.get(alg)
+        return entry.obj if entry else None
 
 
 def _one_line(exc: BaseException) -> str:
@@ -126,11 +139,16 @@ def make_plugin_manager(
     infos: list[PluginInfo] = []
     warnings: list[str] = []
     if load_entry_points:
-        seen: set[str] = set()
+        seen: dict[str, EntryPoint] = {}
+        # Sorted by name, stably: of two distributions declaring one name, the one earlier on
+        # sys.path is loaded, as Python would import it.
         for ep in sorted(entry_points(group=GROUP), key=lambda e: e.name):
-            if ep.name in seen or not _selected(ep, only_set, blocked_set):
+            if not _selected(ep, only_set, blocked_set):
                 continue
-            seen.add(ep.name)
+            if ep.name in seen:
+                warnings.append(_duplicate_warning(seen[ep.name], ep))
+                continue
+            seen[ep.name] = ep
             dist_name = ep.dist.name if ep.dist else "?"
             dist_version = ep.dist.version if ep.dist else "?"
             try:
@@ -151,7 +169,53 @@ def make_plugin_manager(
         for impl in getattr(pm.hook, hook_name).get_hookimpls():
             if impl.plugin_name in by_name:
                 by_name[impl.plugin_name].hooks.append(hook_name)
+    warnings.extend(_unknown_hook_warnings(pm, by_name))
     return pm, infos, warnings
+
+
+def _dist_label(ep: EntryPoint) -> str:
+    return f"{ep.dist.name} {ep.dist.version}" if ep.dist else "an unknown distribution"
+
+
+def _duplicate_warning(loaded: EntryPoint, skipped: EntryPoint) -> str:
+    """Two distributions declare one entry-point name: pluggy registers a plugin once per
+    name, so the second is skipped, and saying so is the difference from a silent shadow."""
+    return (
+        f"plugin '{skipped.name}' is declared by two distributions, {_dist_label(loaded)} (loaded) and "
+        f"{_dist_label(skipped)} (skipped) — uninstall one, or pick one with "
+        f"{ENV_DISABLE}=<the other's distribution name>"
+    )
+
+
+def _unknown_hook_warnings(pm: pluggy.PluginManager, infos: dict[str, PluginInfo]) -> list[str]:
+    """One warning per hook implementation no specification knows (a misspelt hook name).
+
+    pluggy accepts such an implementation at registration and never calls it;
+    ``check_pending`` raises on the first one. Each is reported, naming the plugin, the
+    hook and the nearest known hook; the plugin's other hooks keep working.
+    """
+    try:
+        pm.check_pending()
+        return []
+    except pluggy.PluginValidationError:
+        pass
+    warnings: list[str] = []
+    for hook_name in sorted(name for name in vars(pm.hook) if not name.startswith("_")):
+        caller = getattr(pm.hook, hook_name)
+        if caller.has_spec():
+            continue
+        for impl in caller.get_hookimpls():
+            if impl.optionalhook:
+                continue
+            info = infos.get(impl.plugin_name)
+            origin = f" ({' '.join(filter(None, (info.distribution, info.version)))})" if info else ""
+            close = difflib.get_close_matches(hook_name, list(HOOKS), n=1)
+            hint = f" — did you mean '{close[0]}'?" if close else f" — the hooks are {', '.join(HOOKS)}"
+            warnings.append(
+                f"plugin '{impl.plugin_name}'{origin} implements unknown hook '{hook_name}', which is never "
+                f"called{hint}"
+            )
+    return warnings
 
 
 def build_registry(
@@ -186,7 +250,42 @@ def build_registry(
                 registry.warnings.append(
                     f"plugin '{plugin_name}' failed in {hook_name} and was skipped: {_one_line(exc)}"
                 )
+    registry.signature_algs = _signature_algs(registry.signers)
     return registry
+
+
+def _declared_algorithms(name: str, entry: Registered) -> tuple[str, ...]:
+    """A signer's ``algorithms``: a tuple (or list) of alg names; a signer that declares none
+    verifies nothing (it may still sign). Anything else is the plugin's error, named."""
+    declared = getattr(entry.obj, "algorithms", ())
+    if isinstance(declared, (tuple, list)) and all(is_signature_alg(alg) for alg in declared):
+        return tuple(declared)
+    raise PluginConflictError(
+        f"plugin '{entry.plugin}' registered signer '{name}' with algorithms={declared!r}: it must be a tuple "
+        "of signature alg names (letters, digits, '.', '_', '+', '-'), e.g. ('ssh-ed25519',)"
+    )
+
+
+def _signature_algs(signers: dict[str, Registered]) -> dict[str, Registered]:
+    """alg -> the signer that verifies it. A signature names its alg, not a plugin, so two
+    signers declaring one alg would make the choice arbitrary: a conflict naming both."""
+    table: dict[str, Registered] = {}
+    owner: dict[str, str] = {}
+    for name, entry in signers.items():
+        for alg in _declared_algorithms(name, entry):
+            if alg in table and owner[alg] != name:
+                other = table[alg]
+                if other.plugin == entry.plugin:
+                    raise PluginConflictError(
+                        f"plugin '{entry.plugin}' registers two signers, '{owner[alg]}' and '{name}', "
+                        f"that both verify signature alg '{alg}'"
+                    )
+                raise PluginConflictError(
+                    f"plugins '{other.plugin}' and '{entry.plugin}' both verify signature alg '{alg}' "
+                    f"(signers '{owner[alg]}' and '{name}') — disable one with {ENV_DISABLE}=<name>"
+                )
+            table[alg], owner[alg] = entry, name
+    return table
 
 
 def load_registry(

@@ -4,6 +4,10 @@ Only the host that ran the review signs (AIP-62 §Signing). The signer is a plug
 (``[signing].signer`` in config.toml, default ``ssh``); this module picks it, hands
 it the canonical bytes, and keeps the rule that signing never fails a review: any
 problem comes back as a ``signingError`` string and the attestation stays unsigned.
+
+Verifying is keyed by the signature, not by the host's configuration: an attestation
+names its ``alg``, and the installed signer that declares that alg in its
+``algorithms`` checks it (the registry refuses two signers declaring one alg).
 """
 
 from __future__ import annotations
@@ -21,8 +25,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from agentreview.plugins.registry import Registry
 
 DEFAULT_SIGNER = "ssh"
-# The signer that checks each signature alg (an attestation names its alg, not a plugin).
-VERIFIER_FOR_ALG = {"ssh-ed25519": "ssh"}
 
 
 def configured_signer(registry: Registry, home: Path) -> Signer:
@@ -50,11 +52,23 @@ def sign_attestation(
     try:
         signer = configured_signer(registry, home)
         signature = signer.sign(att.signed_bytes(), SignerContext(home=home, repo_root=repo_root, principal=principal))
+        _check_written_alg(signer, signature)
         return att.with_signature(signature), None
     except SigningError as exc:
         return att, str(exc)
     except Exception as exc:  # a plugin's bug or a malformed signature member must not fail the review
         return att, f"could not sign the attestation: {type(exc).__name__}: {exc}"
+
+
+def _check_written_alg(signer: Signer, signature: Mapping[str, Any]) -> None:
+    """A signer must write an alg it declares, or no verifier would be found for its signatures."""
+    declared = tuple(getattr(signer, "algorithms", ()) or ())
+    alg = signature.get("alg") if isinstance(signature, Mapping) else None
+    if declared and alg not in declared:
+        raise SigningError(
+            f"could not sign the attestation: signer '{signer.name}' wrote signature alg {alg!r}, "
+            f"which is not among the algorithms it declares ({', '.join(declared)})"
+        )
 
 
 def verify_signature(att_raw: Mapping[str, Any], allowed_signers: Path, registry: Registry) -> str:
@@ -70,10 +84,13 @@ def verify_signature(att_raw: Mapping[str, Any], allowed_signers: Path, registry
     if not isinstance(signature, Mapping):
         raise SignatureInvalidError("attestor.signature is not an object")
     alg = signature.get("alg")
-    name = VERIFIER_FOR_ALG.get(alg) if isinstance(alg, str) else None
-    verifier = registry.get("signers", name) if name else None
+    verifier = registry.signer_for_alg(alg) if isinstance(alg, str) else None
     if verifier is None:
-        raise SignatureInvalidError(f"no installed signer can check signature alg {alg!r}")
+        known = ", ".join(sorted(registry.signature_algs)) or "none"
+        raise SignatureInvalidError(
+            f"no installed signer can check signature alg {alg!r} (installed signers check: {known}) — install "
+            f"or enable the agentreview plugin whose signer declares {alg!r} (`agentreview plugins` lists them)"
+        )
     try:
         payload = signed_bytes_of(att_raw)
     except CanonicalJsonError as exc:

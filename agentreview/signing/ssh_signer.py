@@ -118,6 +118,7 @@ class SshSigner:
     """Signs with the host's ed25519 key through ssh-keygen; verifies against allowed_signers."""
 
     name = "ssh"
+    algorithms = (ALG,)
 
     # ------------------------------------------------------------------ the key
 
