@@ -250,6 +250,15 @@ def test_attestation_required_members_follow_reference_notes() -> None:
     assert schema["properties"]["verdict"]["enum"] == ["pass", "block", "incomplete"]
 
 
+def test_review_schema_documents_only_the_spec_check_kinds() -> None:
+    """A plugin may add check kinds at parse time; the published review schemas stay the spec's."""
+    for name, prefix in (("review", ""), ("review-pack", "Pack")):
+        defs = schema_for(name)["$defs"]
+        kinds = sorted(d["properties"]["kind"]["const"] for k, d in defs.items() if k.endswith("Check"))
+        assert kinds == ["agent", "command"], name
+        assert sorted(k for k in defs if k.endswith("Check")) == [f"{prefix}AgentCheck", f"{prefix}CommandCheck"]
+
+
 # --------------------------------------------------------------------------- schema and model agree
 
 
@@ -346,6 +355,9 @@ def _attestation_variants() -> list[tuple[str, Any]]:
     variant("pr repo without owner", lambda d: d["pr"].update(repo="r"))
     variant("unknown verdict", lambda d: d.update(verdict="maybe"))
     variant("no lanes", lambda d: d.update(lanes=[]))
+    variant("lane of a plugin's check kind", lambda d: d["lanes"][0].update(kind="notebook"))
+    variant("lane kind that is not an id", lambda d: d["lanes"][0].update(kind="Note Book"))
+    variant("empty lane kind", lambda d: d["lanes"][0].update(kind=""))
     return variants
 
 

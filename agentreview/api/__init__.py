@@ -37,6 +37,8 @@ _EXPORTS: dict[str, str] = {
     "ReportedFinding": "agentreview.model.contracts",
     "FallbackAttempt": "agentreview.model.contracts",
     "DeltaRange": "agentreview.model.contracts",
+    # check kinds a plugin contributes (the model its lane executor declares as check_model)
+    "CheckModel": "agentreview.model.manifest",
     # pack loaders
     "PackLoader": "agentreview.model.contracts",
     "PackLoadContext": "agentreview.model.contracts",
@@ -81,6 +83,7 @@ __all__ = [
     "API_VERSION",
     "PACK_MANIFEST",
     "ApiVersionError",
+    "CheckModel",
     "DeltaRange",
     "FallbackAttempt",
     "FileLock",
@@ -190,5 +193,6 @@ if TYPE_CHECKING:  # pragma: no cover - static names for type checkers and IDEs
         SigningError,
     )
     from agentreview.model.digests import loads_strict, sha256_hex
+    from agentreview.model.manifest import CheckModel
     from agentreview.model.packref import GitPackRefError, parse_git_pack_ref
     from agentreview.packs.confine import PACK_MANIFEST, read_confined, read_pack_manifest

@@ -4,6 +4,10 @@ It is the cheap, side-effect-free way to see a manifest as the runner will: the
 bindings after the implied ``default`` and pack resolution, each binding's
 prepare steps and lanes, and the packs with their trust and digest. An invalid
 manifest exits 3 with every problem on stderr, one line each.
+
+Plugins are loaded only when the manifest needs them: for ``uses`` (pack loaders) or for a
+check kind a plugin contributes (its model validates the check). A lane of such a kind shows
+the plugin that provides it and the check's own fields.
 """
 
 from __future__ import annotations
@@ -98,7 +102,7 @@ def _resolve(parsed: ParsedReview, root: Path | None) -> ResolvedReview:
 
     manifest_dir = parsed.path.parent if parsed.path else Path.cwd()
     ctx = PackLoadContext(repo_root=root or manifest_dir, manifest_dir=manifest_dir, home=home_dir())
-    return resolve_review(parsed, registry=load_registry(), ctx=ctx)
+    return resolve_review(parsed, registry=parsed.registry or load_registry(), ctx=ctx)
 
 
 def _review_view(parsed: ParsedReview, resolved: ResolvedReview, root: Path | None, only: str | None) -> dict[str, Any]:
@@ -110,6 +114,7 @@ def _review_view(parsed: ParsedReview, resolved: ResolvedReview, root: Path | No
         name, chosen = resolve_binding(manifest.id, bindings, only)
         bindings = {name: chosen}
     checks = {cid: (rc.check, rc.rubric_path()) for cid, rc in resolved.checks.items()}
+    providers = _kind_plugins(parsed)
     return {
         "valid": True,
         "kind": "review",
@@ -119,12 +124,21 @@ def _review_view(parsed: ParsedReview, resolved: ResolvedReview, root: Path | No
         "manifestSha": parsed.manifest_sha,
         "target": {"kind": manifest.target.kind, "base": manifest.target.base},
         "exportDir": manifest.verdict.exportDir,
-        "bindings": [_binding_view(name, b, checks) for name, b in bindings.items()],
+        "bindings": [_binding_view(name, b, checks, providers) for name, b in bindings.items()],
         "packs": [_pack_digest_view(p) for p in resolved.packs],
     }
 
 
-def _binding_view(name: str, binding: Binding, checks: dict[str, tuple[Any, Path | None]]) -> dict[str, Any]:
+def _kind_plugins(parsed: ParsedReview) -> dict[str, str]:
+    """Which plugin provides each check kind a plugin contributes (empty when none is used)."""
+    if parsed.registry is None:
+        return {}
+    return {kind: entry.plugin for kind, entry in parsed.registry.lane_executors.items()}
+
+
+def _binding_view(
+    name: str, binding: Binding, checks: dict[str, tuple[Any, Path | None]], providers: dict[str, str]
+) -> dict[str, Any]:
     def step(ref: str) -> dict[str, Any]:
         check, rubric_path = checks[ref]
         out: dict[str, Any] = {
@@ -137,6 +151,9 @@ def _binding_view(name: str, binding: Binding, checks: dict[str, tuple[Any, Path
             out["run"] = check.run
             if check.cwd:
                 out["cwd"] = check.cwd
+        elif check.kind != "agent":  # a kind a plugin contributes: its own fields, and who provides it
+            own = check.model_dump(mode="json", exclude={"id", "kind", "description", "blocking", "timeoutMs"})
+            out.update(plugin=providers.get(check.kind), fields=own)
         else:
             out.update(
                 preset=check.preset,
@@ -211,6 +228,9 @@ def _lane_text(lane: dict[str, Any]) -> str:
             f"  preset {lane['preset']}  fallbacks {fallbacks}  blockOn {lane['blockOn']}"
             f"  rubric {lane['rubricPath'] or lane['rubric']}"
         )
+    elif "fields" in lane:
+        own = "".join(f"  {key} {json.dumps(value)}" for key, value in lane["fields"].items())
+        text += f"  plugin {lane['plugin'] or '-'}{own}"
     else:
         text += f"  run: {lane['run']}"
     return text

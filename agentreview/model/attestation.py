@@ -100,7 +100,8 @@ class Fallback(Member):
 
 class LaneResult(Member):
     id: str
-    kind: Literal["command", "agent"]
+    # The spec's kinds, or a check kind a plugin contributes (an id-shaped name).
+    kind: Literal["command", "agent"] | Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]*$", max_length=64)]
     status: LaneStatus
     blocking: bool
     findings: list[Finding]

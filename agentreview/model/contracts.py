@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agentreview.model.manifest import AgentCheck, CommandCheck
+    from agentreview.model.manifest import AgentCheck, CheckModel, CommandCheck
 
 
 # --------------------------------------------------------------------------- lanes
@@ -129,9 +129,10 @@ class PresetSpec:
 @dataclass(frozen=True)
 class LaneRequest:
     """Everything one lane needs. ``check`` is the resolved check (pack overrides applied,
-    id namespaced as ``<as>/<id>`` for a pack check)."""
+    id namespaced as ``<as>/<id>`` for a pack check); for a check kind a plugin contributes, it
+    is an instance of that executor's ``check_model``."""
 
-    check: CommandCheck | AgentCheck
+    check: CommandCheck | AgentCheck | CheckModel
     review_id: str
     repo_root: Path
     base_sha: str
@@ -155,7 +156,16 @@ class LaneRequest:
 
 @runtime_checkable
 class LaneExecutor(Protocol):
-    """Runs every lane of one check ``kind`` (``command``, ``agent``)."""
+    """Runs every lane of one check ``kind`` (``command``, ``agent``, or a kind the plugin adds).
+
+    An executor for a new kind also has a ``check_model`` attribute: a subclass of
+    ``agentreview.api.CheckModel`` whose ``kind`` is ``Literal["<kind>"]``, which the parser uses
+    to validate such checks in a REVIEW.md. (It is not a protocol member, so the executors of the
+    built-in kinds, whose models are the spec's, satisfy the protocol without it.) The core folds
+    a plugin kind's outcome like this: ``exited`` 0 is ``pass`` and any other code ``fail``;
+    ``reported`` findings fail the lane when one reaches the check's ``blockOn`` if the model
+    declares one, else when there is any finding at all.
+    """
 
     kind: str
 

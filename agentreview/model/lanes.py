@@ -3,6 +3,11 @@
 Executors (plugins) report what happened; this module applies the spec's rules,
 so a plugin cannot turn a lane into ``pass``: a command lane passes only on exit
 code 0, an agent lane only when no finding reaches the check's ``blockOn``.
+
+A check kind a plugin contributes is folded by the same two rules, whichever way its
+executor reports: ``exited`` passes only on code 0; ``reported`` passes only when no
+finding reaches the check's ``blockOn`` when its model declares one, and only with no
+finding at all when it does not (a finding the plugin reports is a problem it found).
 """
 
 from __future__ import annotations
@@ -53,7 +58,7 @@ def to_lane_result(
         "durationMs": max(0, int(duration_ms)),
     }
     if outcome.kind == "exited":
-        if check.kind != "command":
+        if check.kind == "agent":
             return LaneResult.model_validate(
                 {**base, "status": "skipped", "error": "internal: agent lane reported a process exit"}
             )
@@ -63,7 +68,7 @@ def to_lane_result(
         finding = {"severity": "high", "title": f"'{check.id}' exited with code {code}", "detail": tail(outcome.output)}
         return LaneResult.model_validate({**base, "status": "fail", "exitCode": code, "findings": [finding]})
     if outcome.kind == "reported":
-        if check.kind != "agent":
+        if check.kind == "command":
             return LaneResult.model_validate(
                 {**base, "status": "skipped", "error": "internal: command lane reported an agent verdict"}
             )
@@ -81,10 +86,16 @@ def to_lane_result(
             }
             for f in outcome.findings
         ]
-        failed = any(meets_severity(f.severity, check.blockOn) for f in outcome.findings)
+        block_on = getattr(check, "blockOn", None)
+        if block_on in SEVERITY_RANK:
+            failed = any(meets_severity(f.severity, block_on) for f in outcome.findings)
+        else:  # a plugin kind without blockOn: every finding it reports fails the lane
+            failed = bool(outcome.findings)
         result: dict[str, Any] = {**base, "status": "fail" if failed else "pass", "findings": findings}
         if outcome.summary:
             result["summary"] = outcome.summary
+        if check.kind != "agent":
+            return LaneResult.model_validate(result)
         result.update(_session_fields(outcome))
         if delta is not None:
             result["composedFrom"] = {

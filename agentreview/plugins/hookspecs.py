@@ -45,8 +45,17 @@ def agentreview_register_lane_executors(register: Callable[[LaneExecutor], None]
     raise, must honour ``request.cancel`` and the check's ``timeoutMs``, and must
     not leave a process behind. The core derives the lane status from the outcome.
 
-    A check whose kind has no executor becomes a ``skipped`` lane that says which
-    plugin to install.
+    An executor may contribute a new check kind: its ``kind`` is the new name
+    (lowercase letters, digits and ``-``) and its ``check_model`` attribute is a
+    subclass of ``agentreview.api.CheckModel`` with ``kind: Literal["<kind>"]`` and
+    the kind's own fields. The parser validates such checks in a REVIEW.md with that
+    model (loading plugins only when a manifest uses a kind that is not built in);
+    ``request.check`` is then an instance of it. ``command`` and ``agent`` keep the
+    spec's models. A manifest that uses a kind no installed plugin provides is
+    invalid (exit 3, naming the kind).
+
+    A check whose kind has no executor at run time becomes a ``skipped`` lane that
+    says which plugin to install.
     """
 
 
