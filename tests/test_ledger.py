@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -499,6 +500,33 @@ def test_a_fifo_in_place_of_an_entry_cannot_hang_a_read(root: Path) -> None:
     assert led.get(*LedgerKey.of(att)) is None
     assert led.lookup_cached(*LedgerKey.of(att), RUBRICS, PACKS) is None
     assert run_ids(led.list()) == ["review-0001"]
+
+
+def test_a_fifo_at_an_entry_name_is_warned_about_once(root: Path) -> None:
+    led = Ledger(root)
+    led.put(make_att(1), HOST)
+    planted = led.entry_path(*LedgerKey.of(make_att(2)))
+    os.mkfifo(planted)
+    assert run_ids(led.list()) == ["review-0001"]
+    assert [w for w in led.warnings if str(planted) in w and "not a regular file" in w]
+    before = len(led.warnings)
+    assert run_ids(led.list()) == ["review-0001"]
+    assert len(led.warnings) == before, "an unchanged bad file is warned about once, not on every query"
+
+
+def test_a_fifo_in_place_of_an_entry_lock_is_a_ledger_error(root: Path) -> None:
+    led = Ledger(root)
+    att = make_att(1)
+    path = led.put(att, HOST)
+    lock = path.with_name(f"{att.rangeSha}.lock")
+    lock.unlink()
+    os.mkfifo(lock)
+    with pytest.raises(LedgerError, match=re.escape(f"cannot lock {lock}")):
+        led.put(att, HOST)
+    pr = {"provider": "github", "repo": "acme/widgets", "number": 12, "url": "https://github.com/acme/widgets/pull/12"}
+    with pytest.raises(LedgerError, match=re.escape(f"cannot lock {lock}")):
+        led.set_pr(*LedgerKey.of(att), pr)
+    assert led.get(*LedgerKey.of(att)) is not None
 
 
 def test_list_on_a_missing_root_is_empty_and_creates_nothing(root: Path) -> None:

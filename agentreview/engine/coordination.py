@@ -11,6 +11,11 @@
   new head: it records who superseded them and sends SIGTERM, which the victim
   handles like Ctrl-C (kill lanes, record nothing, exit 2). A stale file (its
   lock is free: the process died) is removed instead.
+
+Everything here lives under ``$AGENTREVIEW_HOME``, where another process may have planted a
+FIFO or a symlink: records and markers are read with the bounded regular-file reader and
+written atomically (never opened for writing in place), and a lock file that is not a
+regular file is never waited on.
 """
 
 from __future__ import annotations
@@ -20,12 +25,14 @@ import fcntl
 import json
 import os
 import signal
-from collections.abc import Iterator
+import stat
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentreview.host.files import UnreadableFileError, read_regular_file
+from agentreview.host.files import UnreadableFileError, atomic_write_text, read_regular_file
 from agentreview.model.digests import sha256_hex
+from agentreview.model.errors import AgentreviewError
 
 
 def join_lock_path(slug_dir: Path, key: tuple[str, str, str, str]) -> Path:
@@ -53,15 +60,23 @@ class InflightRegistry:
         self.dir.mkdir(parents=True, exist_ok=True)
         lock_path = self.dir / f"{run.run_id}.lock"
         info_path = self.dir / f"{run.run_id}.json"
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            tmp = info_path.with_suffix(".json.tmp")
-            tmp.write_text(json.dumps(run.__dict__))
-            os.replace(tmp, info_path)
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            raise AgentreviewError(f"{lock_path}: cannot create the in-flight lock ({exc.strerror or exc})") from exc
+        owned = False  # files we refused are not ours to remove
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise AgentreviewError(f"{lock_path}: not a regular file — remove it and run again")
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a fresh run id: nobody else may hold it
+            except BlockingIOError as exc:
+                raise AgentreviewError(f"{lock_path}: held by another process — is a run id reused?") from exc
+            owned = True
+            atomic_write_text(info_path, json.dumps(run.__dict__))
             yield
         finally:
-            for path in (info_path, lock_path):
+            for path in (info_path, lock_path) if owned else ():
                 with contextlib.suppress(FileNotFoundError):
                     path.unlink()
             os.close(fd)
@@ -82,9 +97,11 @@ class InflightRegistry:
         lock_path = self.dir / f"{run_id}.lock"
         try:
             fd = os.open(lock_path, os.O_RDWR | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except OSError:  # gone, or not a file we made (a FIFO or symlink planted here): not a live run
+        except OSError:  # gone, or a symlink planted here: not a live run
             return False
         try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO or device: not a lock a run made
+                return False
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return True
@@ -111,7 +128,7 @@ class InflightRegistry:
                     path.unlink()
         return runs
 
-    def supersede(self, me: InflightRun, is_ancestor) -> list[str]:
+    def supersede(self, me: InflightRun, is_ancestor: Callable[[str, str], bool]) -> list[str]:
         """Cancel older runs this one replaces; returns their run ids."""
         cancelled: list[str] = []
         for other in self.running():
@@ -122,7 +139,7 @@ class InflightRegistry:
             same_line = other.repo_root == me.repo_root or is_ancestor(other.head_sha, me.head_sha)
             if not same_line:
                 continue
-            (self.dir / f"{other.run_id}.superseded").write_text(me.run_id)
+            atomic_write_text(self.dir / f"{other.run_id}.superseded", me.run_id)
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(other.pid, signal.SIGTERM)
             cancelled.append(other.run_id)

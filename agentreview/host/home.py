@@ -47,14 +47,19 @@ def hostname() -> str:
 
 
 def load_config(home: Path | None = None) -> dict[str, Any]:
-    """Read ``config.toml``; a missing file is an empty configuration."""
+    """Read ``config.toml``; a missing file is an empty configuration.
+
+    Read with the bounded regular-file reader, so a FIFO or device planted in its place is
+    refused at once instead of hanging every command that signs.
+    """
+    from agentreview.host.files import MissingFileError, read_regular_file
+
     path = (home or home_dir()) / "config.toml"
     try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
-    except FileNotFoundError:
+        return tomllib.loads(read_regular_file(path).decode("utf-8"))
+    except MissingFileError:
         return {}
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         from agentreview.model.errors import AgentreviewError
 
         raise AgentreviewError(f"{path}: cannot read configuration: {exc} — fix or remove the file") from exc

@@ -70,12 +70,13 @@ def _check_options(path: Path, table: str, options: Mapping[str, Any]) -> None:
 
 
 def _user_presets(path: Path) -> dict[str, PresetSpec]:
-    try:
-        with path.open("rb") as fh:
-            data = tomllib.load(fh)
-    except FileNotFoundError:
+    from agentreview.host.files import MissingFileError, read_regular_file
+
+    try:  # a FIFO or device in place of the file is refused, never waited on
+        data = tomllib.loads(read_regular_file(path).decode("utf-8"))
+    except MissingFileError:
         return {}
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise AgentreviewError(f"{path}: cannot read presets: {exc} — fix or remove the file") from exc
     unknown = sorted(set(data) - {"presets"})
     if unknown:
