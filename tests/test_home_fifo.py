@@ -110,6 +110,17 @@ def test_a_fifo_in_place_of_the_index_falls_back_to_scanning(home: Path, ledger:
     assert Path(index).exists() and not Path(index).is_file(), "the planted file is reported, not silently replaced"
 
 
+def test_a_directory_in_place_of_the_index_survives_reindex(home: Path, ledger: Ledger) -> None:
+    index = home / "reviews" / INDEX_NAME
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{index}{suffix}").unlink(missing_ok=True)
+    index.mkdir()
+    proc = cli(home, "ledger", "--reindex", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert [r["runId"] for r in json.loads(proc.stdout)] == ["review-0001"]
+    assert "not a regular file" in proc.stderr and "Traceback" not in proc.stderr
+
+
 @pytest.mark.parametrize("suffix", ["-wal", "-shm"])
 def test_a_fifo_beside_the_index_falls_back_to_scanning(home: Path, ledger: Ledger, suffix: str) -> None:
     index = home / "reviews" / INDEX_NAME

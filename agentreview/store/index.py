@@ -314,8 +314,9 @@ class LedgerIndex:
             self._conn = None
 
     def _remove_files(self) -> None:
+        """Delete the index; what cannot be deleted (a directory in its place) is refused when opened."""
         for suffix in INDEX_FILE_SUFFIXES:
-            with contextlib.suppress(FileNotFoundError):
+            with contextlib.suppress(OSError):
                 os.unlink(self.root / (INDEX_NAME + suffix))
 
     # ------------------------------------------------------------------ sync: the files are the truth
