@@ -33,6 +33,19 @@ class StrictGaugeCheck(CheckModel):
     blockOn: Literal["high", "medium", "low"] = "high"
 
 
+class GaugeExecutor:
+    """A real small kind: a finding when the ``target`` file at the checkout is larger than ``limit`` bytes."""
+
+    kind = "gauge"
+    check_model = GaugeCheck
+
+    def run_lane(self, request: Any) -> LaneOutcome:
+        check = request.check
+        size = (request.repo_root / check.target).stat().st_size
+        findings = [ReportedFinding("high", f"{check.target} is {size} bytes")] if size > check.limit else []
+        return LaneOutcome.reported(findings, summary=f"{size} bytes")
+
+
 class _Executor:
     def __init__(self, kind: str, check_model: Any = None) -> None:
         self.kind = kind
@@ -294,3 +307,37 @@ def test_a_pydantic_model_that_is_not_a_check_model_is_not_enough() -> None:
 
     (problem,) = problems_of(review(CHECKS), registry=registry_with(_Executor("gauge", Plain)))
     assert "is not a subclass of agentreview.api.CheckModel" in problem.message
+
+
+# --------------------------------------------------------------------------- run and verify in process
+
+
+def test_run_and_verify_use_the_registry_they_are_given(git_repo) -> None:
+    """The parse of run and verify validates a plugin kind with the caller's registry, not the installed plugins."""
+    from agentreview.engine.options import RunOptions
+    from agentreview.engine.run import run_review
+    from agentreview.verify.gate import verify
+    from agentreview.verify.result import VerifyOptions
+    from conftest import git
+
+    manifest = review(
+        "checks:\n  - id: size\n    kind: gauge\n    target: app.js\n    limit: 8\nverdict:\n  exportDir: .reviews\n"
+    ).decode().replace("target: git-range", "target: {kind: git-range, base: main}")
+    root = git_repo(files={"REVIEW.md": manifest, "app.js": "x = 1\n", ".gitignore": ".reviews/\n"})
+    registry = registry_with(GaugeExecutor())
+    git(root, "checkout", "-q", "-b", "feature")
+    (root / "app.js").write_text("x = 12\n")
+    git(root, "commit", "-qam", "small change")
+    result = run_review(RunOptions(cwd=root, export=True), registry=registry)
+    assert result.status == "done" and result.verdict == "pass", result.error
+    assert result.attestation is not None
+    (lane,) = result.attestation.lanes
+    assert (lane.kind, lane.status, lane.summary) == ("gauge", "pass", "7 bytes")
+    assert verify(VerifyOptions(cwd=root, registry=registry)).exit_code == 0
+
+    (root / "app.js").write_text("x = 123456789\n")
+    git(root, "commit", "-qam", "big change")
+    result = run_review(RunOptions(cwd=root, export=True), registry=registry)
+    assert result.verdict == "block" and result.attestation is not None
+    assert result.attestation.lanes[0].findings[0].title == "app.js is 14 bytes"
+    assert verify(VerifyOptions(cwd=root, registry=registry, verdict="block")).exit_code == 0

@@ -200,9 +200,11 @@ class _Verifier:
 
         path = self._abs(self.o.manifest) if self.o.manifest else root / "REVIEW.md"
         try:
-            return parse_review(read_manifest_bytes(path), path)
+            parsed = parse_review(read_manifest_bytes(path), path, registry=self._registry)
         except (AgentreviewError, ValueError, OSError) as exc:
             raise VerifyStop(EXIT_ERROR, "error", str(exc)) from exc
+        self._registry = self._registry or parsed.registry  # loaded for a plugin's check kind: reuse it
+        return parsed
 
 
 def verify(options: VerifyOptions) -> VerifyResult:
