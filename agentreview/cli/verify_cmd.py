@@ -41,7 +41,9 @@ def register(app: typer.Typer) -> None:
         allowed_signers: Annotated[
             Path | None,
             typer.Option(
-                "--allowed-signers", help="OpenSSH allowed_signers file (default: .agentproto/allowed_signers)."
+                "--allowed-signers",
+                help="allowed_signers file: OpenSSH format for ssh-ed25519 signatures, a signer plugin's own "
+                "for its alg (default: .agentproto/allowed_signers).",
             ),
         ] = None,
         require_signed: Annotated[
