@@ -76,6 +76,9 @@ _EXPORTS: dict[str, str] = {
     "home_dir": "agentreview.host.home",
     "pack_cache_dir": "agentreview.host.home",
     "load_config": "agentreview.host.home",
+    # child processes: one process group each, bounded, killed with the host
+    "run_process_group": "agentreview.host.procs.group",
+    "ProcessResult": "agentreview.host.procs.group",
 }
 
 # Kept literal so linters and type checkers read it; a test checks it against _EXPORTS.
@@ -101,6 +104,7 @@ __all__ = [
     "PackLoader",
     "PackUnavailableError",
     "PresetSpec",
+    "ProcessResult",
     "ProviderStatus",
     "ReportedFinding",
     "ReviewerEnd",
@@ -124,6 +128,7 @@ __all__ = [
     "read_pack_manifest",
     "read_regular_file",
     "require",
+    "run_process_group",
     "sha256_hex",
 ]
 
@@ -167,6 +172,7 @@ if TYPE_CHECKING:  # pragma: no cover - static names for type checkers and IDEs
     )
     from agentreview.host.home import home_dir, load_config, pack_cache_dir
     from agentreview.host.locks import FileLock, LockTimeout
+    from agentreview.host.procs.group import ProcessResult, run_process_group
     from agentreview.model.contracts import (
         DeltaRange,
         FallbackAttempt,

@@ -90,7 +90,7 @@ DRIVER = textwrap.dedent(
     sys.path.insert(0, {helpers_dir!r})
     from cmdlane_helpers import request
     from pathlib import Path
-    from agentreview_command import watchdog
+    from agentreview.host.procs import watchdog
     from agentreview_command.executor import CommandLaneExecutor
 
     mode, command, lanes = sys.argv[1], sys.argv[2], int(sys.argv[3])

@@ -8,7 +8,6 @@ import time
 from pathlib import Path
 
 import pytest
-from agentreview_command import watchdog
 from agentreview_command.executor import (
     CANCELLED_BEFORE_START,
     CANCELLED_WHILE_RUNNING,
@@ -17,6 +16,7 @@ from agentreview_command.executor import (
 )
 from cmdlane_helpers import marked_pids, new_mark, pid_alive, request, wait_until
 
+from agentreview.host.procs import watchdog
 from agentreview.plugins.registry import load_registry
 
 

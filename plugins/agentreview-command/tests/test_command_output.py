@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from agentreview_command.executor import CommandLaneExecutor
-from agentreview_command.tail import OUTPUT_LIMIT, TailBuffer
+from agentreview_command.executor import OUTPUT_LIMIT, CommandLaneExecutor
 from cmdlane_helpers import request, start_driver
+
+from agentreview.host.procs.buffers import TailBuffer
 
 
 @pytest.fixture(autouse=True)

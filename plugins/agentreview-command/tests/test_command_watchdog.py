@@ -9,8 +9,10 @@ import subprocess
 import sys
 
 import pytest
-from agentreview_command import procs, watchdog
 from cmdlane_helpers import pid_alive, wait_until
+
+from agentreview.host.procs import table as procs
+from agentreview.host.procs import watchdog
 
 
 @pytest.fixture(autouse=True)

@@ -1,13 +1,25 @@
-"""The host side of the lane watchdog: one small process per host, started with the first lane.
+"""The host side of the process watchdog: one small process per host, started with the first child.
 
-Each lane registers its process group here as it starts and unregisters it once
-the group is empty. Registration is one short write to a pipe, so it costs a lane
-microseconds; the watchdog itself (see :mod:`agentreview_command._watchdog_main`)
+Every child the host starts through :func:`agentreview.host.procs.group.run_process_group`
+registers its process group here as it starts and unregisters it once the group
+is empty. Registration is one short write to a pipe, so it costs a child
+microseconds; the watchdog itself (see :mod:`agentreview.host.procs.watchdog_main`)
 is a separate Python started once, in the background, and never waited for.
+
+Why a watchdog process, and why not only PR_SET_PDEATHSIG. A child must not outlive
+the host even when the host is SIGKILLed, which no code in the host can react to.
+PDEATHSIG would not do: it fires when the *thread* that forked the child exits
+(lanes run in a thread pool whose threads come and go), it reaches only the leader
+and not the rest of its group, and setting it needs ``preexec_fn``, which is unsafe
+in a threaded host and forces the slow fork path for every child. Instead the
+watchdog holds the read end of a pipe whose write end only the host holds; however
+the host dies, the kernel closes the pipe and the watchdog kills every registered
+group (and every process carrying the host's marker). It lives in its own session,
+so killing the host's whole process group does not take it down first.
 
 If the watchdog dies while the host lives (someone killed it), the next
 registration notices the broken pipe, starts a new one and replays the groups
-still running. If it cannot be started at all, lanes still run and are still
+still running. If it cannot be started at all, children still run and are still
 killed on timeout and cancel; only the host-killed case loses its guarantee, and
 :attr:`Watchdog.error` says why.
 """
@@ -22,12 +34,14 @@ import sys
 import threading
 from pathlib import Path
 
-from agentreview_command import procs
+from agentreview.host.procs import table
 
-_PACKAGE_PARENT = str(Path(__file__).resolve().parent.parent)
+# The directory holding the ``agentreview`` package: the watchdog runs with ``-I -S``
+# (no site-packages, no environment), so it finds the package by this path alone.
+_PACKAGE_PARENT = str(Path(__file__).resolve().parents[3])
 _BOOTSTRAP = (
     f"import sys; sys.path.insert(0, {_PACKAGE_PARENT!r}); "
-    "from agentreview_command._watchdog_main import main; sys.exit(main())"
+    "from agentreview.host.procs.watchdog_main import main; sys.exit(main())"
 )
 
 
@@ -44,8 +58,8 @@ class Watchdog:
 
     @property
     def marker(self) -> str:
-        """The environment variable every lane of this host carries."""
-        return procs.marker_name(self.token)
+        """The environment variable every marked child of this host carries."""
+        return table.marker_name(self.token)
 
     @property
     def pid(self) -> int | None:
@@ -80,7 +94,7 @@ class Watchdog:
 
     def _start(self) -> bool:
         if not sys.executable:
-            self.error = "no Python interpreter path (sys.executable is empty) to start the lane watchdog"
+            self.error = "no Python interpreter path (sys.executable is empty) to start the process watchdog"
             return False
         try:
             self._proc = subprocess.Popen(
@@ -94,7 +108,7 @@ class Watchdog:
                 bufsize=0,
             )
         except (OSError, ValueError, subprocess.SubprocessError) as exc:
-            self.error = f"could not start the lane watchdog: {exc}"
+            self.error = f"could not start the process watchdog: {exc}"
             self._proc = None
             return False
         self._fd = self._proc.stdin.fileno() if self._proc.stdin is not None else -1

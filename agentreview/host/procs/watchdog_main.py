@@ -1,8 +1,8 @@
-"""The watchdog process: outlives the host only long enough to kill the lanes the host left behind.
+"""The watchdog process: outlives the host only long enough to kill the children the host left behind.
 
-Started by :mod:`agentreview_command.watchdog` as
+Started by :mod:`agentreview.host.procs.watchdog` as
 ``python -I -S -c <bootstrap> <host pid> <host token>`` in its own session, with a
-pipe from the host as its stdin. The host writes ``+<pgid>`` when a lane group
+pipe from the host as its stdin. The host writes ``+<pgid>`` when a child's group
 starts and ``-<pgid>`` when it is gone. The watchdog decides the host is dead when
 
 * its stdin reaches EOF: the kernel closes the host's end of the pipe however the
@@ -12,10 +12,12 @@ starts and ``-<pgid>`` when it is gone. The watchdog decides the host is dead wh
 * it receives SIGTERM (someone is shutting it down on purpose).
 
 Then it SIGTERMs every registered group and every live process carrying the
-host's lane marker, waits up to five seconds for them to go, SIGKILLs what is
-left, and exits. It ignores SIGINT and SIGHUP and lives in its own session, so a
+host's marker, waits up to five seconds for them to go, SIGKILLs what is left,
+and exits. It ignores SIGINT and SIGHUP and lives in its own session, so a
 Ctrl-C, a closed terminal or a kill of the host's process group does not take it
 down before it has done its job.
+
+Stdlib only (with :mod:`agentreview.host.procs.table`), so it starts in milliseconds.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import signal
 import sys
 import time
 
-from agentreview_command import procs
+from agentreview.host.procs import table
 
 KILL_GRACE_S = 5.0
 _TICK_S = 0.05
@@ -76,26 +78,26 @@ def watch(host_pid: int, groups: set[int]) -> None:
 
 def reap(groups: set[int], token: str, grace_s: float = KILL_GRACE_S) -> None:
     """SIGTERM every registered group and marked process, SIGKILL whatever is left after ``grace_s``."""
-    needle = procs.lane_needle(token)
+    needle = table.lane_needle(token)
     protect = {os.getpgrp()}
-    targets = procs.live_targets(groups, needle)
+    targets = table.live_targets(groups, needle)
     signalled = set(targets)
-    procs.signal_targets(groups, targets, signal.SIGTERM, protect)
+    table.signal_targets(groups, targets, signal.SIGTERM, protect)
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline:
         time.sleep(_TICK_S)
-        targets = procs.live_targets(groups, needle)
+        targets = table.live_targets(groups, needle)
         if not targets:
             return
         fresh = {pid: pgrp for pid, pgrp in targets.items() if pid not in signalled}
         if fresh:  # spawned during the grace period: they get their SIGTERM too
             signalled.update(fresh)
-            procs.signal_targets((), fresh, signal.SIGTERM, protect)
+            table.signal_targets((), fresh, signal.SIGTERM, protect)
     for _ in range(_KILL_ROUNDS):
-        targets = procs.live_targets(groups, needle)
+        targets = table.live_targets(groups, needle)
         if not targets:
             return
-        procs.signal_targets(groups, targets, signal.SIGKILL, protect)
+        table.signal_targets(groups, targets, signal.SIGKILL, protect)
         time.sleep(_TICK_S)
 
 

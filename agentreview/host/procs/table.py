@@ -1,17 +1,17 @@
-"""Reading the process table to find what is still alive of a lane, and signalling it.
+"""Reading the process table to find what is still alive of a process group, and signalling it.
 
 Why /proc and not only ``kill(-pgid, 0)``: that probe succeeds for a group whose
 only members are zombies, and on hosts whose init never reaps orphans (many
 containers and microVMs) such zombies linger forever. A zombie holds no resources
 and runs no code, so "alive" here means a member that is not a zombie.
 
-Why an environment marker: a lane process can leave its process group (``setsid``,
-``setpgid``) and so escape a group kill. Every lane is started with
-``AGENTREVIEW_LANE_<host token>=<lane number>`` in its environment, which its
+Why an environment marker: a child can leave its process group (``setsid``,
+``setpgid``) and so escape a group kill. A marked child is started with
+``AGENTREVIEW_LANE_<host token>=<number>`` in its environment, which its
 descendants inherit; a scan of ``/proc/<pid>/environ`` finds those escapees
-unless they scrubbed their environment (see the package docstring for what that
-leaves open). The scan only ever matches processes started by this host's lanes:
-the host and its watchdog never carry their own marker.
+unless they scrubbed their environment. The scan only ever matches processes
+started by this host's marked children: the host and its watchdog never carry
+their own marker.
 
 Stdlib only: the watchdog process imports this module too, and starts in milliseconds.
 """
@@ -27,12 +27,13 @@ MARKER_PREFIX = "AGENTREVIEW_LANE_"
 
 
 def marker_name(token: str) -> str:
-    """The environment variable that tags every lane of the host with ``token``."""
+    """The environment variable that tags every marked child of the host with ``token``."""
     return f"{MARKER_PREFIX}{token}"
 
 
 def lane_needle(token: str, lane: int | None = None) -> bytes:
-    """The bytes to look for in ``b"\\0" + environ``: one lane, or every lane of the host when ``lane`` is None."""
+    """The bytes to look for in ``b"\\0" + environ``: one child, or every marked child of the host
+    when ``lane`` is None."""
     entry = f"\0{marker_name(token)}="
     return entry.encode() if lane is None else f"{entry}{lane}\0".encode()
 
@@ -71,7 +72,7 @@ def live_targets(groups: Collection[int], needle: bytes | None) -> dict[int, int
 
     Returns ``{pid: pgrp}``. The calling process is never included. Groups that the
     cheap probe finds gone are not looked for, so a sweep after a clean exit reads one
-    small file per process.
+    small file per process (none at all without a ``needle``).
     """
     wanted = {pgid for pgid in groups if group_exists(pgid)}
     me = os.getpid()
@@ -88,7 +89,7 @@ def live_targets(groups: Collection[int], needle: bytes | None) -> dict[int, int
         marked = False
         if needle is not None:
             env = _read(f"/proc/{entry}/environ")  # empty for a zombie
-            marked = bool(env) and needle in b"\0" + env
+            marked = env is not None and bool(env) and needle in b"\0" + env
         if not marked and not wanted:
             continue
         info = _state_and_pgrp(entry)
@@ -116,7 +117,7 @@ def signal_targets(
     """Send ``sig`` to each group, then to each target process and its own group.
 
     ``protect`` holds process group ids that must never be signalled as a group (the
-    caller's own group): a marked process can only sit in a group its lane created,
+    caller's own group): a marked process can only sit in a group its child created,
     but the check costs nothing and rules out signalling the host by mistake.
     """
     seen: set[int] = set()
