@@ -162,6 +162,20 @@ def test_a_fifo_in_place_of_config_toml_is_a_clear_error(home: Path) -> None:
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.parametrize("name", ["review_ed25519.pub", "review_ed25519"])
+def test_a_fifo_in_place_of_a_key_file_is_a_clear_error(home: Path, name: str) -> None:
+    keys = home / "keys"
+    keys.mkdir(parents=True, mode=0o700)
+    if name.endswith(".pub"):  # a real private key, so the public one would be restored into the FIFO
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(keys / "review_ed25519")], check=True)
+        (keys / name).unlink()
+    os.mkfifo(keys / name)
+    proc = cli(home, "key", "--json")
+    assert proc.returncode == 3, proc.stderr
+    assert f"{keys / name} is not a regular file" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
 def test_a_fifo_in_place_of_presets_toml_is_a_clear_error(home: Path) -> None:
     home.mkdir()
     os.mkfifo(home / "presets.toml")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from agentreview import hookimpl
+from agentreview.host.files import atomic_write_bytes, read_regular_file
 from agentreview.host.home import hostname, keys_dir, load_config
 from agentreview.model.contracts import KeyInfo, SignatureInvalidError, SignerContext, SigningError
 
@@ -83,6 +85,24 @@ def _resolve_principal(ctx: SignerContext) -> str:
     return principal
 
 
+def _refuse_non_regular(path: Path) -> None:
+    """A key file that exists but is not a regular file (a FIFO, a device, a symlink planted in the
+    keys directory) is refused: reading or writing it could hang or leak the key elsewhere."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(info.st_mode):
+        raise SigningError(
+            f"could not prepare the review signing key: {path} is not a regular file — remove it and run again"
+        )
+
+
+def _read_public(public: Path) -> str:
+    """The public key file's text, read through the bounded reader (never blocks on a FIFO)."""
+    return read_regular_file(public, limit=64 * 1024, follow_symlinks=False).decode("utf-8")
+
+
 def sshsig_key_fingerprint(armored: str) -> str | None:
     """``SHA256:...`` of the public key an armored SSHSIG carries, ``None`` when it cannot be read
     or the key is a certificate (whose fingerprint is not the signer key's own).
@@ -135,6 +155,8 @@ class SshSigner:
             directory.mkdir(parents=True, exist_ok=True, mode=0o700)
             os.chmod(directory, 0o700)
             with FileLock(str(directory / f"{KEY_NAME}.lock"), timeout=ctx.timeout_s):
+                _refuse_non_regular(key)
+                _refuse_non_regular(key.with_suffix(".pub"))
                 if key.is_file() and key.with_suffix(".pub").is_file():
                     if key.stat().st_mode & 0o077:
                         os.chmod(key, 0o600)
@@ -178,7 +200,7 @@ class SshSigner:
         proc = _run(["-y", "-f", str(key)], timeout=timeout)
         if proc.returncode != 0:
             raise SigningError(f"could not prepare the review signing key: {key}: {_err(proc)}")
-        key.with_suffix(".pub").write_bytes(proc.stdout)
+        atomic_write_bytes(key.with_suffix(".pub"), proc.stdout, mode=0o644)
 
     def _fingerprint(self, public: Path, timeout: float) -> str:
         """``SHA256:<unpadded base64 of sha256(key blob)>``, exactly what ``ssh-keygen -lf`` prints,
@@ -189,7 +211,7 @@ class SshSigner:
         import hashlib
 
         try:
-            blob = base64.b64decode(public.read_text(encoding="utf-8").split()[1], validate=True)
+            blob = base64.b64decode(_read_public(public).split()[1], validate=True)
         except (OSError, IndexError, ValueError, binascii.Error):
             blob = b""
         if blob:
@@ -208,7 +230,7 @@ class SshSigner:
         principal = _resolve_principal(ctx)
         try:
             fingerprint = self._fingerprint(public, ctx.timeout_s)
-            algo, blob = public.read_text(encoding="utf-8").split()[:2]
+            algo, blob = _read_public(public).split()[:2]
         except (OSError, ValueError) as exc:
             raise SigningError(f"could not prepare the review signing key: {public}: {exc}") from exc
         except subprocess.TimeoutExpired as exc:
