@@ -57,6 +57,18 @@ _EXPORTS: dict[str, str] = {
     "ReviewerEnd": "agentreview.model.contracts",
     "ProviderStatus": "agentreview.model.contracts",
     "PresetSpec": "agentreview.model.contracts",
+    # the reviewer-provider base: environment allow-list, private homes, preset options, running the CLI
+    "ReviewerBase": "agentreview.reviewers.base",
+    "CliReviewer": "agentreview.reviewers.base",
+    "CliInfo": "agentreview.reviewers.cli",
+    "PresetOption": "agentreview.reviewers.options",
+    "reviewer_env": "agentreview.reviewers.env",
+    "env_names_problem": "agentreview.reviewers.env",
+    "attempt_dir": "agentreview.reviewers.attempt",
+    "fresh_dir": "agentreview.reviewers.attempt",
+    "remove_path": "agentreview.reviewers.attempt",
+    "link_if_exists": "agentreview.reviewers.attempt",
+    "user_dir": "agentreview.reviewers.attempt",
     # signers
     "Signer": "agentreview.model.contracts",
     "SignerContext": "agentreview.model.contracts",
@@ -87,6 +99,8 @@ __all__ = [
     "PACK_MANIFEST",
     "ApiVersionError",
     "CheckModel",
+    "CliInfo",
+    "CliReviewer",
     "DeltaRange",
     "FallbackAttempt",
     "FileLock",
@@ -103,10 +117,12 @@ __all__ = [
     "PackLoadError",
     "PackLoader",
     "PackUnavailableError",
+    "PresetOption",
     "PresetSpec",
     "ProcessResult",
     "ProviderStatus",
     "ReportedFinding",
+    "ReviewerBase",
     "ReviewerEnd",
     "ReviewerProvider",
     "ReviewerRequest",
@@ -118,8 +134,12 @@ __all__ = [
     "UnreadableFileError",
     "atomic_write_bytes",
     "atomic_write_text",
+    "attempt_dir",
+    "env_names_problem",
+    "fresh_dir",
     "home_dir",
     "hookimpl",
+    "link_if_exists",
     "load_config",
     "loads_strict",
     "pack_cache_dir",
@@ -127,9 +147,12 @@ __all__ = [
     "read_confined",
     "read_pack_manifest",
     "read_regular_file",
+    "remove_path",
     "require",
+    "reviewer_env",
     "run_process_group",
     "sha256_hex",
+    "user_dir",
 ]
 
 
@@ -202,3 +225,8 @@ if TYPE_CHECKING:  # pragma: no cover - static names for type checkers and IDEs
     from agentreview.model.manifest import CheckModel
     from agentreview.model.packref import GitPackRefError, parse_git_pack_ref
     from agentreview.packs.confine import PACK_MANIFEST, read_confined, read_pack_manifest
+    from agentreview.reviewers.attempt import attempt_dir, fresh_dir, link_if_exists, remove_path, user_dir
+    from agentreview.reviewers.base import CliReviewer, ReviewerBase
+    from agentreview.reviewers.cli import CliInfo
+    from agentreview.reviewers.env import env_names_problem, reviewer_env
+    from agentreview.reviewers.options import PresetOption

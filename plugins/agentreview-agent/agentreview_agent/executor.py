@@ -15,6 +15,7 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from agentreview.api import (
     FallbackAttempt,
@@ -24,9 +25,10 @@ from agentreview.api import (
     ReviewerProvider,
     ReviewerRequest,
     ReviewerResult,
+    fresh_dir,
+    remove_path,
 )
 from agentreview_agent.prompt import LanePrompt
-from agentreview_agent.providers.base import fresh_dir, remove_path
 from agentreview_agent.verdict import VerdictError, read_verdict
 
 DEFAULT_RETRIES = 1
@@ -61,7 +63,7 @@ class AgentLaneExecutor:
             return LaneOutcome.skipped(f"internal error in the agent lane: {type(exc).__name__}: {exc}")
 
     def _run(self, request: LaneRequest) -> LaneOutcome:
-        check = request.check
+        check: Any = request.check  # an AgentCheck: the core hands this executor its own kind only
         started = time.monotonic()
         deadline = started + check.timeoutMs / 1000
         rubric = request.rubric_path

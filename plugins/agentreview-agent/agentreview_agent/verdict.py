@@ -95,7 +95,7 @@ def _finding(index: int, item: Any, problems: list[str]) -> ReportedFinding | No
         problems.append(f"{where}.line: must be a positive integer")
     if len(problems) > before:
         return None
-    return ReportedFinding(severity=severity, title=title, detail=detail, file=file, line=line)
+    return ReportedFinding(severity=severity, title=title, detail=detail, file=file, line=line)  # type: ignore[arg-type]  # checked above
 
 
 def read_verdict(path: Path) -> Verdict:

@@ -24,21 +24,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentreview.api import ReviewerRequest, ReviewerResult
-from agentreview_agent.answer import VERDICT_SCHEMA
-from agentreview_agent.proc import ProcResult, run_in_group
-from agentreview_agent.providers.base import (
+from agentreview.api import (
     CliInfo,
-    CliProvider,
-    answered,
-    clip,
-    fresh_dir,
-    help_lists,
+    ProcessResult,
+    ReviewerRequest,
+    ReviewerResult,
+    attempt_dir,
     link_if_exists,
-    stream_end,
-    tail,
     user_dir,
 )
+from agentreview_agent.answer import VERDICT_SCHEMA
+from agentreview_agent.providers.base import ShippedCli, answered, clip, stream_end, tail
 from agentreview_agent.streams import AUTH_TEXT, QUOTA_TEXT, parse_jsonl, unavailable_reason
 
 HELP_ARGS = ("--help",)
@@ -188,9 +184,9 @@ def audit_stream(text: str) -> tuple[Audit, str | None]:
     return audit, stream.corrupt
 
 
-def classify(audit: Audit, corrupt: str | None, proc: ProcResult) -> ReviewerResult | Any:
+def classify(audit: Audit, corrupt: str | None, proc: ProcessResult) -> ReviewerResult | Any:
     """Turn the audit into a result, or return the final answer (dict or text) to record."""
-    ids = {"session_id": audit.session_id, "model": audit.model}
+    ids: dict[str, Any] = {"session_id": audit.session_id, "model": audit.model}
     ended = stream_end("claude", corrupt, audit.breach, proc, **ids)
     if ended:
         return ended
@@ -201,18 +197,19 @@ def classify(audit: Audit, corrupt: str | None, proc: ProcResult) -> ReviewerRes
             return ReviewerResult("unavailable", f"quota or rate limit: {audit.quota_signal or stderr}", **ids)
         if audit.auth_signal or AUTH_TEXT.search(stderr):
             return ReviewerResult("unavailable", f"authentication failed: {audit.auth_signal or stderr}", **ids)
-        if proc.rc:
+        if proc.returncode:
             return ReviewerResult(
-                "unavailable", f"claude exited with code {proc.rc} before finishing its turn: {stderr}", **ids
+                "unavailable", f"claude exited with code {proc.returncode} before finishing its turn: {stderr}", **ids
             )
         return ReviewerResult(
             "unavailable", "claude produced an empty turn (commonly an auth failure or an invalid model id)", **ids
         )
-    text = result.get("result") if isinstance(result.get("result"), str) else ""
+    answer = result.get("result")
+    text = answer if isinstance(answer, str) else ""
     status = result.get("api_error_status")
     status = status if isinstance(status, int) and not isinstance(status, bool) else 0
     failed = bool(result.get("is_error")) or status >= 400 or result.get("subtype") not in CLEAN_SUBTYPES
-    if failed or proc.rc:
+    if failed or proc.returncode:
         detail = clip(text or str(result.get("subtype")), 300)
         if status == 429 or audit.quota_signal or QUOTA_TEXT.search(text):
             return ReviewerResult("unavailable", f"quota or rate limit: {detail}", **ids)
@@ -249,7 +246,7 @@ def write_range_files(request: ReviewerRequest) -> tuple[Path, Path]:
     return diff, log
 
 
-class ClaudeProvider(CliProvider):
+class ClaudeProvider(ShippedCli):
     name = "claude"
     binary = "claude"
     help_args = HELP_ARGS
@@ -264,7 +261,7 @@ class ClaudeProvider(CliProvider):
             "--strict-mcp-config", "--mcp-config", '{"mcpServers":{}}',
             "--setting-sources", "",
         ]  # fmt: skip
-        argv += [flag for flag in OPTIONAL_FLAGS if not help_lists(info.help_text, [flag])]
+        argv += [flag for flag in OPTIONAL_FLAGS if info.offers(flag)]
         for directory in add_dirs:
             argv += ["--add-dir", str(directory)]
         if request.preset.model:
@@ -273,7 +270,7 @@ class ClaudeProvider(CliProvider):
         return argv
 
     def review_with(self, info: CliInfo, request: ReviewerRequest, env: dict[str, str]) -> ReviewerResult:
-        config_dir = fresh_dir(request.work_dir / "claude-config")
+        config_dir = attempt_dir(request, "claude-config")
         link_if_exists(user_dir("CLAUDE_CONFIG_DIR", ".claude") / ".credentials.json", config_dir / ".credentials.json")
         try:
             diff, log = write_range_files(request)
@@ -297,14 +294,7 @@ class ClaudeProvider(CliProvider):
             "DISABLE_TELEMETRY": "1",
             "CLAUDE_CODE_MAX_RETRIES": os.environ.get("CLAUDE_CODE_MAX_RETRIES", "3"),
         }
-        proc = run_in_group(
-            self.argv(info, request, add_dirs),
-            cwd=request.repo_root,
-            env=env,
-            stdin=prompt.encode("utf-8"),
-            deadline=request.deadline,
-            cancel=request.cancel,
-        )
+        proc = self.run(request, self.argv(info, request, add_dirs), env=env, stdin=prompt.encode("utf-8"))
         audit, corrupt = audit_stream(proc.stdout_text())
         outcome = classify(audit, corrupt, proc)
         if isinstance(outcome, ReviewerResult):

@@ -19,7 +19,6 @@ import json
 import os
 import re
 import tempfile
-import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -27,23 +26,20 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from agentreview.api import ReviewerRequest, ReviewerResult
-from agentreview_agent.answer import VERDICT_SCHEMA
-from agentreview_agent.proc import ProcResult, run_in_group
-from agentreview_agent.providers.base import (
+from agentreview.api import (
     CliInfo,
-    CliProvider,
-    answered,
-    child_env,
-    clip,
+    ProcessResult,
+    ReviewerRequest,
+    ReviewerResult,
+    attempt_dir,
     env_names_problem,
-    fresh_dir,
-    help_lists,
     link_if_exists,
-    stream_end,
-    tail,
+    reviewer_env,
+    run_process_group,
     user_dir,
 )
+from agentreview_agent.answer import VERDICT_SCHEMA
+from agentreview_agent.providers.base import ShippedCli, answered, clip, stream_end, tail
 from agentreview_agent.streams import AUTH_TEXT, QUOTA_TEXT, parse_jsonl, unavailable_reason
 
 HELP_ARGS = ("exec", "--help")
@@ -98,12 +94,11 @@ def config_env_names(options: Mapping[str, Any]) -> list[str]:
 @lru_cache(maxsize=16)
 def _features(binary: str, stamp: tuple[int, int]) -> frozenset[str]:
     with tempfile.TemporaryDirectory(prefix="agentreview-codex-probe-") as home:
-        proc = run_in_group(
+        proc = run_process_group(
             [binary, "features", "list"],
-            cwd=Path(home),
-            env=child_env({"CODEX_HOME": home, "HOME": home}),
+            cwd=home,
+            env=reviewer_env({"CODEX_HOME": home, "HOME": home}),
             deadline=time.monotonic() + 20,
-            cancel=threading.Event(),
             kill_grace_s=1.0,
         )
     return frozenset(line.split()[0] for line in proc.stdout_text().splitlines() if line.split())
@@ -155,8 +150,9 @@ def audit_stream(text: str) -> tuple[Audit, str | None]:
         if kind == "thread.started" and isinstance(event.get("thread_id"), str):
             audit.session_id = event["thread_id"]
         elif kind in ("item.started", "item.updated", "item.completed"):
-            item = event.get("item")
-            item_type = item.get("type") if isinstance(item, dict) else None
+            raw = event.get("item")
+            item: dict[str, Any] = raw if isinstance(raw, dict) else {}
+            item_type = item.get("type")
             if item_type not in ALLOWED_ITEMS:
                 audit.breach.append(f"reviewer used {clip(str(item_type), 60)!r}, which a read-only review may not")
             elif item_type == "agent_message" and kind == "item.completed" and isinstance(item.get("text"), str):
@@ -181,13 +177,13 @@ def _refused_calls(stderr: str) -> list[str]:
     return [f"reviewer called tool {clip(name, 60)!r}, which was not offered" for name in UNSUPPORTED.findall(stderr)]
 
 
-def classify(audit: Audit, corrupt: str | None, proc: ProcResult, last_file: Path) -> ReviewerResult | str:
-    ids = {"session_id": audit.session_id}
+def classify(audit: Audit, corrupt: str | None, proc: ProcessResult, last_file: Path) -> ReviewerResult | str:
+    ids: dict[str, Any] = {"session_id": audit.session_id}
     audit.breach += _refused_calls(proc.stderr_text())
     ended = stream_end("codex", corrupt, audit.breach, proc, **ids)
     if ended:
         return ended
-    if audit.failed or proc.rc or not audit.completed:
+    if audit.failed or proc.returncode or not audit.completed:
         text = " ".join(filter(None, [audit.failed, *audit.errors[-1:]])) or tail(proc.stderr_text())
         detail = clip(text, 300)
         if QUOTA_TEXT.search(text):
@@ -195,7 +191,9 @@ def classify(audit: Audit, corrupt: str | None, proc: ProcResult, last_file: Pat
         if AUTH_TEXT.search(text) or AUTH_TEXT.search(proc.stderr_text()):
             return ReviewerResult("unavailable", f"authentication failed: {detail}", **ids)
         if not text:
-            return ReviewerResult("unavailable", f"codex exited with code {proc.rc} before finishing its turn", **ids)
+            return ReviewerResult(
+                "unavailable", f"codex exited with code {proc.returncode} before finishing its turn", **ids
+            )
         reason, retryable = unavailable_reason(text)
         return ReviewerResult("unavailable", f"{reason}: {detail}", retryable=retryable, **ids)
     try:
@@ -205,7 +203,7 @@ def classify(audit: Audit, corrupt: str | None, proc: ProcResult, last_file: Pat
     return answer if answer.strip() else (audit.last_message or "")
 
 
-class CodexProvider(CliProvider):
+class CodexProvider(ShippedCli):
     name = "codex"
     binary = "codex"
     help_args = HELP_ARGS
@@ -218,7 +216,9 @@ class CodexProvider(CliProvider):
         if isinstance(granted, str):
             return granted
         names = config_env_names(request.preset.options)
-        problem = env_names_problem(names, request.preset.name, "config.model_providers env_key/env_http_headers")
+        problem = env_names_problem(
+            names, request.preset.name, "config.model_providers env_key/env_http_headers", self.redirecting_env
+        )
         return problem if problem else (*granted, *names)
 
     def argv(self, info: CliInfo, request: ReviewerRequest, schema: Path, last: Path, extra: list[str]) -> list[str]:
@@ -226,7 +226,7 @@ class CodexProvider(CliProvider):
             info.binary, "exec",
             "--sandbox", "read-only", "--ephemeral", "--skip-git-repo-check", "--ignore-user-config",
         ]  # fmt: skip
-        argv += [flag for flag in OPTIONAL_FLAGS if not help_lists(info.help_text, [flag])]
+        argv += [flag for flag in OPTIONAL_FLAGS if info.offers(flag)]
         for feature in DISABLE_FEATURES:
             if feature in features(info.binary):
                 argv += ["--disable", feature]
@@ -240,20 +240,14 @@ class CodexProvider(CliProvider):
         extra = config_overrides(request.preset.options)
         if isinstance(extra, str):
             return ReviewerResult("unavailable", extra)
-        home = fresh_dir(request.work_dir / "codex-home")
+        home = attempt_dir(request, "codex-home")
         link_if_exists(user_dir("CODEX_HOME", ".codex") / "auth.json", home / "auth.json")
         schema = request.work_dir / "verdict.schema.json"
         schema.write_text(json.dumps(VERDICT_SCHEMA))
         last = request.work_dir / "last-message.json"
         env = {**env, "CODEX_HOME": str(home)}
-        proc = run_in_group(
-            self.argv(info, request, schema, last, extra),
-            cwd=request.repo_root,
-            env=env,
-            stdin=request.answer_prompt.encode("utf-8"),
-            deadline=request.deadline,
-            cancel=request.cancel,
-        )
+        argv = self.argv(info, request, schema, last, extra)
+        proc = self.run(request, argv, env=env, stdin=request.answer_prompt.encode("utf-8"))
         audit, corrupt = audit_stream(proc.stdout_text())
         outcome = classify(audit, corrupt, proc, last)
         model = request.preset.model

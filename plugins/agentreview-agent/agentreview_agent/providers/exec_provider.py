@@ -25,15 +25,23 @@ for it, which is why it exists only as a host-local user preset.
 
 from __future__ import annotations
 
-from agentreview.api import ProviderStatus, ReviewerRequest, ReviewerResult
-from agentreview_agent.proc import run_in_group
-from agentreview_agent.providers.base import child_env, ended_abnormally, preset_env, request_env, tail
+from collections.abc import Mapping
+from typing import ClassVar
+
+from agentreview.api import PresetOption, ProviderStatus, ReviewerBase, ReviewerRequest, ReviewerResult
+from agentreview_agent.providers.base import REDIRECTING_ENV, tail
 
 EX_TEMPFAIL = 75
 
 
-class ExecProvider:
+class ExecProvider(ReviewerBase):
     name = "exec"
+    private_home = False  # a team script keeps its configuration in the user's HOME
+    redirecting_env = REDIRECTING_ENV
+    preset_options: ClassVar[Mapping[str, PresetOption]] = {
+        **ReviewerBase.preset_options,
+        "command": PresetOption("strings", hint=', e.g. ["prog", "arg"]'),
+    }
 
     def status(self) -> ProviderStatus:
         return ProviderStatus(
@@ -50,33 +58,24 @@ class ExecProvider:
                 f'preset \'{request.preset.name}\' has no command — add command = ["prog", "arg"] to its '
                 "[presets.<name>] table in presets.toml",
             )
-        granted = preset_env(request.preset)
-        if isinstance(granted, str):
-            return ReviewerResult("unavailable", granted)
-        verdict = {"AGENTREVIEW_VERDICT_PATH": str(request.verdict_path)}
-        env = child_env({**request_env(request), **verdict}, ("HOME", *granted))
-        proc = run_in_group(
-            [str(part) for part in command],
-            cwd=request.repo_root,
-            env=env,
-            stdin=request.prompt.encode("utf-8"),
-            deadline=request.deadline,
-            cancel=request.cancel,
-        )
-        abnormal = ended_abnormally(f"reviewer command '{command[0]}'", proc)
+        env = self.environment(request, {"AGENTREVIEW_VERDICT_PATH": str(request.verdict_path)})
+        if isinstance(env, str):
+            return ReviewerResult("unavailable", env)
+        proc = self.run(request, [str(part) for part in command], env=env, stdin=request.prompt.encode("utf-8"))
+        abnormal = self.ended_abnormally(proc, f"reviewer command '{command[0]}'")
         if abnormal:
             return abnormal
-        if proc.rc == 0:
+        if proc.returncode == 0:
             return ReviewerResult("verdict", model=request.preset.model)
         output = tail(proc.stderr_text() or proc.stdout_text())
         if request.verdict_path.exists() or request.verdict_path.is_symlink():
             return ReviewerResult(
                 "malformed",
-                f"reviewer command exited with code {proc.rc} after writing {request.verdict_path}; "
+                f"reviewer command exited with code {proc.returncode} after writing {request.verdict_path}; "
                 f"its verdict is not used and no other reviewer replaces it: {output}",
             )
         return ReviewerResult(
             "unavailable",
-            f"reviewer command exited with code {proc.rc}: {output}",
-            retryable=proc.rc == EX_TEMPFAIL,
+            f"reviewer command exited with code {proc.returncode}: {output}",
+            retryable=proc.returncode == EX_TEMPFAIL,
         )

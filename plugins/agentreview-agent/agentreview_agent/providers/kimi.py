@@ -21,19 +21,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from agentreview.api import ReviewerRequest, ReviewerResult
-from agentreview_agent.proc import run_in_group
-from agentreview_agent.providers.base import (
-    CliInfo,
-    CliProvider,
-    answered,
-    clip,
-    fresh_dir,
-    help_lists,
-    link_if_exists,
-    stream_end,
-    user_dir,
-)
+from agentreview.api import CliInfo, ReviewerRequest, ReviewerResult, attempt_dir, link_if_exists, user_dir
+from agentreview_agent.providers.base import ShippedCli, answered, clip, stream_end
 from agentreview_agent.streams import AUTH_TEXT, QUOTA_TEXT, parse_jsonl, unavailable_reason
 
 HELP_ARGS = ("--help",)
@@ -105,7 +94,7 @@ def audit(text: str) -> tuple[list[str], str | None, str | None, str, int | None
     return breach, stream.corrupt, session_id, final, status
 
 
-class KimiProvider(CliProvider):
+class KimiProvider(ShippedCli):
     name = "kimi"
     binary = "kimi"
     help_args = HELP_ARGS
@@ -113,33 +102,33 @@ class KimiProvider(CliProvider):
     model_env = MODEL_ENV
 
     def review_with(self, info: CliInfo, request: ReviewerRequest, env: dict[str, str]) -> ReviewerResult:
-        home = fresh_dir(request.work_dir / "kimi-home")
+        home = attempt_dir(request, "kimi-home")
         user = user_dir("KIMI_CODE_HOME", ".kimi-code")
         (home / "config.toml").write_text(private_config(user / "config.toml"))
         for name in ("credentials", "oauth"):
             link_if_exists(user / name, home / name)
-        cwd = fresh_dir(request.work_dir / "cwd")
+        cwd = attempt_dir(request, "cwd")
         argv = [info.binary, "-p", request.answer_prompt, "--output-format", "stream-json"]
         argv += ["--add-dir", str(request.repo_root)]
-        if not help_lists(info.help_text, ["--skills-dir"]):
-            argv += ["--skills-dir", str(fresh_dir(request.work_dir / "skills"))]
+        if info.offers("--skills-dir"):
+            argv += ["--skills-dir", str(attempt_dir(request, "skills"))]
         if request.preset.model:
             argv += ["-m", request.preset.model]
         env = {**env, "KIMI_CODE_HOME": str(home), "KIMI_DISABLE_TELEMETRY": "1"}
-        proc = run_in_group(argv, cwd=cwd, env=env, deadline=request.deadline, cancel=request.cancel)
+        proc = self.run(request, argv, env=env, cwd=cwd)
         breach, corrupt, session_id, final, status = audit(proc.stdout_text())
-        ids = {"session_id": session_id, "model": request.preset.model}
+        ids: dict[str, Any] = {"session_id": session_id, "model": request.preset.model}
         ended = stream_end("kimi", corrupt, breach, proc, **ids)
         if ended:
             return ended
-        if proc.rc:
+        if proc.returncode:
             found = FAILURE.search(proc.stderr_text())
-            message = clip(found.group(1) if found else proc.stderr_text() or f"exit {proc.rc}", 300)
+            message = clip(found.group(1) if found else proc.stderr_text() or f"exit {proc.returncode}", 300)
             if status == 429 or QUOTA_TEXT.search(message):
                 return ReviewerResult("unavailable", f"quota or rate limit: {message}", **ids)
             if "provider.auth_error" in message or AUTH_TEXT.search(message):
                 return ReviewerResult("unavailable", f"authentication failed: {message}", **ids)
             reason, retryable = unavailable_reason(message)
-            retryable = retryable or proc.rc == 75 or "provider.connection_error" in message
+            retryable = retryable or proc.returncode == 75 or "provider.connection_error" in message
             return ReviewerResult("unavailable", f"{reason}: {message}", retryable=retryable, **ids)
         return answered(final, request.verdict_path, "kimi", **ids)

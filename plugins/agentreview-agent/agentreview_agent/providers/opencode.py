@@ -27,22 +27,18 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from agentreview.api import ReviewerRequest, ReviewerResult
-from agentreview_agent.proc import run_in_group
-from agentreview_agent.providers.base import (
+from agentreview.api import (
     CliInfo,
-    CliProvider,
-    answered,
-    child_env,
-    clip,
+    ReviewerRequest,
+    ReviewerResult,
     env_names_problem,
     fresh_dir,
-    help_lists,
     link_if_exists,
-    stream_end,
-    tail,
+    reviewer_env,
+    run_process_group,
     user_dir,
 )
+from agentreview_agent.providers.base import ShippedCli, answered, clip, stream_end, tail
 from agentreview_agent.streams import parse_jsonl, unavailable_reason
 
 HELP_ARGS = ("run", "--help")
@@ -113,7 +109,8 @@ def build_home(work_dir: Path, config: Mapping[str, Any] | None = None) -> tuple
         Path(xdg["XDG_DATA_HOME"]) / "opencode" / "auth.json",
     )
     project = fresh_dir(root / "project")
-    subprocess.run(["git", "init", "-q", str(project)], env=child_env({}), check=True, timeout=30, capture_output=True)
+    git_init = ["git", "init", "-q", str(project)]
+    subprocess.run(git_init, env=reviewer_env({}), check=True, timeout=30, capture_output=True)
     agent = project / ".opencode" / "agent" / f"{AGENT}.md"
     agent.parent.mkdir(parents=True)
     agent.write_text(AGENT_FILE)
@@ -128,7 +125,7 @@ def build_home(work_dir: Path, config: Mapping[str, Any] | None = None) -> tuple
 
 def preflight(binary: str, project: Path, env: dict[str, str], deadline: float, cancel) -> str | None:
     """``opencode debug agent``: every tool but the reads must be off; return why not, or None."""
-    proc = run_in_group(
+    proc = run_process_group(
         [binary, "debug", "agent", AGENT],
         cwd=project,
         env=env,
@@ -156,7 +153,8 @@ def audit(text: str) -> tuple[list[str], str | None, str | None, str, list[dict]
     session_id, final, finished = None, "", False
     for event in stream.events:
         session_id = session_id or (event.get("sessionID") if isinstance(event.get("sessionID"), str) else None)
-        part = event.get("part") if isinstance(event.get("part"), dict) else {}
+        raw = event.get("part")
+        part: dict[str, Any] = raw if isinstance(raw, dict) else {}
         kind = event.get("type")
         if kind == "tool_use":
             tool = part.get("tool")
@@ -171,23 +169,28 @@ def audit(text: str) -> tuple[list[str], str | None, str | None, str, list[dict]
     return breach, stream.corrupt, session_id, final if finished else "", errors
 
 
+def _data(error: dict[str, Any]) -> dict[str, Any]:
+    data = error.get("data")
+    return data if isinstance(data, dict) else {}
+
+
 def _classify_errors(errors: list[dict]) -> ReviewerResult | None:
     for error in errors:
-        data = error.get("data") if isinstance(error.get("data"), dict) else {}
+        data = _data(error)
         status, message = data.get("statusCode"), clip(str(data.get("message") or error.get("name")), 300)
         if status == 401:
             return ReviewerResult("unavailable", f"authentication failed: {message}")
         if status in (402, 429):
             return ReviewerResult("unavailable", f"quota or rate limit: {message}")
     if errors:
-        data = errors[-1].get("data") if isinstance(errors[-1].get("data"), dict) else {}
+        data = _data(errors[-1])
         message = str(data.get("message") or errors[-1].get("name"))
         reason, retryable = unavailable_reason(message)
         return ReviewerResult("unavailable", f"{reason}: {clip(message, 300)}", retryable=retryable)
     return None
 
 
-class OpenCodeProvider(CliProvider):
+class OpenCodeProvider(ShippedCli):
     name = "opencode"
     binary = "opencode"
     help_args = HELP_ARGS
@@ -201,7 +204,7 @@ class OpenCodeProvider(CliProvider):
         if isinstance(granted, str) or isinstance(config, str):
             return granted
         names = config_env_names(config)
-        problem = env_names_problem(names, request.preset.name, "config {env:NAME}")
+        problem = env_names_problem(names, request.preset.name, "config {env:NAME}", self.redirecting_env)
         return problem if problem else (*granted, *names)
 
     def review_with(self, info: CliInfo, request: ReviewerRequest, env: dict[str, str]) -> ReviewerResult:
@@ -216,7 +219,7 @@ class OpenCodeProvider(CliProvider):
         prompt_file = request.work_dir / "prompt.md"
         prompt_file.write_text(request.answer_prompt, encoding="utf-8")
         argv = [info.binary, "run", "--dir", str(project), "--agent", AGENT, "--format", "json"]
-        argv += [flag for flag in OPTIONAL_FLAGS if not help_lists(info.help_text, [flag])]
+        argv += [flag for flag in OPTIONAL_FLAGS if info.offers(flag)]
         if request.preset.model:
             argv += ["-m", request.preset.model]
         argv += [
@@ -225,17 +228,17 @@ class OpenCodeProvider(CliProvider):
             "--",
             f"Follow the attached instructions (repository: {request.repo_root}).",
         ]
-        proc = run_in_group(argv, cwd=project, env=env, deadline=request.deadline, cancel=request.cancel)
+        proc = self.run(request, argv, env=env, cwd=project)
         breach, corrupt, session_id, final, errors = audit(proc.stdout_text())
-        ids = {"session_id": session_id, "model": request.preset.model}
+        ids: dict[str, Any] = {"session_id": session_id, "model": request.preset.model}
         ended = stream_end("opencode", corrupt, breach, proc, **ids)
         if ended:
             return ended
         failed = _classify_errors(errors)
         if failed:
             return ReviewerResult(failed.end, failed.error, failed.retryable, **ids)
-        if proc.rc:
+        if proc.returncode:
             return ReviewerResult(
-                "unavailable", f"opencode exited with code {proc.rc}: {tail(proc.stderr_text())}", **ids
+                "unavailable", f"opencode exited with code {proc.returncode}: {tail(proc.stderr_text())}", **ids
             )
         return answered(final, request.verdict_path, "opencode", **ids)

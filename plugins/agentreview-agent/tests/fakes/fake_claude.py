@@ -192,6 +192,12 @@ def main():
     if scenario == "hang":
         time.sleep(300)
         return 0
+    if scenario == "hang_with_helper":  # a helper process in the CLI's group, as a real CLI spawns one
+        import subprocess
+
+        subprocess.Popen(["sleep", "300"], stdin=subprocess.DEVNULL)
+        time.sleep(300)
+        return 0
     if scenario == "tool_breach":  # the model asks for a shell; the CLI reports the attempt
         emit(
             {

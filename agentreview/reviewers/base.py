@@ -1,0 +1,163 @@
+"""Base classes for reviewer providers: the isolation every provider needs, written once.
+
+:class:`ReviewerBase` gives a provider, from its class attributes alone:
+
+* ``environment(request)`` — the reviewer's whole environment: the basics
+  (:data:`~agentreview.reviewers.env.BASE_ENV`, ``PATH`` without relative entries), an
+  empty private ``HOME`` in the attempt's work dir (or the user's own ``HOME`` when
+  ``private_home = False``), the provider's ``model_env``, the variables the preset
+  names in ``env`` (never one of ``redirecting_env`` or ``AGENTREVIEW_*``), and the
+  lane's facts (``AGENTREVIEW_BASE``, ``AGENTREVIEW_HEAD``, ``AGENTREVIEW_RUBRIC``,
+  ``AGENTREVIEW_CHECK_ID``);
+* ``run(request, argv, ...)`` — the child in its own process group, bounded by the
+  request's deadline and cancel, killed with the host even by SIGKILL
+  (:func:`~agentreview.host.procs.group.run_process_group`), and ``ended_abnormally``
+  to turn a spawn failure, timeout or cancel into the right result;
+* ``validate_options(options)`` — the check of its presets' options, from the
+  ``preset_options`` it declares (``env`` and ``retries`` come with the base).
+
+:class:`CliReviewer` adds what a provider driving one installed CLI needs: finding it
+(``binary``, overridable per preset), probing its help for the flags isolation needs
+(``required_flags``: a missing one makes the provider unavailable, never less
+isolated), ``status()``, and a ``review()`` that hands a probed CLI and the built
+environment to :meth:`CliReviewer.review_with`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from agentreview.host.procs.group import KILL_GRACE_S, MAX_CAPTURE, Keep, ProcessResult, run_process_group
+from agentreview.model.contracts import ProviderStatus, ReviewerRequest, ReviewerResult
+from agentreview.reviewers.attempt import attempt_dir
+from agentreview.reviewers.cli import CliInfo, cli_info, status_from
+from agentreview.reviewers.env import REDIRECTING_ENV, preset_env, request_env, reviewer_env
+from agentreview.reviewers.options import REVIEWER_OPTIONS, PresetOption, check_options
+
+CLI_OPTIONS: Mapping[str, PresetOption] = {
+    **REVIEWER_OPTIONS,
+    "binary": PresetOption("string", hint=' (a program name or "/absolute/path")'),
+}
+
+
+class ReviewerBase(ABC):
+    """A reviewer provider's generic parts. Subclasses set ``name``, implement ``status()`` and
+    ``review()``, and may set ``model_env``, ``redirecting_env``, ``private_home`` and ``preset_options``."""
+
+    name: str
+    # Host variables that give the reviewer access to its model (``PREFIX_*`` for a family).
+    model_env: tuple[str, ...] = ()
+    # Variables that would point the reviewer back at the user's configuration: a preset may not grant them.
+    redirecting_env: tuple[str, ...] = REDIRECTING_ENV
+    # False: the reviewer keeps the user's own HOME (a vouched-for script), instead of an empty private one.
+    private_home: bool = True
+    preset_options: ClassVar[Mapping[str, PresetOption]] = REVIEWER_OPTIONS
+
+    @abstractmethod
+    def status(self) -> ProviderStatus:
+        """Whether this provider can run here (``agentreview presets``)."""
+
+    @abstractmethod
+    def review(self, request: ReviewerRequest) -> ReviewerResult:
+        """Run one reviewer attempt; never raise, never outlive ``request.deadline``."""
+
+    def validate_options(self, options: Mapping[str, Any]) -> list[str]:
+        """The problems of a user preset's options, each naming the option (see ``preset_options``)."""
+        return check_options(self.preset_options, options)
+
+    def allowed_env(self, request: ReviewerRequest) -> tuple[str, ...] | str:
+        """The host variables this reviewer may see beyond the basics, or why the preset cannot grant them."""
+        granted = preset_env(request.preset, refused=self.redirecting_env)
+        return granted if isinstance(granted, str) else (*self.model_env, *granted)
+
+    def environment(self, request: ReviewerRequest, extra: Mapping[str, str] | None = None) -> dict[str, str] | str:
+        """The reviewer's whole environment (see the module docstring) plus ``extra``, or why the
+        preset cannot be run. With ``private_home``, ``HOME`` is a fresh ``home`` dir in ``work_dir``."""
+        allow = self.allowed_env(request)
+        if isinstance(allow, str):
+            return allow
+        facts = {**request_env(request), **(extra or {})}
+        if self.private_home:
+            return reviewer_env({**facts, "HOME": str(attempt_dir(request, "home"))}, allow)
+        return reviewer_env(facts, ("HOME", *allow))
+
+    def run(
+        self,
+        request: ReviewerRequest,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str],
+        cwd: Path | None = None,
+        stdin: bytes | None = None,
+        deadline: float | None = None,
+        keep: Keep = "head",
+        max_output: int = MAX_CAPTURE,
+        kill_grace_s: float = KILL_GRACE_S,
+    ) -> ProcessResult:
+        """Run ``argv`` (in ``cwd``, default the repository root) in its own process group until it exits,
+        the request's deadline (or an earlier ``deadline``) passes or the request is cancelled."""
+        return run_process_group(
+            argv,
+            cwd=cwd if cwd is not None else request.repo_root,
+            env=env,
+            deadline=request.deadline if deadline is None else min(deadline, request.deadline),
+            cancel=request.cancel,
+            stdin=stdin,
+            keep=keep,
+            max_output=max_output,
+            kill_grace_s=kill_grace_s,
+        )
+
+    @staticmethod
+    def ended_abnormally(proc: ProcessResult, who: str) -> ReviewerResult | None:
+        """The result for a spawn failure, timeout or cancel of ``who`` (e.g. the provider's name);
+        ``None`` when the process just exited."""
+        if proc.spawn_error:
+            return ReviewerResult("unavailable", f"reviewer spawn failed: {proc.spawn_error}")
+        if proc.timed_out:
+            return ReviewerResult("timeout", f"{who} exceeded the lane deadline and was killed")
+        if proc.cancelled:
+            return ReviewerResult("cancelled", "review cancelled while the reviewer was running")
+        return None
+
+
+class CliReviewer(ReviewerBase):
+    """A provider that drives one installed CLI: ``status()``, and a ``review()`` that runs the CLI
+    only once it is found and its help lists every flag isolation needs.
+
+    Subclasses name the CLI (``binary``, overridable per preset with ``binary = "/path"``), the
+    arguments that print the help listing its flags (``help_args``), the flags without which it
+    cannot run isolated (``required_flags``), and implement :meth:`review_with`.
+    """
+
+    binary: str
+    help_args: tuple[str, ...] = ("--help",)
+    required_flags: tuple[str, ...] = ()
+    preset_options: ClassVar[Mapping[str, PresetOption]] = CLI_OPTIONS
+
+    def status(self) -> ProviderStatus:
+        return status_from(cli_info(None, self.binary, self.help_args), self.required_flags)
+
+    def review(self, request: ReviewerRequest) -> ReviewerResult:
+        allow = self.allowed_env(request)
+        if isinstance(allow, str):
+            return ReviewerResult("unavailable", allow)
+        info = cli_info(request.preset, self.binary, self.help_args)
+        if isinstance(info, str):
+            return ReviewerResult("unavailable", info)
+        missing = info.lacks(self.required_flags)
+        if missing:
+            who = f"{self.name} {info.version or ''}".rstrip()
+            return ReviewerResult("unavailable", f"{who} cannot run isolated: its help lacks " + " ".join(missing))
+        env = self.environment(request)
+        if isinstance(env, str):
+            return ReviewerResult("unavailable", env)
+        return self.review_with(info, request, env)
+
+    @abstractmethod
+    def review_with(self, info: CliInfo, request: ReviewerRequest, env: dict[str, str]) -> ReviewerResult:
+        """Run the probed CLI ``info`` as the reviewer of ``request``, in ``env`` (the allow-listed
+        environment with an empty private ``HOME``) plus the provider's own private-home variables."""

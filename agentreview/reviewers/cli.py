@@ -1,0 +1,121 @@
+"""Finding a reviewer's CLI and probing its ``--help`` for the flags isolation needs.
+
+Flags are enabled only when the installed CLI's help lists them (wrapper contract):
+a missing *required* flag makes the provider unavailable (``capability_missing``, so
+the lane may fall back) instead of running the CLI less isolated than intended. The
+probes (``--version``, ``--help``) run with the basics only and a throwaway ``HOME``,
+in their own process group like every child, and are cached while the binary is
+unchanged.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from agentreview.host.procs.group import ProcessResult, run_process_group
+from agentreview.model.contracts import PresetSpec, ProviderStatus
+from agentreview.reviewers.env import reviewer_env, safe_path
+
+PROBE_TIMEOUT_S = 20.0
+PROBE_KILL_GRACE_S = 1.0
+
+
+def _tail(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else "…" + text[-limit:]
+
+
+def find_binary(spec: PresetSpec | None, default: str) -> str | None:
+    """The CLI to run: a preset's ``binary`` option, else ``default`` on the (cleaned) PATH."""
+    name = str(spec.options.get("binary")) if spec and spec.options.get("binary") else default
+    if os.sep in name:
+        return name if os.access(name, os.X_OK) and Path(name).is_file() else None
+    return shutil.which(name, path=safe_path(os.environ.get("PATH", os.defpath)))
+
+
+def _probe(argv: tuple[str, ...]) -> ProcessResult:
+    with tempfile.TemporaryDirectory(prefix="agentreview-probe-") as home:
+        return run_process_group(
+            argv,
+            cwd="/",
+            env=reviewer_env({"NO_COLOR": "1", "HOME": home}),
+            deadline=time.monotonic() + PROBE_TIMEOUT_S,
+            kill_grace_s=PROBE_KILL_GRACE_S,
+        )
+
+
+@lru_cache(maxsize=64)
+def _probe_cached(argv: tuple[str, ...], stamp: tuple[int, int]) -> ProcessResult:
+    return _probe(argv)
+
+
+def probe(binary: str, *args: str) -> ProcessResult:
+    """Run ``binary args`` (``--help``, ``--version``), cached while the binary is unchanged."""
+    try:
+        st = os.stat(binary)
+        stamp = (st.st_mtime_ns, st.st_size)
+    except OSError:
+        stamp = (0, 0)
+    return _probe_cached((binary, *args), stamp)
+
+
+def help_lists(help_text: str, flags: Iterable[str]) -> list[str]:
+    """The flags of ``flags`` that ``help_text`` does not mention."""
+    return [flag for flag in flags if not re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", help_text)]
+
+
+@dataclass(frozen=True)
+class CliInfo:
+    """A found and probed CLI."""
+
+    binary: str
+    version: str | None
+    help_text: str
+
+    def lacks(self, flags: Iterable[str]) -> list[str]:
+        """The flags of ``flags`` its help does not list."""
+        return help_lists(self.help_text, flags)
+
+    def offers(self, flag: str) -> bool:
+        """Whether its help lists ``flag`` (use an optional flag only then)."""
+        return not help_lists(self.help_text, [flag])
+
+
+def cli_info(spec: PresetSpec | None, default: str, help_args: tuple[str, ...]) -> CliInfo | str:
+    """Find and probe the CLI; return its info, or the reason it is not usable."""
+    binary = find_binary(spec, default)
+    if binary is None:
+        where = spec.options.get("binary") if spec and spec.options.get("binary") else f"'{default}' on PATH"
+        return f'{default} CLI not found ({where}); install it or set binary = "/path" in the preset'
+    ver = probe(binary, "--version")
+    if ver.spawn_error or ver.timed_out or ver.returncode != 0:
+        why = ver.spawn_error or (
+            "timed out" if ver.timed_out else f"exit {ver.returncode}: {_tail(ver.stderr_text(), 200)}"
+        )
+        return f"{binary} --version failed: {why}"
+    version = (ver.stdout_text().strip().splitlines() or [""])[0].strip() or None
+    helped = probe(binary, *help_args)
+    text = helped.stdout_text() + helped.stderr_text()
+    if helped.spawn_error or helped.timed_out or not text.strip():
+        return f"{binary} {' '.join(help_args)} printed no help"
+    return CliInfo(binary=binary, version=version, help_text=text)
+
+
+def status_from(info: CliInfo | str, required: Iterable[str]) -> ProviderStatus:
+    """What ``agentreview presets`` shows for a CLI provider."""
+    if isinstance(info, str):
+        return ProviderStatus(installed="not found" not in info, usable=False, detail=info)
+    missing = info.lacks(required)
+    if missing:
+        return ProviderStatus(
+            installed=True, usable=False, version=info.version, detail="help lacks required flags: " + " ".join(missing)
+        )
+    return ProviderStatus(installed=True, usable=True, version=info.version, detail=info.binary)

@@ -1,0 +1,103 @@
+"""What a reviewer process may see of the host's environment: an allow-list, never the host minus a few names.
+
+A reviewer reads what the change's author wrote, so a prompt injection may steer it:
+it gets no host variable it was not granted (AIP-62 Security considerations: no
+credentials beyond the model). The grant is :data:`BASE_ENV`, the provider's own model
+variables, and the names a user preset lists in ``env``; everything else — tokens,
+``AWS_*``, ``SSH_AUTH_SOCK``, ``GIT_*``, ``LD_PRELOAD``, ``NODE_OPTIONS``,
+``AGENTREVIEW_*`` — stays behind.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from agentreview.model.contracts import PresetSpec, ReviewerRequest
+
+# What any CLI needs to run and to reach its model through the host's proxy and CA bundle. ``NAME_*`` is a family.
+# None of these is a credential beyond the proxy URL the model traffic itself goes through.
+BASE_ENV = (
+    "PATH", "LANG", "LANGUAGE", "LC_*", "TERM", "TZ", "TMPDIR", "USER", "LOGNAME",
+    "http_proxy", "https_proxy", "no_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
+    "SSL_CERT_FILE", "SSL_CERT_DIR", "NODE_EXTRA_CA_CERTS", "REQUESTS_CA_BUNDLE",
+)  # fmt: skip
+
+# Variables that point any program back at the user's own home or configuration. A provider adds the ones its
+# CLI reads (``ReviewerBase.redirecting_env``); a preset's ``env`` may name none of them.
+REDIRECTING_ENV = ("HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME")
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _granted(name: str, allow: Iterable[str]) -> bool:
+    return any(name.startswith(entry[:-1]) if entry.endswith("*") else name == entry for entry in allow)
+
+
+def safe_path(value: str) -> str:
+    """``PATH`` without empty or relative entries: a reviewer runs in the reviewed repository, where such
+    an entry would run the change author's ``./git`` or ``./node`` in place of the real one."""
+    return os.pathsep.join(entry for entry in value.split(os.pathsep) if os.path.isabs(entry))
+
+
+def reviewer_env(extra: Mapping[str, str], allow: Iterable[str] = ()) -> dict[str, str]:
+    """The host variables :data:`BASE_ENV` and ``allow`` grant (``PATH`` made safe), plus ``extra``.
+
+    ``allow`` entries are names, or ``PREFIX_*`` for a family. A name the host does not
+    have is simply absent.
+    """
+    granted = (*BASE_ENV, *allow)
+    env = {name: value for name, value in os.environ.items() if _granted(name, granted)}
+    if "PATH" in env:
+        env["PATH"] = safe_path(env["PATH"])
+    env.update(extra)
+    return env
+
+
+def env_names_problem(
+    names: Any, preset: str, option: str = "env", refused: Iterable[str] = REDIRECTING_ENV
+) -> str | None:
+    """Why ``names`` (a preset's list of host variables to pass on) cannot be granted; ``None`` when it can.
+
+    ``refused`` are the variables that would undo the reviewer's isolation (its private
+    home and configuration); ``AGENTREVIEW_*`` is always refused.
+    """
+    where = f"[presets.{preset}] in presets.toml"
+    if not isinstance(names, (list, tuple)):
+        return f"preset '{preset}': {option} must be an array of variable names, e.g. [\"MY_GATEWAY_KEY\"], in {where}"
+    refused = tuple(refused)
+    for name in names:
+        if not isinstance(name, str) or not ENV_NAME.match(name):
+            return (
+                f"preset '{preset}': {option} entry {_clip(repr(name), 60)} is not a variable name "
+                f"(letters, digits and '_'; no wildcards) — fix it in {where}"
+            )
+        if name in refused or name.startswith("AGENTREVIEW_"):
+            return (
+                f"preset '{preset}': {option} may not name {name}: it points the reviewer at a home or configuration "
+                f"other than its private one (or is agentreview's own), undoing its isolation — remove it from {where}"
+            )
+    return None
+
+
+def preset_env(spec: PresetSpec, refused: Iterable[str] = REDIRECTING_ENV) -> tuple[str, ...] | str:
+    """The host variables a preset grants its reviewer (its ``env`` option), or why they cannot be granted."""
+    names = spec.options.get("env", [])
+    problem = env_names_problem(names, spec.name, refused=refused)
+    return problem if problem else tuple(names)
+
+
+def request_env(request: ReviewerRequest) -> dict[str, str]:
+    """The facts of the lane every reviewer may read from its environment."""
+    return {
+        "AGENTREVIEW_BASE": request.base_sha,
+        "AGENTREVIEW_HEAD": request.head_sha,
+        "AGENTREVIEW_RUBRIC": str(request.rubric_path),
+        "AGENTREVIEW_CHECK_ID": request.check_id,
+    }
