@@ -39,7 +39,7 @@ def register(app: typer.Typer) -> None:
         for warning in registry.warnings:
             typer.echo(f"agentreview presets: warning: {warning}", err=True)
         providers = registry.objects("providers")
-        found = load_presets(home_dir(), providers.keys())
+        found = load_presets(home_dir(), providers)
         statuses = {name: _status(providers.get(name)) for name in {p.provider for p in found.values()}}
         rows = [
             {

@@ -70,7 +70,7 @@ def lane_context(plan: RunPlan, frozen: FrozenRange, prepared: LaneContext) -> L
         from agentreview.host.presets import load_presets
 
         providers = plan.registry.objects("providers")
-        ctx = replace(ctx, providers=providers, presets=load_presets(plan.host.home, providers.keys()))
+        ctx = replace(ctx, providers=providers, presets=load_presets(plan.host.home, providers))
     return ctx
 
 

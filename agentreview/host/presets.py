@@ -19,23 +19,28 @@ be able to choose or reconfigure its own reviewer. There are two sources:
 
   Every key other than ``provider`` and ``model`` is a provider option. A user
   preset may reuse a built-in name to give it a model or options.
+
+Which options a provider takes is the provider's business, not this module's: a
+provider that defines ``validate_options(options)`` (see
+:class:`~agentreview.model.contracts.ReviewerProvider`) is asked about every user
+preset naming it, and its first problem becomes the error, prefixed with the file
+and the preset's table. A preset naming a provider no plugin registers is not
+checked here (its lane reports the provider missing).
 """
 
 from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from agentreview.model.contracts import PresetSpec
+from agentreview.model.contracts import PresetSpec, ReviewerProvider
 from agentreview.model.errors import AgentreviewError
 
 PRESETS_FILE = "presets.toml"
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-MAX_RETRIES = 5
-ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def presets_path(home: Path) -> Path:
@@ -46,30 +51,24 @@ def _fail(path: Path, table: str, message: str) -> AgentreviewError:
     return AgentreviewError(f"{path}: [{table}]: {message}")
 
 
-def _check_options(path: Path, table: str, options: Mapping[str, Any]) -> None:
-    """Shape-check the options the shipped providers understand; the rest pass through."""
-    if "command" in options:
-        command = options["command"]
-        if not (isinstance(command, list) and command and all(isinstance(part, str) and part for part in command)):
-            raise _fail(path, table, 'command must be a non-empty array of non-empty strings, e.g. ["prog", "arg"]')
-    if "binary" in options and not (isinstance(options["binary"], str) and options["binary"]):
-        raise _fail(path, table, 'binary must be a non-empty string (a program name or "/absolute/path")')
-    if "env" in options:
-        env = options["env"]
-        bad = [n for n in env if not (isinstance(n, str) and ENV_NAME.match(n))] if isinstance(env, list) else [env]
-        if bad:
-            raise _fail(
-                path,
-                table,
-                f'env: {bad[0]!r} is not a variable name; env = ["MY_KEY"] lists host variables the reviewer may see',
-            )
-    if "retries" in options:
-        retries = options["retries"]
-        if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= MAX_RETRIES:
-            raise _fail(path, table, f"retries must be an integer from 0 to {MAX_RETRIES}")
+def _check_options(
+    path: Path, table: str, provider_name: str, provider: ReviewerProvider | None, options: Mapping[str, Any]
+) -> None:
+    """Ask the preset's provider whether it understands ``options``; raise its first problem."""
+    validate = getattr(provider, "validate_options", None)
+    if validate is None:
+        return
+    try:
+        problems = [str(problem) for problem in validate(dict(options))]
+    except Exception as exc:  # a provider's bug: the options went unchecked, so the preset is refused
+        raise _fail(
+            path, table, f"provider '{provider_name}' could not check these options: {type(exc).__name__}: {exc}"
+        ) from exc
+    if problems:
+        raise _fail(path, table, problems[0])
 
 
-def _user_presets(path: Path) -> dict[str, PresetSpec]:
+def _user_presets(path: Path, providers: Mapping[str, ReviewerProvider]) -> dict[str, PresetSpec]:
     from agentreview.host.files import MissingFileError, read_regular_file
 
     try:  # a FIFO or device in place of the file is refused, never waited on
@@ -98,17 +97,18 @@ def _user_presets(path: Path) -> dict[str, PresetSpec]:
         if model is not None and (not isinstance(model, str) or not model):
             raise _fail(path, where, "model must be a non-empty string")
         options = {k: v for k, v in table.items() if k not in ("provider", "model")}
-        _check_options(path, where, options)
+        _check_options(path, where, provider, providers.get(provider), options)
         found[name] = PresetSpec(name=name, provider=provider, model=model, options=options)
     return found
 
 
-def load_presets(home: Path, provider_names: Iterable[str]) -> dict[str, PresetSpec]:
-    """Built-in presets for ``provider_names`` plus the user presets of ``home``.
+def load_presets(home: Path, providers: Mapping[str, ReviewerProvider]) -> dict[str, PresetSpec]:
+    """Built-in presets for the registered ``providers`` (name -> provider) plus the user presets of ``home``.
 
-    Raises :class:`~agentreview.model.errors.AgentreviewError` naming the file and table of a
-    bad entry. Never looks at the reviewed repository.
+    Each user preset's options are checked by its provider's ``validate_options``. Raises
+    :class:`~agentreview.model.errors.AgentreviewError` naming the file and table of a bad entry.
+    Never looks at the reviewed repository.
     """
-    presets = {name: PresetSpec(name=name, provider=name, builtin=True) for name in sorted(provider_names)}
-    presets.update(_user_presets(presets_path(home)))
+    presets = {name: PresetSpec(name=name, provider=name, builtin=True) for name in sorted(providers)}
+    presets.update(_user_presets(presets_path(home), providers))
     return presets

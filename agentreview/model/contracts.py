@@ -276,7 +276,17 @@ class ProviderStatus:
 
 @runtime_checkable
 class ReviewerProvider(Protocol):
-    """Runs a reviewer CLI read-only and isolated (see docs/providers.md)."""
+    """Runs a reviewer CLI read-only and isolated (see docs/providers.md).
+
+    Optional member (not part of the protocol check, so a provider without it still
+    qualifies): ``validate_options(options: Mapping[str, Any]) -> Sequence[str]``. The
+    core calls it with the options of every user preset in ``presets.toml`` that names
+    this provider (every key but ``provider`` and ``model``) when the file is read, and
+    refuses the file with ``<file>: [presets.<name>]: <first problem>``; so each problem
+    is one sentence starting with the option's name, e.g. ``"binary must be a non-empty
+    string"``. Options it does not mention pass through to ``PresetSpec.options``.
+    ``agentreview.api.ReviewerBase`` implements it from a ``preset_options`` declaration.
+    """
 
     name: str
 

@@ -48,6 +48,10 @@ class LazyProvider(_Lazy):
     def review(self, request: Any) -> Any:
         return self._get().review(request)
 
+    def validate_options(self, options: Any) -> Any:
+        """Asked by the core for each user preset naming this provider (imports the provider then)."""
+        return self._get().validate_options(options)
+
 
 PROVIDERS = (
     ("claude", "claude", "ClaudeProvider"),

@@ -9,8 +9,16 @@ from pathlib import Path
 
 import pytest
 
+from agentreview.api import PresetOption, ProviderStatus, ReviewerBase
 from agentreview.host.presets import load_presets
 from agentreview.model.errors import AgentreviewError
+from agentreview.plugins.registry import load_registry
+
+
+def shipped(*names: str) -> dict:
+    """The registered providers (as the core sees them: the agent plugin's lazy stand-ins), by name."""
+    providers = load_registry().objects("providers")
+    return {name: providers[name] for name in names} if names else providers
 
 
 def test_builtins_for_every_provider_and_user_presets(tmp_path: Path) -> None:
@@ -19,7 +27,7 @@ def test_builtins_for_every_provider_and_user_presets(tmp_path: Path) -> None:
         'env = ["TEAM_TOKEN", "_x1"]\n'
         '[presets.claude]\nprovider = "claude"\nmodel = "sonnet"\n'
     )
-    presets = load_presets(tmp_path, ["codex", "claude", "exec"])
+    presets = load_presets(tmp_path, shipped("codex", "claude", "exec"))
     assert presets["codex"].builtin and presets["codex"].provider == "codex"
     assert presets["claude"].model == "sonnet" and not presets["claude"].builtin  # a user preset may refine a builtin
     bot = presets["team-bot"]
@@ -30,7 +38,7 @@ def test_builtins_for_every_provider_and_user_presets(tmp_path: Path) -> None:
 
 
 def test_missing_file_is_builtins_only(tmp_path: Path) -> None:
-    assert set(load_presets(tmp_path, ["claude"])) == {"claude"}
+    assert set(load_presets(tmp_path, shipped("claude"))) == {"claude"}
 
 
 @pytest.mark.parametrize(
@@ -54,15 +62,73 @@ def test_bad_entries_name_the_file_and_table(tmp_path: Path, text: str, message:
     path = tmp_path / "presets.toml"
     path.write_text(text)
     with pytest.raises(AgentreviewError) as info:
-        load_presets(tmp_path, [])
+        load_presets(tmp_path, shipped())
     assert str(info.value).startswith(f"{path}: ") and message in str(info.value)
+
+
+class _Linter(ReviewerBase):
+    """A third-party provider declaring an option of its own."""
+
+    name = "linter"
+    preset_options = {**ReviewerBase.preset_options, "level": PresetOption("integer", minimum=1, maximum=3)}  # noqa: RUF012
+
+    def status(self) -> ProviderStatus:
+        return ProviderStatus(installed=True, usable=True)
+
+    def review(self, request):  # pragma: no cover - never run here
+        raise NotImplementedError
+
+
+class _Bare:
+    """A provider with no validate_options: its presets' options are its own business."""
+
+    name = "bare"
+
+    def status(self) -> ProviderStatus:  # pragma: no cover
+        return ProviderStatus(installed=True, usable=True)
+
+    def review(self, request):  # pragma: no cover
+        raise NotImplementedError
+
+
+class _Broken(_Bare):
+    name = "broken"
+
+    def validate_options(self, options):
+        raise KeyError("level")
+
+
+def test_a_provider_declares_and_checks_its_own_options(tmp_path: Path) -> None:
+    path = tmp_path / "presets.toml"
+    path.write_text("[presets.strict]\nprovider = 'linter'\nlevel = 3\nretries = 2\n")
+    assert load_presets(tmp_path, {"linter": _Linter()})["strict"].options == {"level": 3, "retries": 2}
+    path.write_text("[presets.strict]\nprovider = 'linter'\nlevel = 7\n")
+    with pytest.raises(AgentreviewError) as info:
+        load_presets(tmp_path, {"linter": _Linter()})
+    assert str(info.value) == f"{path}: [presets.strict]: level must be an integer from 1 to 3"
+    # the core holds no provider's option names: what `exec` would refuse, a provider without a check accepts
+    path.write_text("[presets.b]\nprovider = 'bare'\ncommand = 3\nbinary = ''\nretries = 'x'\n")
+    assert load_presets(tmp_path, {"bare": _Bare()})["b"].options == {"command": 3, "binary": "", "retries": "x"}
+    # and a preset of a provider no plugin registers is left to its lane (which reports the provider missing)
+    path.write_text("[presets.b]\nprovider = 'nobody'\ncommand = 3\n")
+    assert load_presets(tmp_path, {})["b"].provider == "nobody"
+
+
+def test_a_provider_whose_check_fails_refuses_the_preset_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "presets.toml"
+    path.write_text("[presets.b]\nprovider = 'broken'\nlevel = 1\n")
+    with pytest.raises(AgentreviewError) as info:
+        load_presets(tmp_path, {"broken": _Broken()})
+    assert str(info.value) == (
+        f"{path}: [presets.b]: provider 'broken' could not check these options: KeyError: 'level'"
+    )
 
 
 def test_presets_are_never_read_from_the_reviewed_repo(repo, lane, tmp_path: Path, monkeypatch) -> None:
     # A presets.toml committed to the repository (and run from inside it) has no effect.
     (repo.root / "presets.toml").write_text('[presets.evil]\nprovider = "exec"\ncommand = ["sh", "-c", "true"]\n')
     monkeypatch.chdir(repo.root)
-    assert "evil" not in load_presets(tmp_path / "arhome", ["claude"])
+    assert "evil" not in load_presets(tmp_path / "arhome", shipped("claude"))
 
 
 def _cli(*args: str, env_home: Path, path_extra: str = "") -> subprocess.CompletedProcess[str]:

@@ -238,7 +238,7 @@ def _opencode_presets(lane, binary: str, url: str, extra: str = "") -> None:
     arhome.mkdir(parents=True, exist_ok=True)
     toml = OPENCODE_PRESET.format(binary=json.dumps(binary), base_url=json.dumps(url + "/v1")) + extra
     (arhome / "presets.toml").write_text(toml)
-    lane.presets.update(load_presets(arhome, ["opencode"]))
+    lane.presets.update(load_presets(arhome, {"opencode": lane.providers["opencode"]}))
 
 
 def _opencode_script(answer: str, first_tool: tuple[str, dict] | None = None):
@@ -358,13 +358,14 @@ def test_opencode_generated_agent_is_read_only_per_the_real_cli(tmp_path: Path, 
     import threading
     import time
 
-    from agentreview_agent.providers.base import child_env
     from agentreview_agent.providers.opencode import build_home, preflight
+
+    from agentreview.api import reviewer_env
 
     binary = cli("opencode")
     monkeypatch.setenv("HOME", str(tmp_path / "userhome"))
     project, xdg = build_home(tmp_path / "work")
-    env = child_env({**xdg, "HOME": str(tmp_path / "work" / "home")})  # as CliProvider.review builds it
+    env = reviewer_env({**xdg, "HOME": str(tmp_path / "work" / "home")})  # as CliReviewer.review builds it
     assert preflight(binary, project, env, time.monotonic() + 120, threading.Event()) is None
     # and the check has teeth: an agent that allows bash is refused
     agent = next((project / ".opencode" / "agent").iterdir())
