@@ -84,3 +84,23 @@ print(to_lane_result(check, outcome, 1).model_dump_json(exclude_none=True))
     lane = json.loads(proc.stdout)
     assert lane["status"] == "fail" and lane["preset"] == "example-linter" and lane["model"] == "example-linter-1"
     assert {f["title"] for f in lane["findings"]} == {"eval() added"}  # the one line carries eval(, so it is high
+
+
+def test_example_provider_checks_its_own_preset_option(example_site: Path, tmp_path: Path) -> None:
+    presets = tmp_path / "presets.toml"
+    presets.write_text('[presets.strict-lint]\nprovider = "example-linter"\nmax_findings = 0\n')
+    proc = subprocess.run(
+        [sys.executable, "-m", "agentreview", "presets"],
+        capture_output=True, text=True, timeout=60, env=_env(example_site, tmp_path),
+    )  # fmt: skip
+    assert proc.returncode == 3, proc.stderr
+    assert proc.stderr.strip() == (
+        f"agentreview presets: {presets}: [presets.strict-lint]: max_findings must be an integer from 1 to 1000"
+    )
+    presets.write_text('[presets.strict-lint]\nprovider = "example-linter"\nmax_findings = 5\n')
+    proc = subprocess.run(
+        [sys.executable, "-m", "agentreview", "presets", "--json"],
+        capture_output=True, text=True, timeout=60, env=_env(example_site, tmp_path),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert {row["name"] for row in json.loads(proc.stdout)} >= {"example-linter", "strict-lint"}
