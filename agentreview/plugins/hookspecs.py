@@ -54,6 +54,18 @@ def agentreview_register_lane_executors(register: Callable[[LaneExecutor], None]
     spec's models. A manifest that uses a kind no installed plugin provides is
     invalid (exit 3, naming the kind).
 
+    ``LaneRequest`` carries the resolved check (``check``, with the pack namespace
+    applied), ``review_id``, ``repo_root``, ``base_sha``, ``head_sha``, ``placeholders``,
+    ``run_dir``, a ``cancel`` event, the bound ``command`` line for command lanes,
+    ``rubric_path``, ``delta`` (a ``DeltaRange`` when a composed agent lane reviews
+    only ``prior_head..head``), the host's ``presets`` and ``providers``,
+    ``requester_session_id`` and ``home``. The executor returns
+    ``LaneOutcome.exited(exit_code, output)``, ``LaneOutcome.reported(findings, ...)``
+    (``ReportedFinding`` values), ``LaneOutcome.timeout(error, output)`` or
+    ``LaneOutcome.skipped(error)``: it reports what happened, and the core alone turns
+    that into the lane's status, so no plugin can declare a lane ``pass``. Processes
+    belong in ``agentreview.api.run_process_group``, which ends them with the host.
+
     A check whose kind has no executor at run time becomes a ``skipped`` lane that
     says which plugin to install.
     """
@@ -69,6 +81,12 @@ def agentreview_register_pack_loaders(register: Callable[[PackLoader], None]) ->
     pack cannot be obtained here). The core classifies a reference into its form,
     parses the pack, confines its rubrics and computes its digest; the loader
     only fetches bytes and decides trust. A loader never runs pack code.
+
+    ``PackLoadContext`` gives ``repo_root``, ``manifest_dir``, ``home``, ``timeout_s``
+    and ``offline``. ``LoadedPack`` holds ``root`` (a real path), ``source`` (the
+    pack's REVIEW.md bytes as read, e.g. with ``agentreview.api.read_pack_manifest``),
+    ``trusted`` and ``origin``. ``PackUnavailableError`` is what ``verify`` reports
+    as a note rather than a failure.
     """
 
 
@@ -81,6 +99,16 @@ def agentreview_register_reviewer_providers(register: Callable[[ReviewerProvider
     ``review(request: ReviewerRequest) -> ReviewerResult`` method that runs one
     read-only, isolated reviewer attempt and leaves the verdict file at
     ``request.verdict_path``. A provider's name is also a built-in preset name.
+
+    ``ReviewerRequest`` holds the ``preset`` (``PresetSpec``), the ``prompt``,
+    ``check_id``, ``repo_root``, ``base_sha``, ``head_sha``, ``rubric_path``,
+    ``verdict_path``, ``work_dir``, one ``deadline`` (a ``time.monotonic()`` value
+    shared by retries and fallbacks), ``cancel`` and ``home``. ``ReviewerResult.end``
+    is ``verdict``, ``unavailable`` (a fallback preset may be tried), ``timeout``,
+    ``boundary_violation``, ``malformed`` or ``cancelled``. Subclassing
+    ``agentreview.api.ReviewerBase`` gives the allow-listed environment, a private
+    HOME, the process group bound to the deadline and cancel, and the validation of
+    the preset options the provider declares (``validate_options``).
     """
 
 
