@@ -61,7 +61,12 @@ class LaneContext:
 def _missing_executor_error(kind: str, headless: bool) -> str:
     if headless and kind == "agent":
         return "agent lanes are not run in --headless mode (no reviewer host); run without --headless to review"
-    plugin = PLUGIN_FOR_KIND.get(kind, f"a plugin providing '{kind}' lanes")
+    plugin = PLUGIN_FOR_KIND.get(kind)
+    if plugin is None:
+        return (
+            f"no lane executor for kind '{kind}' is installed — install the plugin that provides it "
+            "(agentreview plugins lists what is installed)"
+        )
     return f"no lane executor for kind '{kind}' is installed — install {plugin} (pip install {plugin})"
 
 

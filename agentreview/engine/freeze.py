@@ -76,7 +76,7 @@ def lane_context(plan: RunPlan, frozen: FrozenRange, prepared: LaneContext) -> L
 
 def plan_lanes(plan: RunPlan, frozen: FrozenRange, ledger: Ledger, reporter: Reporter) -> list[LanePlan]:
     """One LanePlan per binding check, in binding order: a command substituted, or a rubric and maybe a delta."""
-    from agentreview.model.manifest import CommandCheck
+    from agentreview.model.manifest import AgentCheck, CommandCheck
 
     compose = not (plan.flags.no_cache or plan.flags.no_compose) and not frozen.dirty
     candidates: list[Attestation] | None = None
@@ -87,7 +87,7 @@ def plan_lanes(plan: RunPlan, frozen: FrozenRange, ledger: Ledger, reporter: Rep
         lane = LanePlan(check=check)
         if isinstance(check, CommandCheck):
             lane.command = substitute(check.run, frozen.placeholders, label=f"check '{ref}'")
-        else:
+        elif isinstance(check, AgentCheck):  # a plugin's check kind needs neither a command nor a rubric
             lane.rubric_path = plan.rubric_paths.get(ref)
             digest = plan.rubric_sha256(ref)
             if compose and digest is not None:
