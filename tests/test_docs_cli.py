@@ -293,6 +293,12 @@ def test_every_environment_variable_the_core_reads_is_documented(doc: str) -> No
     body = dict(doc_sections(doc))["Environment"]
     sources = [p for p in (ROOT / "agentreview").rglob("*.py") if "demo" not in p.relative_to(ROOT).parts]
     names = {name for path in sources for name in re.findall(r"\"(AGENTREVIEW_[A-Z_]+)\"", path.read_text())}
+    # Set by the core for the children it starts, never read by it: the lane facts a reviewer gets (documented
+    # in providers.md) and the prefix of the host's process marker.
+    set_for_children = {"AGENTREVIEW_BASE", "AGENTREVIEW_HEAD", "AGENTREVIEW_RUBRIC", "AGENTREVIEW_CHECK_ID"}
+    providers_doc = (ROOT / "docs" / "providers.md").read_text(encoding="utf-8")
+    assert all(f"`{name}`" in providers_doc for name in set_for_children)
+    names -= {*set_for_children, "AGENTREVIEW_LANE_"}
     assert {"AGENTREVIEW_HOME", "AGENTREVIEW_PLUGINS", "AGENTREVIEW_DISABLE_PLUGINS"} <= names
     documented = set(re.findall(r"^\| `(AGENTREVIEW_[A-Z_]+)` \|", body, re.M))
     assert names - documented == set(), f"undocumented: {sorted(names - documented)}"
