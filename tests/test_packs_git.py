@@ -362,6 +362,34 @@ def test_concurrent_resolution_from_two_processes(https_git_server: GitHttpsServ
     assert GitPackLoader().load(ref, ctx(home)).source == PACK_MD.encode()
 
 
+_PROBE = """
+import json, sys
+from pathlib import Path
+from agentreview.model.contracts import PackLoadContext
+from agentreview_packs_git.plugin import GitPackLoader
+home = Path(sys.argv[2])
+GitPackLoader().load(sys.argv[1], PackLoadContext(repo_root=home, manifest_dir=home, home=home,
+                                                  offline=sys.argv[3] == "offline"))
+print(json.dumps(sorted(m for m in sys.modules
+                        if m.split(".")[0] in ("git", "gitdb") or m == "agentreview_packs_git.objects")))
+"""
+
+
+def test_a_cache_hit_never_imports_gitpython(https_git_server: GitHttpsServer, home: Path) -> None:  # noqa: F811
+    """GitPython costs ~0.1 s to import: only a fetch may pay it, never a cache hit."""
+    ref = https_git_server.ref("remote", https_git_server.make_repo("remote", PACK))
+
+    def imported(mode: str) -> list[str]:
+        proc = subprocess.run([sys.executable, "-c", _PROBE, ref, str(home), mode],
+                              capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)
+
+    assert "git" in imported("online")  # the fetch reads through GitPython: the probe can see it
+    https_git_server.stop()
+    assert imported("offline") == []
+
+
 # --------------------------------------------------------------------------- through resolution
 
 

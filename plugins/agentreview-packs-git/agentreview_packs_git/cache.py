@@ -17,16 +17,10 @@ import stat
 import tempfile
 import time
 from pathlib import Path
+from types import ModuleType
 
 from agentreview_packs_git.gitrun import GitRunError, run_git, safe_env, user_ca_settings
-from agentreview_packs_git.tree import (
-    TreeMismatchError,
-    commit_tree_id,
-    disk_tree_id,
-    parse_cat_file_batch,
-    parse_ls_tree,
-    write_tree,
-)
+from agentreview_packs_git.tree import TreeMismatchError, commit_tree_id, disk_tree_id, write_tree
 
 COMMIT_FILE = "agentreview-commit"
 PACK_MANIFEST = "REVIEW.md"
@@ -70,6 +64,9 @@ def discard(entry: Path) -> None:
 def fetch_entry(cache_dir: Path, url: str, sha: str, deadline: float) -> Path:
     """Fetch ``sha`` from ``url`` into a new temporary folder under ``cache_dir`` and write its tree.
 
+    The fetch runs through :func:`run_git`; the fetched commit is then read through GitPython's
+    object model (:mod:`agentreview_packs_git.objects`, same environment, options and deadline).
+
     Returns the folder (verified); the caller renames it into place.
     Raises :class:`FetchError` or :class:`TreeMismatchError`.
     """
@@ -81,17 +78,11 @@ def fetch_entry(cache_dir: Path, url: str, sha: str, deadline: float) -> Path:
               if k not in os.environ}  # fmt: skip
         env = safe_env(ca)
         _fetch_commit(tmp, url, sha, env, deadline)
-        commit = run_git(["cat-file", "commit", sha], tmp, env, deadline)
-        commit_tree_id(commit, sha)
-        entries = parse_ls_tree(run_git(["ls-tree", "-r", "-z", "-l", "--full-tree", sha], tmp, env, deadline))
-        if len(entries) > MAX_PACK_FILES or sum(e.size for e in entries) > MAX_PACK_BYTES:
-            raise TreeMismatchError(
-                f"commit {sha} holds more than {MAX_PACK_FILES} files or {MAX_PACK_BYTES} bytes — too large for a pack"
-            )
-        wanted = "".join(f"{sha_}\n" for sha_ in sorted({e.sha for e in entries})).encode()
-        blobs = parse_cat_file_batch(run_git(["cat-file", "--batch"], tmp, env, deadline, input_bytes=wanted))
-        write_tree(tmp, entries, blobs)
-        (tmp / ".git" / COMMIT_FILE).write_bytes(commit)
+        fetched = _objects().read_fetched_commit(
+            tmp, sha, env, deadline, max_files=MAX_PACK_FILES, max_bytes=MAX_PACK_BYTES
+        )
+        write_tree(tmp, fetched.entries, fetched.blobs)
+        (tmp / ".git" / COMMIT_FILE).write_bytes(fetched.commit)
         verify_entry(tmp, sha)
         return tmp
     except GitRunError as exc:
@@ -105,6 +96,27 @@ def fetch_entry(cache_dir: Path, url: str, sha: str, deadline: float) -> Path:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def _objects() -> ModuleType:
+    """The GitPython reader, imported on first use: a cache hit never pays for (or needs) GitPython.
+
+    ``GIT_PYTHON_REFRESH=quiet`` for the import (unless the user chose a mode), so a git GitPython
+    cannot find is reported by the reader as a fetch error rather than raised as an ImportError.
+    """
+    unset = "GIT_PYTHON_REFRESH" not in os.environ
+    if unset:
+        os.environ["GIT_PYTHON_REFRESH"] = "quiet"
+    try:
+        from agentreview_packs_git import objects
+    except ImportError as exc:
+        raise FetchError(
+            f"reading a fetched pack needs GitPython ({exc}) — install 'gitpython>=3.1.41' next to agentreview"
+        ) from exc
+    finally:
+        if unset:
+            os.environ.pop("GIT_PYTHON_REFRESH", None)
+    return objects
 
 
 def _fetch_commit(repo: Path, url: str, sha: str, env: dict[str, str], deadline: float) -> None:

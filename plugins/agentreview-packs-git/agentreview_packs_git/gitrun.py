@@ -95,8 +95,6 @@ def run_git(
     cwd: Path,
     env: dict[str, str],
     deadline: float,
-    *,
-    input_bytes: bytes | None = None,
 ) -> bytes:
     """Run ``git <HARDENING> <args>`` in ``cwd`` until ``deadline`` (a ``time.monotonic()`` value).
 
@@ -110,7 +108,7 @@ def run_git(
             ["git", *HARDENING, *args],
             cwd=str(cwd),
             env=env,
-            stdin=subprocess.PIPE if input_bytes is not None else subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
@@ -118,7 +116,7 @@ def run_git(
     except OSError as exc:
         raise GitRunError(f"cannot start git ({exc.strerror or exc}) — is git installed?") from exc
     try:
-        out, err = proc.communicate(input=input_bytes, timeout=remaining)
+        out, err = proc.communicate(timeout=remaining)
     except subprocess.TimeoutExpired as exc:
         _kill_group(proc)
         raise GitRunError(f"git {args[0]} did not finish in time and was killed", timed_out=True) from exc

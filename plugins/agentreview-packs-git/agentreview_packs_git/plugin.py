@@ -4,17 +4,19 @@ A hostile reference is refused before git runs; the pinned commit is fetched ove
 https only, with no hooks, helpers or user configuration involved, and kept in
 ``<home>/review-packs/<sha>/``. Every cache hit is re-verified against the sha
 (AIP-62 open question 5), so a locally edited pack is discarded and fetched again
-— or refused when it cannot be fetched. A valid hit uses no network and no git
-process. A git pack is never trusted: its commands need ``allowCommands: true``.
+— or refused when it cannot be fetched. A valid hit uses no network, no git
+process and never imports GitPython (only a fetch reads objects through it).
+A git pack is never trusted: its commands need ``allowCommands: true``.
 """
 
 from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from agentreview.api import LoadedPack, PackLoadContext, PackLoadError, PackUnavailableError, hookimpl
+from agentreview.api import LoadedPack, PackLoadContext, PackLoader, PackLoadError, PackUnavailableError, hookimpl
 from agentreview_packs_git.refs import split_git_ref
 
 
@@ -90,5 +92,5 @@ class GitPackLoader:
 
 
 @hookimpl
-def agentreview_register_pack_loaders(register):  # type: ignore[no-untyped-def]
+def agentreview_register_pack_loaders(register: Callable[[PackLoader], None]) -> None:
     register(GitPackLoader())

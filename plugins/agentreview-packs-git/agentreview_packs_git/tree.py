@@ -25,7 +25,6 @@ MODE_FILE = "100644"
 MODE_EXEC = "100755"
 MODE_LINK = "120000"
 _HEX40 = re.compile(rb"^[0-9a-f]{40}$")
-_FORBIDDEN_NAMES = {b"", b".", b"..", b".git"}
 
 
 class TreeMismatchError(Exception):
@@ -76,9 +75,7 @@ def disk_tree_id(
     return tree_id or object_id(b"tree", b""), captured[0]
 
 
-def _dir_tree_id(
-    path: bytes, skip: set[bytes], capture: bytes | None, captured: list[bytes | None]
-) -> str | None:
+def _dir_tree_id(path: bytes, skip: set[bytes], capture: bytes | None, captured: list[bytes | None]) -> str | None:
     entries: list[tuple[bytes, str, str]] = []
     for name in os.listdir(path):
         if name in skip:
@@ -105,41 +102,6 @@ def _dir_tree_id(
     entries.sort(key=_tree_sort_key)
     body = b"".join(mode.encode() + b" " + name + b"\0" + bytes.fromhex(sha) for name, mode, sha in entries)
     return object_id(b"tree", body)
-
-
-def parse_ls_tree(output: bytes) -> list[TreeEntry]:
-    """Parse ``git ls-tree -r -z -l`` output; refuse submodules and unsafe names."""
-    entries: list[TreeEntry] = []
-    for record in output.split(b"\0"):
-        if not record:
-            continue
-        meta, _, path = record.partition(b"\t")
-        mode, kind, sha, size = meta.decode("ascii", "replace").split()
-        if kind != "blob" or mode not in (MODE_FILE, MODE_EXEC, MODE_LINK):
-            raise TreeMismatchError(
-                f"'{os.fsdecode(path)}' is a {kind} (mode {mode}); review packs may hold only files and symlinks "
-                "(no submodules)"
-            )
-        if any(part in _FORBIDDEN_NAMES or part.lower() == b".git" for part in path.split(b"/")):
-            raise TreeMismatchError(f"unsafe path '{os.fsdecode(path)}' in the pack tree")
-        entries.append(TreeEntry(mode, sha, int(size), path))
-    return entries
-
-
-def parse_cat_file_batch(output: bytes) -> dict[str, bytes]:
-    """Parse ``git cat-file --batch`` output into ``{sha: content}``."""
-    blobs: dict[str, bytes] = {}
-    pos = 0
-    while pos < len(output):
-        header_end = output.index(b"\n", pos)
-        sha, kind, size_text = output[pos:header_end].decode("ascii").split(" ")
-        if kind != "blob":
-            raise TreeMismatchError(f"object {sha} is a {kind}, not a blob")
-        size = int(size_text)
-        start = header_end + 1
-        blobs[sha] = output[start : start + size]
-        pos = start + size + 1  # content is followed by one LF
-    return blobs
 
 
 def write_tree(root: Path, entries: list[TreeEntry], blobs: dict[str, bytes]) -> None:
