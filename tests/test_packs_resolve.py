@@ -14,8 +14,9 @@ from agentreview.cli.app import run_app
 from agentreview.manifest.parse import ManifestError
 from agentreview.model.contracts import PackUnavailableError
 from agentreview.model.digests import PACK_DIGEST_ALG
-from agentreview.packs.resolve import PackResolutionError, verify_pack_digests
+from agentreview.packs.resolve import PackResolutionError
 from agentreview.plugins.registry import Registry, load_registry
+from agentreview.verify.packs import verify_pack_digests
 
 PACK_MD = """---
 kind: review-pack

@@ -17,6 +17,7 @@ from agentreview.verify.result import CheckLine, short
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentreview.manifest.parse import ParsedReview
+    from agentreview.packs.resolve import ResolvedReview
     from agentreview.plugins.registry import Registry
 
 
@@ -53,7 +54,7 @@ def pack_digest_checks(
         return out
     from agentreview.host.home import home_dir
     from agentreview.model.contracts import PackLoadContext
-    from agentreview.packs.resolve import resolve_review, verify_pack_digests
+    from agentreview.packs.resolve import resolve_review
 
     ctx = PackLoadContext(
         repo_root=root, manifest_dir=parsed.path.parent if parsed.path else root, home=home or home_dir()
@@ -69,3 +70,61 @@ def pack_digest_checks(
     out.problems.extend(problems)
     out.notes.extend(notes)
     return out
+
+
+def verify_pack_digests(
+    recorded: list[dict[str, Any]], resolved: ResolvedReview | BaseException
+) -> tuple[list[str], list[str]]:
+    """AIP-62 verification step 6: recorded pack digests against the packs resolved here.
+
+    Returns ``(problems, notes)``. The ``alg`` of every record is checked first and
+    an unknown one is a hard problem whatever else happens. A resolution that could
+    not complete because a pack cannot be obtained here is a note; any other
+    resolution failure is a problem. Records are matched to resolved packs by ``ref``
+    (in order, so one ref used twice matches twice); a record with no resolved pack,
+    a resolved pack with no record, and a changed digest are problems.
+    """
+    from agentreview.model.contracts import PackUnavailableError
+    from agentreview.model.digests import PACK_DIGEST_ALG
+
+    problems: list[str] = []
+    notes: list[str] = []
+    valid: list[dict[str, Any]] = []
+    for position, record in enumerate(recorded):
+        if not isinstance(record, dict) or not all(isinstance(record.get(k), str) for k in ("ref", "alg", "sha256")):
+            problems.append(f"packs[{position}] is not a {{ref, id, version, alg, sha256}} record")
+        elif record["alg"] != PACK_DIGEST_ALG:
+            problems.append(
+                f"pack '{record['ref']}': digest alg '{record['alg']}' is not recognized (this verifier knows "
+                f"{PACK_DIGEST_ALG}) — refusing to compare"
+            )
+        else:
+            valid.append(record)
+    if isinstance(resolved, BaseException):
+        unavailable = isinstance(resolved, PackUnavailableError) or getattr(resolved, "unavailable", False)
+        if unavailable:
+            notes.append(f"pack digests not verified: the packs cannot be resolved here ({resolved})")
+        else:
+            problems.append(f"pack resolution failed: {resolved}")
+        return problems, notes
+    pending: dict[str, list[dict[str, Any]]] = {}
+    for digest in resolved.pack_digests():
+        pending.setdefault(digest["ref"], []).append(digest)
+    for record in valid:
+        ref = record["ref"]
+        if not pending.get(ref):
+            problems.append(f"pack '{ref}' is recorded in the attestation but the manifest does not use it")
+            continue
+        current = pending[ref].pop(0)
+        if record["sha256"] != current["sha256"]:
+            problems.append(
+                f"pack '{ref}': digest changed (recorded {record['sha256']}, resolved here {current['sha256']})"
+            )
+        elif record.get("id") != current["id"] or record.get("version") != current["version"]:
+            problems.append(
+                f"pack '{ref}': recorded as {record.get('id')}@{record.get('version')}, resolved as "
+                f"{current['id']}@{current['version']}"
+            )
+    for ref, left in pending.items():
+        problems.extend(f"pack '{ref}' is used by the manifest but its digest is not recorded" for _ in left)
+    return problems, notes
