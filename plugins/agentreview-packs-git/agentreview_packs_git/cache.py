@@ -111,7 +111,7 @@ def _objects() -> ModuleType:
         from agentreview_packs_git import objects
     except ImportError as exc:
         raise FetchError(
-            f"reading a fetched pack needs GitPython ({exc}) — install 'gitpython>=3.1.41' next to agentreview"
+            f"reading a fetched pack needs GitPython ({exc}) — install 'gitpython>=3.1.57' next to agentreview"
         ) from exc
     finally:
         if unset:
