@@ -1,15 +1,23 @@
-"""Test-wide guards for every test folder (tests/ and each plugin's tests/).
+"""Test-wide guards and helpers for every test folder (tests/ and each plugin's tests/).
 
 * Every test runs with its own ``AGENTREVIEW_HOME``, so nothing touches the real
   ``~/.agentproto`` (ledger, signing key, pack cache, presets).
 * A session that creates ``~/.agentproto`` anyway fails, naming the leak.
+* ``install_example(name)`` installs a distribution of ``docs/examples/`` on a fresh folder
+  for ``PYTHONPATH``, so tests exercise the examples as installed plugins without touching
+  the shared virtual environment.
 """
 
 from __future__ import annotations
 
+import shutil
+import tomllib
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+EXAMPLES = Path(__file__).resolve().parent / "docs" / "examples"
 
 REAL_HOME_STATE = Path.home() / ".agentproto"
 
@@ -34,3 +42,32 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 _existed = pytest.StashKey[bool]()
+
+
+@pytest.fixture(scope="session")
+def install_example(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """``install_example("agentreview-signer-example")`` -> a folder to put on ``PYTHONPATH``.
+
+    It holds the example's package and a dist-info whose METADATA and entry_points.txt are
+    generated from the example's own pyproject.toml: to ``importlib.metadata`` (and so to
+    plugin discovery) the example is an installed distribution.
+    """
+
+    def install(name: str) -> Path:
+        example = EXAMPLES / name
+        target = tmp_path_factory.mktemp(f"site-{name}")
+        project = tomllib.loads((example / "pyproject.toml").read_text())["project"]
+        (package,) = [p for p in example.iterdir() if p.is_dir() and (p / "__init__.py").is_file()]
+        shutil.copytree(package, target / package.name, ignore=shutil.ignore_patterns("__pycache__"))
+        dist_info = target / f"{project['name'].replace('-', '_')}-{project['version']}.dist-info"
+        dist_info.mkdir()
+        (dist_info / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: {project['name']}\nVersion: {project['version']}\n"
+        )
+        groups = project["entry-points"]
+        (dist_info / "entry_points.txt").write_text(
+            "".join(f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items()) for group, eps in groups.items())
+        )
+        return target
+
+    return install

@@ -12,9 +12,8 @@ signer still writes ``ssh-ed25519`` with the example installed.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,22 +27,8 @@ PRINCIPAL = "ci@example.test"
 
 
 @pytest.fixture(scope="module")
-def example_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The example installed as a distribution: its package and a dist-info from its pyproject.toml."""
-    target = tmp_path_factory.mktemp("site")
-    project = tomllib.loads((EXAMPLE / "pyproject.toml").read_text())["project"]
-    package = EXAMPLE / "agentreview_signer_example"
-    shutil.copytree(package, target / package.name, ignore=shutil.ignore_patterns("__pycache__"))
-    dist_info = target / f"{project['name'].replace('-', '_')}-{project['version']}.dist-info"
-    dist_info.mkdir()
-    (dist_info / "METADATA").write_text(
-        f"Metadata-Version: 2.1\nName: {project['name']}\nVersion: {project['version']}\n"
-    )
-    groups = project["entry-points"]
-    (dist_info / "entry_points.txt").write_text(
-        "".join(f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items()) for group, eps in groups.items())
-    )
-    return target
+def example_site(install_example: Callable[[str], Path]) -> Path:
+    return install_example("agentreview-signer-example")
 
 
 class Host:
@@ -136,7 +121,7 @@ def test_a_tampered_or_untrusted_example_signature_fails(example_site: Path, rep
 
     # Edited after signing: a member the signature covers (the verdict still follows from the lanes).
     forged = json.loads(export.read_text())
-    forged["lanes"][0]["durationMs"] = 1
+    forged["lanes"][0]["durationMs"] = original["lanes"][0]["durationMs"] + 1000  # never the recorded value
     forged_path = export.with_name("forged.json")
     forged_path.write_text(json.dumps(forged, indent=2))
     code, result = verify(host, repo, signers, forged_path)

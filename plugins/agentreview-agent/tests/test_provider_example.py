@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tomllib
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,23 +19,8 @@ EXAMPLE = ROOT / "docs" / "examples" / "agentreview-provider-example"
 
 
 @pytest.fixture(scope="module")
-def example_site(tmp_path_factory) -> Path:
-    """Install the example as a distribution on PYTHONPATH: its package plus a dist-info whose
-    METADATA and entry_points.txt are generated from the example's own pyproject.toml."""
-    target = tmp_path_factory.mktemp("site")
-    project = tomllib.loads((EXAMPLE / "pyproject.toml").read_text())["project"]
-    package = EXAMPLE / "agentreview_provider_example"
-    shutil.copytree(package, target / package.name, ignore=shutil.ignore_patterns("__pycache__"))
-    dist_info = target / f"{project['name'].replace('-', '_')}-{project['version']}.dist-info"
-    dist_info.mkdir()
-    (dist_info / "METADATA").write_text(
-        f"Metadata-Version: 2.1\nName: {project['name']}\nVersion: {project['version']}\n"
-    )
-    groups = project["entry-points"]
-    (dist_info / "entry_points.txt").write_text(
-        "".join(f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items()) for group, eps in groups.items())
-    )
-    return target
+def example_site(install_example: Callable[[str], Path]) -> Path:
+    return install_example("agentreview-provider-example")
 
 
 def _env(site: Path, home: Path) -> dict[str, str]:
