@@ -30,6 +30,7 @@ from agentreview.cli.app import build_app
 from agentreview.engine.run import RunResult
 from agentreview.model import errors
 from agentreview.verify.gate import VerifyResult
+from agentreview.verify.report import result_json
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "cli.md"
@@ -331,7 +332,7 @@ def test_run_json_members_are_documented(doc: str) -> None:
 
 def test_verify_json_members_are_documented(doc: str) -> None:
     body = command_sections(doc)["verify"]
-    every = VerifyResult(exit_code=0, reason="verified", error="e").to_json()
+    every = result_json(VerifyResult(exit_code=0, reason="verified", error="e"))
     missing = [key for key in every if f'"{key}"' not in body and f"`{key}`" not in body]
     assert missing == []
     assert keys_of(first_json(body)) <= set(every)

@@ -53,7 +53,7 @@ def register(app: typer.Typer) -> None:
     ) -> int:
         """Verify an exported attestation against this checkout (no lane is re-run)."""
         from agentreview.verify.gate import VerifyOptions, verify
-        from agentreview.verify.report import render_text
+        from agentreview.verify.report import render_text, result_json
 
         base_dir = cwd if cwd.is_absolute() else Path.cwd() / cwd
         result = verify(
@@ -73,7 +73,7 @@ def register(app: typer.Typer) -> None:
         if result.error:
             sys.stderr.write(f"agentreview verify: {result.error}\n")
         if as_json:
-            typer.echo(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
+            typer.echo(json.dumps(result_json(result), indent=2, ensure_ascii=False))
         elif result.reason not in ("error", "usage"):
             typer.echo(render_text(result))
         return result.exit_code

@@ -76,11 +76,6 @@ class VerifyResult:
         value = (self.attestation or {}).get("verdict")
         return value if isinstance(value, str) else None
 
-    def to_json(self) -> dict[str, Any]:
-        """The ``--json`` object (see :func:`agentreview.verify.report.result_json`)."""
-        from agentreview.verify.report import result_json
-
-        return result_json(self)
 
 
 class VerifyStop(Exception):
