@@ -243,7 +243,7 @@ def test_a_missing_gitpython_is_a_clear_fetch_error(
     monkeypatch.delitem(sys.modules, "agentreview_packs_git.objects", raising=False)
     monkeypatch.delattr(agentreview_packs_git, "objects", raising=False)
     monkeypatch.setitem(sys.modules, "git", None)  # as if GitPython were not installed
-    with pytest.raises(PackUnavailableError, match=r"needs GitPython .* install 'gitpython>=3\.1\.41'"):
+    with pytest.raises(PackUnavailableError, match=r"needs GitPython .* install 'gitpython>=3\.1\.57'"):
         GitPackLoader().load(https_git_server.ref("remote", sha), ctx(home))
     assert "GIT_PYTHON_REFRESH" not in os.environ  # set for the import only
     assert [p.name for p in (home / "review-packs").iterdir() if not p.name.endswith(".lock")] == []
