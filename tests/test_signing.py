@@ -331,3 +331,56 @@ def test_a_signer_that_writes_an_alg_it_does_not_declare_leaves_the_run_unsigned
         "could not sign the attestation: signer 'relabelling' wrote signature alg 'ssh-ed25519', "
         "which is not among the algorithms it declares (ssh-ed25519-v2)"
     )
+
+
+# --------------------------------------------------------------------------- one armored block
+
+
+def _second_block(home: Path, tmp_path: Path, att: Attestation) -> str:
+    """An armored SSHSIG over the same bytes by another key: the block an attacker appends."""
+    key = tmp_path / "other_ed25519"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True, timeout=30)
+    payload = tmp_path / "other-payload"
+    payload.write_bytes(att.signed_bytes())
+    subprocess.run(["ssh-keygen", "-q", "-Y", "sign", "-f", str(key), "-n", "agentproto-review", str(payload)],
+                   check=True, capture_output=True, timeout=30)  # fmt: skip
+    return (tmp_path / "other-payload.sig").read_text()
+
+
+@pytest.mark.parametrize("where", ["appended", "prepended", "garbage-after", "text-before"])
+def test_a_sig_that_is_not_exactly_one_armored_block_is_refused(
+    home: Path, tmp_path: Path, registry: Any, where: str
+) -> None:
+    """Attack (issue 9, item 11): a second armored block appended to ``sig`` still verified
+    (ssh-keygen reads the first), while the keyFingerprint cross-check could not parse the
+    whole and was skipped, so keyFingerprint could name any key."""
+    att = make_att()
+    raw = signed(home, registry, att=att)
+    signers = allowed_signers(tmp_path, home, "ci@acme.example")
+    sig = raw["attestor"]["signature"]["sig"]
+    other = _second_block(home, tmp_path, att)
+    forged = copy.deepcopy(raw)
+    forged["attestor"]["signature"]["sig"] = {
+        "appended": sig + other,
+        "prepended": other + sig,
+        "garbage-after": sig + "trailing words\n",
+        "text-before": "hello\n" + sig,
+    }[where]
+    forged["attestor"]["signature"]["keyFingerprint"] = "SHA256:" + "A" * 43  # names no key at all
+    with pytest.raises(SignatureInvalidError, match="not exactly one armored SSH signature block"):
+        verify_signature(forged, signers, registry)
+    # The honest signature, with or without its final newline, still verifies.
+    assert verify_signature(raw, signers, registry) == "ci@acme.example"
+    stripped = copy.deepcopy(raw)
+    stripped["attestor"]["signature"]["sig"] = sig.rstrip("\n")
+    assert verify_signature(stripped, signers, registry) == "ci@acme.example"
+
+
+def test_sshsig_fingerprint_reads_only_one_armored_block(home: Path, tmp_path: Path, registry: Any) -> None:
+    from agentreview.signing.ssh_signer import sshsig_key_fingerprint
+
+    att = make_att()
+    sig = signed(home, registry, att=att)["attestor"]["signature"]["sig"]
+    assert sshsig_key_fingerprint(sig) is not None
+    assert sshsig_key_fingerprint(sig + _second_block(home, tmp_path, att)) is None
+    assert sshsig_key_fingerprint("hello\n" + sig) is None

@@ -103,30 +103,82 @@ def _read_public(public: Path) -> str:
     return read_regular_file(public, limit=64 * 1024, follow_symlinks=False).decode("utf-8")
 
 
+ARMOR_BEGIN = "-----BEGIN SSH SIGNATURE-----"
+ARMOR_END = "-----END SSH SIGNATURE-----"
+NOT_ONE_BLOCK = "signature sig is not exactly one armored SSH signature block"
+_BASE64_LINE = re.compile(r"^[A-Za-z0-9+/]+={0,2}$")
+
+
+def sshsig_blob(armored: str) -> bytes | None:
+    """The SSHSIG blob of ``armored`` when it is exactly one armored block and nothing else
+    (whitespace around it aside), ``None`` otherwise.
+
+    ssh-keygen reads the first block and ignores what follows, while the ``keyFingerprint``
+    cross-check reads the whole text: two readings of one signature must never differ, so
+    anything beyond one block (a second block, text before or after, a blank or non-base64
+    line inside) is refused before either runs.
+    """
+    import base64
+    import binascii
+
+    if not armored.isascii():
+        return None
+    lines = [line.rstrip("\r") for line in armored.strip().split("\n")]
+    if len(lines) < 3 or lines[0] != ARMOR_BEGIN or lines[-1] != ARMOR_END:
+        return None
+    body = lines[1:-1]
+    text = "".join(body)
+    if not all(_BASE64_LINE.match(line) for line in body) or "=" in text.rstrip("="):
+        return None  # padding only at the very end: base64 decoders disagree about data past it
+    try:
+        blob = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return blob if _sshsig_fields(blob) is not None else None
+
+
+def _sshsig_fields(blob: bytes) -> list[bytes] | None:
+    """The six fields after the magic and version of an SSHSIG blob (public key, namespace,
+    reserved, hash algorithm, signature), ``None`` unless the blob is exactly those."""
+    import struct
+
+    if blob[:6] != b"SSHSIG" or len(blob) < 10:
+        return None
+    fields: list[bytes] = []
+    at = 10
+    for _ in range(5):
+        if at + 4 > len(blob):
+            return None
+        (length,) = struct.unpack(">I", blob[at : at + 4])
+        at += 4
+        if at + length > len(blob):
+            return None
+        fields.append(blob[at : at + length])
+        at += length
+    return fields if at == len(blob) else None
+
+
 def sshsig_key_fingerprint(armored: str) -> str | None:
-    """``SHA256:...`` of the public key an armored SSHSIG carries, ``None`` when it cannot be read
-    or the key is a certificate (whose fingerprint is not the signer key's own).
+    """``SHA256:...`` of the public key an armored SSHSIG carries, ``None`` when it is not exactly
+    one readable armored block (:func:`sshsig_blob`) or the key is a certificate (whose
+    fingerprint is not the signer key's own).
 
     ``keyFingerprint`` sits beside ``sig`` outside the signed bytes, so a verifier must tie
     it to the key that actually signed; otherwise an export could name any fingerprint.
     """
+    blob = sshsig_blob(armored)
+    return _key_fingerprint(blob) if blob is not None else None
+
+
+def _key_fingerprint(blob: bytes) -> str | None:
+    """The fingerprint of the key in a blob :func:`sshsig_blob` accepted; ``None`` for a certificate."""
     import base64
-    import binascii
     import hashlib
     import struct
 
-    lines = [ln.strip() for ln in armored.strip().splitlines()]
-    if len(lines) < 3 or lines[0] != "-----BEGIN SSH SIGNATURE-----" or lines[-1] != "-----END SSH SIGNATURE-----":
-        return None
-    try:
-        blob = base64.b64decode("".join(lines[1:-1]), validate=True)
-    except (binascii.Error, ValueError):
-        return None
-    if blob[:6] != b"SSHSIG" or len(blob) < 14:
-        return None
-    (length,) = struct.unpack(">I", blob[10:14])
-    key = blob[14 : 14 + length]
-    if len(key) != length or len(key) < 4:
+    fields = _sshsig_fields(blob)
+    key = fields[0] if fields is not None else b""
+    if len(key) < 4:
         return None
     (type_len,) = struct.unpack(">I", key[:4])
     if key[4 : 4 + type_len].endswith(b"-cert-v01@openssh.com"):
@@ -282,6 +334,11 @@ class SshSigner:
             raise SignatureInvalidError(f"signature alg {signature.get('alg')!r} is not {ALG!r}")
         if not isinstance(principal, str) or not isinstance(sig, str) or not principal or not sig:
             raise SignatureInvalidError("signature has no principal or no sig")
+        blob = sshsig_blob(sig)
+        if blob is None:
+            # Checked first: ssh-keygen would verify the first block of several, and the
+            # keyFingerprint tie below must read the very block ssh-keygen checked.
+            raise SignatureInvalidError(NOT_ONE_BLOCK)
         if not Path(allowed_signers).is_file():
             raise SignatureInvalidError(f"allowed_signers file not found: {allowed_signers}")
         if shutil.which("ssh-keygen") is None:
@@ -308,7 +365,7 @@ class SshSigner:
                 raise SignatureInvalidError("signature does not verify: ssh-keygen did not finish in time") from exc
         if checked.returncode != 0:
             raise SignatureInvalidError(f"signature does not verify: {_err(checked)}")
-        signed_by = sshsig_key_fingerprint(sig)
+        signed_by = _key_fingerprint(blob)  # None only for a certificate key
         if signed_by is not None and signed_by != fingerprint:
             raise SignatureInvalidError(
                 f"signature keyFingerprint {fingerprint!r} is not the key that signed ({signed_by})"
