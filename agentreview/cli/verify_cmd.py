@@ -8,7 +8,6 @@ failing gate says exactly what differed.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -53,7 +52,7 @@ def register(app: typer.Typer) -> None:
     ) -> int:
         """Verify an exported attestation against this checkout (no lane is re-run)."""
         from agentreview.verify.gate import VerifyOptions, verify
-        from agentreview.verify.report import render_text, result_json
+        from agentreview.verify.report import json_text, printable, render_text
 
         base_dir = cwd if cwd.is_absolute() else Path.cwd() / cwd
         result = verify(
@@ -71,9 +70,9 @@ def register(app: typer.Typer) -> None:
             )
         )
         if result.error:
-            sys.stderr.write(f"agentreview verify: {result.error}\n")
+            sys.stderr.write(printable(f"agentreview verify: {result.error}\n"))
         if as_json:
-            typer.echo(json.dumps(result_json(result), indent=2, ensure_ascii=False))
+            typer.echo(json_text(result))
         elif result.reason not in ("error", "usage"):
             typer.echo(render_text(result))
         return result.exit_code

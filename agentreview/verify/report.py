@@ -18,6 +18,25 @@ def _member(att: dict[str, Any], key: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def printable(text: str) -> str:
+    """``text`` with every character UTF-8 cannot encode (a lone surrogate such as ``\\ud800``,
+    which strict JSON reads from an escape) written as its ``\\uXXXX`` escape.
+
+    An export is the change's to write, and a string stdout cannot encode would end the
+    report in an encoding error. Applied to JSON text it is exact: outside strings JSON
+    has only ASCII, and inside one a backslash is always escaped, so the ``\\uXXXX`` written
+    here reads back as the very same string.
+    """
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def json_text(result: VerifyResult) -> str:
+    """The ``--json`` output: :func:`result_json`, printable on any UTF-8 stdout."""
+    import json
+
+    return printable(json.dumps(result_json(result), indent=2, ensure_ascii=False))
+
+
 def result_json(result: VerifyResult) -> dict[str, Any]:
     """The one JSON object ``agentreview verify --json`` prints."""
     att = result.attestation or {}
@@ -80,4 +99,4 @@ def render_text(result: VerifyResult) -> str:
     if result.ok and result.principal:
         lines.append(f"signature verified: principal {result.principal}")
     lines.append(final_line(result))
-    return "\n".join(lines)
+    return printable("\n".join(lines))
