@@ -121,3 +121,31 @@ def test_a_dirty_prior_or_changed_rubric_is_not_composed(repo: Repo, tmp_path: P
     data = repo.run_json(env=env, expect=0)
     assert "composedFrom" not in data["attestation"]["lanes"][1]
     assert _log(tmp_path)[-1] == f"{base}..{head}"
+
+
+def test_verify_checks_composed_from_one_level_deep_unless_full_chain(repo: Repo, tmp_path: Path) -> None:
+    """Issue 9, item 15: the spec's step 5 is one level deep, so an honest export set holding the
+    prior but not the prior's own prior verifies; ``--full-chain`` asks for the whole chain."""
+    env = {**repo.env, "LOG": str(tmp_path / "log.txt")}
+    repo.commit("one", **{"a.txt": "1\n"})
+    first = repo.run_json("--export", env=env, expect=0)
+    repo.commit("two", **{"b.txt": "2\n"})
+    second = repo.run_json("--export", env=env, expect=0)
+    repo.commit("three", **{"c.txt": "3\n"})
+    third = repo.run_json("--export", env=env, expect=0)
+    assert "composedFrom" in second["attestation"]["lanes"][1]
+    assert third["attestation"]["lanes"][1]["composedFrom"]["headSha"] == second["attestation"]["target"]["headSha"]
+    Path(first["exportPath"]).unlink()  # the set holds the third and its prior, not the prior's prior
+    assert Path(second["exportPath"]).is_file()
+
+    verify = [sys.executable, "-m", "agentreview", "verify", "--json"]
+    one_level = subprocess.run(verify, cwd=repo.path, env=env, capture_output=True, text=True, timeout=60)
+    assert one_level.returncode == 0, one_level.stdout + one_level.stderr
+    composed = [c for c in json.loads(one_level.stdout)["checks"] if "composedFrom" in c["check"]]
+    assert [c["ok"] for c in composed] == [True]
+
+    whole = subprocess.run([*verify, "--full-chain"], cwd=repo.path, env=env, capture_output=True, text=True,
+                           timeout=60)  # fmt: skip
+    assert whole.returncode == 1, whole.stdout + whole.stderr
+    problems = json.loads(whole.stdout)["problems"]
+    assert any(p.startswith("prior ") and "is not in the export directory" in p for p in problems), problems

@@ -446,19 +446,26 @@ def test_composed_from_chain_of_two_priors_is_followed(chain: tuple[Repo, list[d
     repo, (p1, p2, current) = chain
     for raw in (p1, p2, current):
         repo.export(raw)
-    result = repo.verify()
+    result = repo.verify(full_chain=True)
     assert result.exit_code == 0, result.problems
     composed = [c for c in result.checks if "composedFrom" in c.name]
     assert len(composed) == 2 and all(c.ok for c in composed)
+    # One level deep by default (the spec's step 5): only the attestation's own prior is checked.
+    result = repo.verify()
+    assert result.exit_code == 0, result.problems
+    assert [c.name for c in result.checks if "composedFrom" in c.name] == ["lane 'correctness' composedFrom"]
 
 
 def test_composed_from_missing_prior_at_depth_two(chain: tuple[Repo, list[dict[str, Any]]]) -> None:
     repo, (_p1, p2, current) = chain
     repo.export(p2)
     repo.export(current)
-    result = repo.verify()
+    result = repo.verify(full_chain=True)
     assert result.exit_code == 1
     assert any("is not in the export directory" in p and p.startswith("prior ") for p in result.problems)
+    # The spec's step 5 is one level deep: the prior's own prior is not looked at.
+    result = repo.verify()
+    assert result.exit_code == 0, result.problems
 
 
 def test_composed_from_missing_prior(repo: Repo) -> None:
@@ -555,10 +562,12 @@ def test_composed_from_chain_depth_is_bounded() -> None:
         docs.append(ExportDoc(Path(f"{i}.json"), raw))
         prev = raw
     assert prev is not None
-    _, problems = composed_from_checks(prev, docs)
+    _, problems = composed_from_checks(prev, docs, full_chain=True)
     assert any(f"deeper than {MAX_CHAIN_DEPTH}" in p for p in problems), problems[:3]
-    _, problems = composed_from_checks(docs[10].raw, docs)
+    _, problems = composed_from_checks(docs[10].raw, docs, full_chain=True)
     assert problems == []
+    checks, problems = composed_from_checks(prev, docs)  # one level deep: the depth never matters
+    assert problems == [] and len(checks) == 1
 
 
 # --------------------------------------------------------------------------- pack digests

@@ -48,6 +48,14 @@ def register(app: typer.Typer) -> None:
         require_signed: Annotated[
             bool, typer.Option("--require-signed", help="Refuse an unsigned attestation or one that cannot be checked.")
         ] = False,
+        full_chain: Annotated[
+            bool,
+            typer.Option(
+                "--full-chain",
+                help="Follow composedFrom to the end of the chain (every prior's own priors must be exported and "
+                "valid), not one level deep as the spec's step 5.",
+            ),
+        ] = False,
         as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     ) -> int:
         """Verify an exported attestation against this checkout (no lane is re-run)."""
@@ -67,6 +75,7 @@ def register(app: typer.Typer) -> None:
                 if_exported=if_exported,
                 allowed_signers=allowed_signers,
                 require_signed=require_signed,
+                full_chain=full_chain,
             )
         )
         if result.error:

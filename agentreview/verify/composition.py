@@ -1,9 +1,14 @@
 """AIP-62 verification step 5: resolving ``composedFrom`` priors in the export files.
 
-Stricter than the reference (open question 4): the chain is followed to its end, each
-prior pinned by its ``attestationSha256`` and required to share manifest, base, remote
-and binding, with a passing lane and the same rubric digest for the composed check.
-Cycles and chains deeper than :data:`MAX_CHAIN_DEPTH` are problems.
+One level deep by default, as the spec's step 5 says: each prior is found by a
+non-recursive scan of the export files, pinned by its ``attestationSha256``, and must pass
+the checks that need no repository; its own ``composedFrom``, signature and pack digests
+are not looked at, so an export set the spec accepts (the prior exported, its own prior
+not) is accepted here. Stricter than the reference where an honest host cannot differ:
+the prior must share manifest, base, remote and binding, with a passing lane and the same
+rubric digest for the composed check. ``full_chain`` (``verify --full-chain``, open
+question 4) follows every prior's own chain to its end; cycles and chains deeper than
+:data:`MAX_CHAIN_DEPTH` are then problems.
 """
 
 from __future__ import annotations
@@ -61,12 +66,16 @@ def _prior_problems(raw: dict[str, Any], lane_id: str, prior: dict[str, Any], re
     return problems
 
 
-def composed_from_checks(raw: dict[str, Any], docs: Sequence[ExportDoc]) -> tuple[list[CheckLine], list[str]]:
-    """Resolve every ``composedFrom`` in the export docs, following each prior's own chain.
+def composed_from_checks(
+    raw: dict[str, Any], docs: Sequence[ExportDoc], *, full_chain: bool = False
+) -> tuple[list[CheckLine], list[str]]:
+    """Resolve every ``composedFrom`` of ``raw`` in the export docs; with ``full_chain``, each
+    prior's own ``composedFrom`` too, to the end of the chain.
 
     A prior is the export with the referenced rangeSha and the same binding whose
     attestationSha256 (over its raw canonical JSON, unknown members included) equals
-    the pinned one. Cycles and chains deeper than :data:`MAX_CHAIN_DEPTH` are problems.
+    the pinned one. With ``full_chain``, cycles and chains deeper than
+    :data:`MAX_CHAIN_DEPTH` are problems.
     """
     checks: list[CheckLine] = []
     problems: list[str] = []
@@ -121,7 +130,8 @@ def composed_from_checks(raw: dict[str, Any], docs: Sequence[ExportDoc]) -> tupl
             prior_problems = _prior_problems(att, lane_id, prior.raw, ref)
             problems.extend(f"{where}{p}" for p in prior_problems)
             checks.append(CheckLine(label, not prior_problems, short(pinned), f"{prior.path.name}"))
-            walk(prior.raw, depth + 1, seen | {pinned}, f"{where}prior {prior.path.name}: ")
+            if full_chain:
+                walk(prior.raw, depth + 1, seen | {pinned}, f"{where}prior {prior.path.name}: ")
 
     own = None
     with contextlib.suppress(ValueError):

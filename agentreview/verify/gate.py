@@ -4,7 +4,8 @@ The algorithm is AIP-62 §Verification, in order, collecting every problem inste
 stopping at the first: (1) read and strictly parse the manifest, (2) resolve the
 expectation (head, base, repoRemote; :mod:`.expectation`), (3) locate the attestation
 (:mod:`.exports`), (4) check its content against the expectation (:mod:`.checks`),
-(5) resolve ``composedFrom`` priors (:mod:`.composition`), (6) check pack digests
+(5) resolve ``composedFrom`` priors, one level deep unless ``--full-chain``
+(:mod:`.composition`), (6) check pack digests
 (:mod:`.packs`), (7) check the signature (:mod:`.signature`, against an allowed_signers
 file :mod:`.trust` accepts). No lane is re-run. Each module's docstring says where it is
 stricter than the reference. This module only runs the steps in order and decides the
@@ -159,7 +160,7 @@ class _Verifier:
                 self._add([line], lane_problems)
 
         # Step 5: composedFrom priors.
-        self._add(*composed_from_checks(raw, found.docs))
+        self._add(*composed_from_checks(raw, found.docs, full_chain=o.full_chain))
 
         # Step 6: pack digests.
         packs = pack_digest_checks(

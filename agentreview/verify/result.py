@@ -33,6 +33,7 @@ class VerifyOptions:
     if_exported: bool = False
     allowed_signers: Path | None = None
     require_signed: bool = False
+    full_chain: bool = False  # follow composedFrom to the end of the chain, not one level (spec step 5)
     registry: Registry | None = None  # default: the installed plugins
     home: Path | None = None  # default: AGENTREVIEW_HOME (the git pack cache lives there)
 
