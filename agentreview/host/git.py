@@ -1,31 +1,41 @@
 """Git facts a review needs: root, remote identity, commits, ancestry, dirtiness.
 
-Plain ``git`` with fixed argument lists and a timeout: fast to start (GitPython
-costs ~0.1 s to import and is not needed for these reads) and never steered by
-user input into an option (refs are passed after ``--end-of-options`` where git
-accepts it, and validated otherwise).
+Plain ``git`` with fixed argument lists and a timeout, always through the hardened runner of
+:mod:`agentreview.host.gitrun` (no fsmonitor, hooks, pager, external diff, textconv, filters
+or prompts): fast to start (GitPython costs ~0.1 s to import and is not needed for these
+reads) and never steered by user input into an option (refs are passed after
+``--end-of-options`` where git accepts it, and validated otherwise).
 """
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-GIT_TIMEOUT_S = 30.0
+from agentreview.host.gitrun import GIT_TIMEOUT_S, GitError, run_git, run_hardened
 
-
-class GitError(Exception):
-    """A git command failed; the message carries git's own words."""
-
-
-def _git_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env.setdefault("GIT_TERMINAL_PROMPT", "0")
-    env["GIT_OPTIONAL_LOCKS"] = "0"  # reads must not take the index lock from a running user command
-    return env
+__all__ = [
+    "GIT_TIMEOUT_S",
+    "GitError",
+    "blob_at",
+    "commit_author",
+    "files_changed_by",
+    "git",
+    "is_ancestor",
+    "is_dirty",
+    "is_tracked",
+    "merge_base",
+    "normalize_remote",
+    "origin_url",
+    "repo_remote",
+    "repo_root",
+    "repo_slug",
+    "rev_parse_commit",
+    "run_git",
+    "user_email",
+]
 
 
 def git(
@@ -36,33 +46,14 @@ def git(
     input_bytes: bytes | None = None,
     check: bool = True,
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``git <args>`` in ``cwd``; raise :class:`GitError` on failure when ``check``."""
-    proc = _run_git(args, cwd, timeout=timeout, input_bytes=input_bytes, text=True)
+    """Run ``git <args>`` in ``cwd`` (hardened, text output); raise :class:`GitError` on failure when ``check``."""
+    proc: subprocess.CompletedProcess[str] = run_hardened(
+        args, cwd, timeout=timeout, input_bytes=input_bytes, text=True
+    )
     if check and proc.returncode != 0:
         msg = (proc.stderr or proc.stdout).strip().splitlines()
         raise GitError(msg[-1] if msg else f"git {args[0]} exited with {proc.returncode}")
     return proc
-
-
-def _run_git(
-    args: Sequence[str], cwd: Path | str, *, timeout: float, input_bytes: bytes | None, text: bool
-) -> subprocess.CompletedProcess:
-    """The one place git starts: fixed argv, no stdin unless given, a timeout, GitError on spawn/timeout."""
-    try:
-        return subprocess.run(
-            ["git", *args],
-            cwd=str(cwd),
-            input=(input_bytes.decode() if text else input_bytes) if input_bytes is not None else None,
-            stdin=None if input_bytes is not None else subprocess.DEVNULL,
-            capture_output=True,
-            text=text,
-            timeout=timeout,
-            env=_git_env(),
-        )
-    except FileNotFoundError as exc:
-        raise GitError("git is not installed or not on PATH") from exc
-    except subprocess.TimeoutExpired as exc:
-        raise GitError(f"git {' '.join(args[:2])} did not finish within {timeout:.0f}s") from exc
 
 
 def repo_root(cwd: Path | str) -> Path:
@@ -194,5 +185,5 @@ def blob_at(root: Path, rev: str, relpath: str, *, max_bytes: int) -> bytes | No
     mode, kind, oid, size = fields[0].split()
     if kind != "blob" or mode not in ("100644", "100755") or not size.isdigit() or int(size) > max_bytes:
         return None
-    proc = _run_git(["cat-file", "blob", oid], root, timeout=GIT_TIMEOUT_S, input_bytes=None, text=False)
+    proc = run_git(["cat-file", "blob", oid], root, check=False)
     return proc.stdout if proc.returncode == 0 else None
