@@ -5,11 +5,14 @@ stopping at the first: (1) read and strictly parse the manifest, (2) resolve the
 expectation (head, base, repoRemote; :mod:`.expectation`), (3) locate the attestation
 (:mod:`.exports`), (4) check its content against the expectation (:mod:`.checks`),
 (5) resolve ``composedFrom`` priors, one level deep unless ``--full-chain``
-(:mod:`.composition`), (6) check pack digests
-(:mod:`.packs`), (7) check the signature (:mod:`.signature`, against an allowed_signers
-file :mod:`.trust` accepts). No lane is re-run. Each module's docstring says where it is
-stricter than the reference. This module only runs the steps in order and decides the
-outcome; :mod:`.report` renders it.
+(:mod:`.composition`), (6) check pack digests (:mod:`.packs`), (7) check the signature
+(:mod:`.signature`, against an allowed_signers file :mod:`.trust` accepts). No lane is
+re-run. Step 7 runs before step 6, since only resolving packs may use the network (a
+``git+https`` URL the checkout's ``uses[]`` names); with ``--require-signed`` nothing is
+fetched unless the signature verified over an attestation of this manifest. Checks are
+still reported in the spec's order. Each module's docstring says where it is stricter
+than the reference. This module only runs the steps and decides the outcome;
+:mod:`.report` renders it.
 
 The names tests and callers import from here (options, result, the export readers, the
 check functions) are re-exported.
@@ -78,6 +81,12 @@ __all__ = [
     "shape_problems",
     "verify",
 ]
+
+
+PACKS_WITHHELD = (
+    "pack digests not verified: with --require-signed the packs (which may be fetched over the network) are "
+    "resolved only for an attestation of this manifest whose signature verified"
+)
 
 
 class _Verifier:
@@ -162,14 +171,8 @@ class _Verifier:
         # Step 5: composedFrom priors.
         self._add(*composed_from_checks(raw, found.docs, full_chain=o.full_chain))
 
-        # Step 6: pack digests.
-        packs = pack_digest_checks(
-            raw, parsed, root, manifest_matches=manifest_matches, registry=self.registry, home=o.home
-        )
-        self._add(packs.checks, packs.problems)
-        result.notes.extend(packs.notes)
-
-        # Step 7: the signature.
+        # Step 7 before step 6: every check so far and the signature need no network, while
+        # resolving packs may fetch what the checkout's uses[] names, which the change chose.
         signers = find_allowed_signers(self._abs(o.allowed_signers) if o.allowed_signers else None, root)
         signed = signature_checks(
             raw,
@@ -180,6 +183,23 @@ class _Verifier:
             base_sha=base_sha,
             registry=self.registry,
         )
+
+        # Step 6: pack digests. With --require-signed, packs are resolved only for a verified
+        # signature over an attestation of this very manifest: a forged export, or a signed one
+        # beside an edited uses[], cannot make the gate connect anywhere.
+        vouched = signed.principal is not None and not signed.problems and manifest_matches
+        packs = pack_digest_checks(
+            raw,
+            parsed,
+            root,
+            manifest_matches=manifest_matches,
+            registry=self.registry,
+            home=o.home,
+            fetch=vouched or not o.require_signed,
+            withheld=PACKS_WITHHELD,
+        )
+        self._add(packs.checks, packs.problems)  # reported in the spec's order: packs, then the signature
+        result.notes.extend(packs.notes)
         result.checks.extend(signed.checks)
         result.notes.extend(signed.notes)
         if signed.principal is not None:

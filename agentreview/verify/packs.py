@@ -4,6 +4,13 @@ The packs are resolved with the loaders a run uses. Stricter than the reference:
 manifest that imports packs while the attestation records no pack digest is invalid
 (a host that resolved packs always records them). Whether a digest mismatch is a
 problem or a resolution failure only a note is :func:`verify_pack_digests`' decision.
+
+Resolving may fetch what ``uses[]`` names (a ``git+https`` URL, or whatever a loader
+plugin does), and ``uses[]`` is the checkout's, which the change controls. So the gate
+runs this step after the signature, and with ``fetch=False`` (``--require-signed`` and
+no verified signature over an attestation of this very manifest) nothing is resolved:
+only the checks that need no pack are made. A digest that was not compared, because the
+packs were not resolved, is shown as unverified, never as passed.
 """
 
 from __future__ import annotations
@@ -38,9 +45,12 @@ def pack_digest_checks(
     manifest_matches: bool,
     registry: Callable[[], Registry],
     home: Path | None,
+    fetch: bool = True,
+    withheld: str = "",
 ) -> PackCheck:
     """Step 6 for ``raw``. ``registry`` is called only when packs must be resolved; ``home``
-    (default AGENTREVIEW_HOME) holds the git pack cache."""
+    (default AGENTREVIEW_HOME) holds the git pack cache. Without ``fetch`` no pack is
+    resolved (no loader runs, so nothing is fetched) and ``withheld`` is the note saying why."""
     out = PackCheck()
     recorded = raw.get("packs")
     if recorded is None:
@@ -52,33 +62,42 @@ def pack_digest_checks(
         out.checks.append(CheckLine("pack digests", False, "a list", short(recorded)))
         out.problems.append("packs is not a list")
         return out
-    from agentreview.host.home import home_dir
-    from agentreview.model.contracts import PackLoadContext
-    from agentreview.packs.resolve import resolve_review
+    resolved: Any = None
+    if fetch or not parsed.manifest.uses:  # a manifest without uses[] resolves without any loader
+        from agentreview.host.home import home_dir
+        from agentreview.model.contracts import PackLoadContext
+        from agentreview.packs.resolve import resolve_review
 
-    ctx = PackLoadContext(
-        repo_root=root, manifest_dir=parsed.path.parent if parsed.path else root, home=home or home_dir()
-    )
-    resolved: Any
-    try:
-        resolved = resolve_review(parsed, registry=registry(), ctx=ctx)
-    except Exception as exc:  # handed to verify_pack_digests, which decides note or problem
-        resolved = exc
+        ctx = PackLoadContext(
+            repo_root=root, manifest_dir=parsed.path.parent if parsed.path else root, home=home or home_dir()
+        )
+        try:
+            resolved = resolve_review(parsed, registry=registry(), ctx=ctx)
+        except Exception as exc:  # handed to verify_pack_digests, which decides note or problem
+            resolved = exc
     problems, notes = verify_pack_digests([p for p in recorded], resolved)
-    refs = ", ".join(str(p.get("ref")) for p in recorded if isinstance(p, dict))
-    out.checks.append(CheckLine("pack digests", not problems, "resolved from this checkout", refs or "(none)"))
+    if resolved is None:
+        notes.append(withheld or "pack digests not verified: the packs were not resolved")
+    refs = ", ".join(str(p.get("ref")) for p in recorded if isinstance(p, dict)) or "(none)"
+    if not problems and (resolved is None or isinstance(resolved, BaseException)):
+        # Nothing was compared: never shown as passed (the note says why).
+        out.checks.append(CheckLine("pack digests", False, "resolved from this checkout", f"{refs} (not resolved here)",
+                                    unverified=True))  # fmt: skip
+    else:
+        out.checks.append(CheckLine("pack digests", not problems, "resolved from this checkout", refs))
     out.problems.extend(problems)
     out.notes.extend(notes)
     return out
 
 
 def verify_pack_digests(
-    recorded: list[dict[str, Any]], resolved: ResolvedReview | BaseException
+    recorded: list[dict[str, Any]], resolved: ResolvedReview | BaseException | None
 ) -> tuple[list[str], list[str]]:
     """AIP-62 verification step 6: recorded pack digests against the packs resolved here.
 
     Returns ``(problems, notes)``. The ``alg`` of every record is checked first and
-    an unknown one is a hard problem whatever else happens. A resolution that could
+    an unknown one is a hard problem whatever else happens; with ``resolved`` ``None``
+    (the packs were not resolved) that is all. A resolution that could
     not complete because a pack cannot be obtained here is a note; any other
     resolution failure is a problem. Records are matched to resolved packs by ``ref``
     (in order, so one ref used twice matches twice); a record with no resolved pack,
@@ -100,6 +119,8 @@ def verify_pack_digests(
             )
         else:
             valid.append(record)
+    if resolved is None:
+        return problems, notes
     if isinstance(resolved, BaseException):
         unavailable = isinstance(resolved, PackUnavailableError) or getattr(resolved, "unavailable", False)
         if unavailable:

@@ -80,7 +80,8 @@ def final_line(result: VerifyResult) -> str:
 
 
 def render_text(result: VerifyResult) -> str:
-    """Every check (✓/✗ with expected and actual), then problems, notes and the final line."""
+    """Every check (✓/✗, or ? when it could not be made here, with expected and actual), then
+    problems, notes and the final line."""
     lines: list[str] = []
     if result.path:
         lines.append(f"attestation: {result.path}")
@@ -88,7 +89,7 @@ def render_text(result: VerifyResult) -> str:
         lines.append(f"expected range: {result.base_sha}..{result.head_sha}")
     width = max((len(c.name) for c in result.checks), default=0)
     for check in result.checks:
-        mark = "✓" if check.ok else "✗"
+        mark = "?" if check.unverified else "✓" if check.ok else "✗"
         lines.append(f"  {mark} {check.name.ljust(width)}  expected {check.expected}, actual {check.actual}")
     if result.problems:
         lines.append("problems:")

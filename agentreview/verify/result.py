@@ -40,15 +40,23 @@ class VerifyOptions:
 
 @dataclass(frozen=True)
 class CheckLine:
-    """One check performed, with what was expected and what the attestation says."""
+    """One check performed, with what was expected and what the attestation says.
+
+    ``unverified``: the check could not be made here (pack digests whose packs cannot be
+    resolved, or are not fetched for an unsigned export): never shown as passed, not a
+    failure either; a note says why."""
 
     name: str
     ok: bool
     expected: str
     actual: str
+    unverified: bool = False
 
     def as_dict(self) -> dict[str, Any]:
-        return {"check": self.name, "ok": self.ok, "expected": self.expected, "actual": self.actual}
+        out: dict[str, Any] = {"check": self.name, "ok": self.ok, "expected": self.expected, "actual": self.actual}
+        if self.unverified:
+            out["unverified"] = True
+        return out
 
 
 @dataclass
