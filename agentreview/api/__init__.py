@@ -22,7 +22,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-API_VERSION = "1.0"
+API_VERSION = "1.1"
 
 # name -> module that defines it. One table, so ``__all__``, the lazy loader and the
 # documentation cannot disagree.
@@ -91,6 +91,9 @@ _EXPORTS: dict[str, str] = {
     # child processes: one process group each, bounded, killed with the host
     "run_process_group": "agentreview.host.procs.group",
     "ProcessResult": "agentreview.host.procs.group",
+    # git, always with the hardened configuration (no fsmonitor, hooks, external diff, textconv, filters, prompts)
+    "run_git": "agentreview.host.gitrun",
+    "GitError": "agentreview.host.gitrun",
 }
 
 # Kept literal so linters and type checkers read it; a test checks it against _EXPORTS.
@@ -104,6 +107,7 @@ __all__ = [
     "DeltaRange",
     "FallbackAttempt",
     "FileLock",
+    "GitError",
     "GitPackRefError",
     "KeyInfo",
     "LaneExecutor",
@@ -150,6 +154,7 @@ __all__ = [
     "remove_path",
     "require",
     "reviewer_env",
+    "run_git",
     "run_process_group",
     "sha256_hex",
     "user_dir",
@@ -193,6 +198,7 @@ if TYPE_CHECKING:  # pragma: no cover - static names for type checkers and IDEs
         atomic_write_text,
         read_regular_file,
     )
+    from agentreview.host.gitrun import GitError, run_git
     from agentreview.host.home import home_dir, load_config, pack_cache_dir
     from agentreview.host.locks import FileLock, LockTimeout
     from agentreview.host.procs.group import ProcessResult, run_process_group

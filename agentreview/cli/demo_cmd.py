@@ -70,10 +70,13 @@ class Demo:
         typer.secho(f"\n== {self.step_no}. {title}", bold=True)
 
     def git(self, *args: str) -> str:
-        proc = subprocess.run(["git", *args], cwd=self.repo, env=self.env, capture_output=True, text=True, timeout=60)
-        if proc.returncode != 0:
-            raise AgentreviewError(f"demo: git {' '.join(args)} failed: {proc.stderr.strip()}")
-        return proc.stdout
+        """git through the host's hardened runner, like every git agentreview starts."""
+        from agentreview.host.gitrun import GitError, run_git
+
+        try:
+            return run_git(args, self.repo, env=self.env, timeout=60).stdout.decode("utf-8", "replace")
+        except GitError as exc:
+            raise AgentreviewError(f"demo: git {' '.join(args)} failed: {exc}") from exc
 
     def agentreview(self, *args: str, expect: set[int] | None = None) -> int:
         shown = " ".join(args)

@@ -11,16 +11,16 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
+
+from agentreview.api import run_git
 
 
 def main() -> int:
     sys.stdin.read()  # the prompt; this stand-in does not need it
     base, head = os.environ["AGENTREVIEW_BASE"], os.environ["AGENTREVIEW_HEAD"]
-    diff = subprocess.run(
-        ["git", "diff", "--unified=0", f"{base}..{head}"], capture_output=True, text=True, check=True, timeout=30
-    ).stdout
+    # The host's hardened git: the reviewed repository's configuration runs no external diff or textconv.
+    diff = run_git(["diff", "--unified=0", f"{base}..{head}"], os.getcwd(), timeout=30).stdout.decode(errors="replace")
     findings = []
     current, line_no = None, 0
     for line in diff.splitlines():

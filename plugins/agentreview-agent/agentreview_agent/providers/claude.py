@@ -19,18 +19,19 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agentreview.api import (
     CliInfo,
+    GitError,
     ProcessResult,
     ReviewerRequest,
     ReviewerResult,
     attempt_dir,
     link_if_exists,
+    run_git,
     user_dir,
 )
 from agentreview_agent.answer import VERDICT_SCHEMA
@@ -226,23 +227,18 @@ def classify(audit: Audit, corrupt: str | None, proc: ProcessResult) -> Reviewer
 
 
 def write_range_files(request: ReviewerRequest) -> tuple[Path, Path]:
-    """``git diff`` and ``git log`` of the reviewed range, for a reviewer without a shell."""
+    """``git diff`` and ``git log`` of the reviewed range, for a reviewer without a shell.
+
+    Through the host's hardened git (``agentreview.api.run_git``): the reviewed repository's
+    configuration and attributes run no fsmonitor, external diff, textconv or gpg program."""
     rng = f"{request.base_sha}..{request.head_sha}"
     diff, log = request.work_dir / "range.diff", request.work_dir / "range.log"
-    git = ["git", "-c", "core.quotePath=false", "--no-pager"]
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}
+    quote = {"core.quotePath": "false"}
     with diff.open("wb") as fh:
-        subprocess.run(
-            [*git, "diff", "--no-ext-diff", "--no-textconv", "--no-color", "--full-index", rng],
-            cwd=request.repo_root, stdout=fh, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
-            env=env, timeout=60, check=True,
-        )  # fmt: skip
+        run_git(["diff", "--no-color", "--full-index", rng], request.repo_root, stdout=fh, config=quote, timeout=60)
     with log.open("wb") as fh:
-        subprocess.run(
-            [*git, "log", "--no-color", "--stat", "--format=fuller", rng],
-            cwd=request.repo_root, stdout=fh, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
-            env=env, timeout=60, check=True,
-        )  # fmt: skip
+        run_git(["log", "--no-color", "--stat", "--format=fuller", rng], request.repo_root, stdout=fh, config=quote,
+                timeout=60)  # fmt: skip
     return diff, log
 
 
@@ -274,7 +270,7 @@ class ClaudeProvider(ShippedCli):
         link_if_exists(user_dir("CLAUDE_CONFIG_DIR", ".claude") / ".credentials.json", config_dir / ".credentials.json")
         try:
             diff, log = write_range_files(request)
-        except (OSError, subprocess.SubprocessError) as exc:
+        except (OSError, GitError) as exc:
             return ReviewerResult("unavailable", f"could not write the range's diff and log for claude: {exc}")
         add_dirs = [request.work_dir]
         rubric_dir = request.rubric_path.parent

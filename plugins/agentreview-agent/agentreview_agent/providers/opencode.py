@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -35,6 +34,7 @@ from agentreview.api import (
     fresh_dir,
     link_if_exists,
     reviewer_env,
+    run_git,
     run_process_group,
     user_dir,
 )
@@ -109,8 +109,7 @@ def build_home(work_dir: Path, config: Mapping[str, Any] | None = None) -> tuple
         Path(xdg["XDG_DATA_HOME"]) / "opencode" / "auth.json",
     )
     project = fresh_dir(root / "project")
-    git_init = ["git", "init", "-q", str(project)]
-    subprocess.run(git_init, env=reviewer_env({}), check=True, timeout=30, capture_output=True)
+    run_git(["init", "-q", str(project)], root, env=reviewer_env({}), timeout=30)
     agent = project / ".opencode" / "agent" / f"{AGENT}.md"
     agent.parent.mkdir(parents=True)
     agent.write_text(AGENT_FILE)
