@@ -15,10 +15,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from verify_helpers import (  # noqa: F401  (isolated_env, repo_fixture: fixtures)
+from verify_helpers import (  # noqa: F401  (isolated_env, keys_fixture, repo_fixture: fixtures)
+    Key,
     Repo,
+    allowed_signers,
     isolated_env,
+    keys_fixture,
     repo_fixture,
+    sign,
 )
 
 LONE = "\ud800"
@@ -76,3 +80,22 @@ def test_a_lone_surrogate_in_an_export_is_printed_escaped(repo: Repo, tamper: bo
     if tamper:
         assert payload["verdict"] == f"pass{LONE}"
         assert any(LONE in p for p in payload["problems"]), payload["problems"]
+
+
+@pytest.mark.parametrize("signers", [True, False], ids=["checked", "no-allowed-signers"])
+def test_a_lone_surrogate_in_the_claimed_principal_is_printed_escaped(
+    repo: Repo, keys: dict[str, Key], tmp_path: Path, signers: bool
+) -> None:
+    raw = sign(repo.attestation(), keys["trusted"])
+    raw["attestor"]["signature"]["principal"] = f"ci{LONE}@example.com"  # outside the signed bytes
+    repo.export(raw)
+    args = ["--allowed-signers", str(allowed_signers(tmp_path / "as", keys["trusted"]))] if signers else []
+    expected = 6 if signers else 0
+    text = _run(repo, *args)
+    assert "Traceback" not in text.stderr and "internal error" not in text.stderr, text.stderr
+    assert text.returncode == expected, text.stdout + text.stderr
+    assert "ci\\ud800@example.com" in text.stdout
+    as_json = _run(repo, "--json", *args)
+    assert as_json.returncode == expected, as_json.stdout + as_json.stderr
+    payload = json.loads(as_json.stdout)
+    assert any(f"ci{LONE}@example.com" in line for line in payload["problems"] + payload["notes"]), payload
