@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from agentreview.model.digests import (
+    UNDEFINED,
     CanonicalJsonError,
     attestation_sha256_of,
     canonical_json,
@@ -83,9 +85,16 @@ def test_range_sha_vector() -> None:
 
 
 def test_canonical_json_vector_drops_undefined_and_writes_e_acute_literally() -> None:
-    value = {"b": 1, "a": [{"z": True, "y": None, "x": "é"}]}
+    # canonicalJson({ b: 1, a: [{ z: true, y: undefined, x: "é" }] }): JavaScript's undefined is UNDEFINED.
+    value = {"b": 1, "a": [{"z": True, "y": UNDEFINED, "x": "é"}]}
     assert canonical_json(value) == '{"a":[{"x":"é","z":true}],"b":1}'.encode()
     assert b"\\u" not in canonical_json(value)
+
+
+def test_canonical_json_vector_with_null_keeps_the_member() -> None:
+    # The same object with y: null, as JSON.stringify writes it: null is a value, not undefined.
+    value = {"b": 1, "a": [{"z": True, "y": None, "x": "é"}]}
+    assert canonical_json(value) == '{"a":[{"x":"é","y":null,"z":true}],"b":1}'.encode()
 
 
 def test_manifest_sha_hashes_bytes_exactly_as_read() -> None:
@@ -115,10 +124,15 @@ def test_nested_objects_sorted_arrays_kept_no_whitespace() -> None:
     assert out == b'{"y":[],"z":{"a":{"c":2,"d":1},"b":[3,1,2]}}'
 
 
-def test_none_in_arrays_is_null_and_top_level_none_is_null() -> None:
+def test_none_is_null_everywhere_and_undefined_is_omitted_only_as_a_member() -> None:
     assert canonical_json([1, None, 2]) == b"[1,null,2]"
     assert canonical_json(None) == b"null"
-    assert canonical_json({"a": {"b": None}}) == b'{"a":{}}'
+    assert canonical_json({"a": {"b": None}}) == b'{"a":{"b":null}}'
+    # reference-notes 2.8: an undefined member is omitted, an undefined array element is null,
+    # a top-level undefined is the string null.
+    assert canonical_json({"a": {"b": UNDEFINED}, "c": UNDEFINED}) == b'{"a":{}}'
+    assert canonical_json([1, UNDEFINED]) == b"[1,null]"
+    assert canonical_json(UNDEFINED) == b"null"
 
 
 @pytest.mark.parametrize(
@@ -137,6 +151,13 @@ def test_none_in_arrays_is_null_and_top_level_none_is_null() -> None:
         (1e300, b"1e+300"),
         (2**53 - 1, b"9007199254740991"),
         (-(2**53 - 1), b"-9007199254740991"),
+        (2**53, b"9007199254740992"),
+        (2**53 + 1, b"9007199254740992"),
+        (-(2**53 + 1), b"-9007199254740992"),
+        (2**53 + 3, b"9007199254740996"),
+        (10**21, b"1e+21"),
+        (10**30, b"1e+30"),
+        (2**64, b"18446744073709552000"),
         (True, b"true"),
         (False, b"false"),
     ],
@@ -149,18 +170,22 @@ def test_strings_escape_like_json_stringify() -> None:
     assert canonical_json('a"\\\n\t\x01é\u2028') == b'"a\\"\\\\\\n\\t\\u0001\xc3\xa9\xe2\x80\xa8"'
 
 
-@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf"), 2**53, -(2**53), 10**30])
-def test_unrepresentable_numbers_are_refused(value: float) -> None:
+@pytest.mark.parametrize(
+    "value",
+    [float("nan"), float("inf"), float("-inf"), 10**400, -(10**400)],
+    ids=["nan", "inf", "-inf", "1e400", "-1e400"],
+)
+def test_numbers_no_javascript_host_can_write_are_refused(value: float) -> None:
+    # JSON.stringify writes null for these; no conforming host writes them, and writing null
+    # would let one signature cover two documents.
     with pytest.raises(CanonicalJsonError):
         canonical_json({"durationMs": value})
 
 
-def test_integral_double_beyond_safe_range_is_written_but_the_python_int_is_refused() -> None:
-    # JSON.stringify(2 ** 53) is "9007199254740992"; a Python int of that size may not be a double
-    # (2**53 + 1 is not), so ints are held to the safe range and refused beyond it.
-    assert canonical_json(float(2**53)) == b"9007199254740992"
-    with pytest.raises(CanonicalJsonError):
-        canonical_json(2**53 + 1)
+def test_an_integer_beyond_2_53_is_written_as_the_double_javascript_reads() -> None:
+    # JSON.parse("9007199254740993") is 9007199254740992 (ties to even), and that is what it writes.
+    assert canonical_json(2**53 + 1) == canonical_json(float(2**53)) == b"9007199254740992"
+    assert canonical_json({"n": 10**21 + 1}) == b'{"n":1e+21}'
 
 
 def test_unsupported_types_are_refused_with_canonical_json_error() -> None:
@@ -168,9 +193,11 @@ def test_unsupported_types_are_refused_with_canonical_json_error() -> None:
         canonical_json({"when": object()})
     with pytest.raises(CanonicalJsonError):
         canonical_json({1: "non-string key"})
+    with pytest.raises(CanonicalJsonError, match="keys must be strings"):
+        canonical_json({"é": 1, None: "a non-string key after a non-ASCII one"})
 
 
-_json_scalars = st.none() | st.booleans() | st.integers(-(2**53 - 1), 2**53 - 1) | st.text(max_size=8)
+_json_scalars = st.none() | st.booleans() | st.integers(-(2**80), 2**80) | st.text(max_size=8)
 _json_values = st.recursive(
     _json_scalars | st.floats(allow_nan=False, allow_infinity=False),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
@@ -207,8 +234,12 @@ def test_multiset_key_sorts_and_joins() -> None:
 
 
 def test_signed_bytes_drop_only_the_signature_and_do_not_mutate() -> None:
-    doc = {"attestor": {"daemon": "d", "presets": [], "signature": {"sig": "S"}}, "x": 1}
-    assert signed_bytes_of(doc) == b'{"attestor":{"daemon":"d","presets":[]},"x":1}'
+    doc: dict[str, Any] = {
+        "attestor": {"daemon": "d", "presets": [], "signature": {"sig": "S"}, "note": None},
+        "x": 1,
+        "y": None,
+    }
+    assert signed_bytes_of(doc) == b'{"attestor":{"daemon":"d","note":null,"presets":[]},"x":1,"y":null}'
     assert doc["attestor"]["signature"] == {"sig": "S"}
     assert attestation_sha256_of(doc) == sha256_hex(canonical_json(doc))
     assert attestation_sha256_of(doc) != sha256_hex(signed_bytes_of(doc))

@@ -1,24 +1,24 @@
 """Canonical JSON and every digest agentreview/v1 defines.
 
-* ``canonical_json``: RFC 8785 (JCS), which is exactly the spec's canonical form
-  (keys by UTF-16 code units, no whitespace, ``JSON.stringify`` strings and
-  numbers). Members whose value is ``None`` are omitted (the spec's "undefined");
-  NaN, infinities and integers outside ±(2**53 - 1) are refused, never silently changed.
+* ``canonical_json``: the spec's canonical form, byte for byte what a JavaScript host
+  writes (``model/canonical.py``): ``None`` is ``null`` and kept, :data:`UNDEFINED` is
+  the omitted member, lone surrogates and integers beyond 2**53 written as
+  ``JSON.stringify`` writes them.
 * ``manifest_sha``, ``range_sha``, rubric digests and ``agentproto-pack-digest/v1``.
 """
 
 from __future__ import annotations
 
-import copy
 import hashlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+# Re-exported: digests is where callers look for canonical JSON.
+from agentreview.model.canonical import UNDEFINED as UNDEFINED
+from agentreview.model.canonical import CanonicalJsonError as CanonicalJsonError
+from agentreview.model.canonical import canonical_json as canonical_json
+
 PACK_DIGEST_ALG = "agentproto-pack-digest/v1"
-
-
-class CanonicalJsonError(ValueError):
-    """A value cannot be represented in canonical JSON."""
 
 
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -51,30 +51,12 @@ def sha256_hex(data: bytes | str) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _drop_none(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {k: _drop_none(v) for k, v in value.items() if v is not None}
-    if isinstance(value, (list, tuple)):
-        return [_drop_none(v) for v in value]
-    return value
-
-
-def canonical_json(value: Any) -> bytes:
-    """The canonical JSON bytes of ``value`` (UTF-8)."""
-    import rfc8785
-
-    try:
-        return rfc8785.dumps(_drop_none(value))
-    except (rfc8785.CanonicalizationError, TypeError, ValueError, RecursionError) as exc:
-        raise CanonicalJsonError(f"value cannot be written as canonical JSON: {exc}") from exc
-
-
 def signed_bytes_of(attestation: Mapping[str, Any]) -> bytes:
     """Canonical JSON of an attestation document with ``attestor.signature`` removed."""
-    data = copy.deepcopy(dict(attestation))
+    data = dict(attestation)
     attestor = data.get("attestor")
-    if isinstance(attestor, dict):
-        attestor.pop("signature", None)
+    if isinstance(attestor, Mapping):  # copied one level down, so the caller's document is untouched
+        data["attestor"] = {key: value for key, value in attestor.items() if key != "signature"}
     return canonical_json(data)
 
 
