@@ -324,6 +324,50 @@ def test_canonical_bytes_sort_keys_and_omit_absent_members() -> None:
     assert b" " not in data
 
 
+def test_a_built_document_emits_no_null_and_its_bytes_are_those_it_always_had() -> None:
+    # Explicit None inputs are unset members: never written as "x": null. The digests are pinned
+    # to the values this host computed before canonical JSON kept null, so no attestation it
+    # already signed changes its signed bytes or its attestationSha256.
+    att = Attestation.build(
+        run_id="review-00000000-0000-4000-8000-000000000000", review_id="demo", manifest_sha="a" * 64,
+        binding="default", repo_remote="github.com/example/demo", base_sha=BASE, head_sha=HEAD,
+        lanes=[
+            {"id": "types", "kind": "command", "status": "fail", "blocking": True, "durationMs": 12, "exitCode": None,
+             "error": None, "findings": [{"severity": "high", "title": "'types' exited", "detail": "", "file": None,
+                                          "line": None}]},
+            {"id": "correctness", "kind": "agent", "status": "pass", "blocking": True, "findings": [],
+             "durationMs": 900.5, "preset": "kimi", "summary": None, "model": None, "sessionId": "s-1"},
+        ],
+        daemon="agentreview@test", rubrics=[{"check": "correctness", "path": "./r.md", "sha256": "b" * 64}],
+        requester={"sessionId": None, "gitAuthor": {"name": "Ädä", "email": "a@example.com"}},
+        created_at="2026-01-01T00:00:00.000Z",
+    )  # fmt: skip
+    signed = att.with_signature({**SIG, "keyFingerprint": "SHA256:x", "principal": "p",
+                                 "signedAt": "2026-01-01T00:00:00.000Z", "sig": "S"})  # fmt: skip
+    assert "null" not in signed.export_text()
+    assert b"null" not in signed.signed_bytes()
+    assert sha256_hex(att.signed_bytes()) == "e6fdaedbcdfd2371bdd4ddccac4bf84ec570285923385803fb4762267f6c0a64"
+    assert signed.attestation_sha256() == "d803a89b9229c74b0a3b821691e6903d475fbe32505a0fcd52529ad61252ce1f"
+
+
+def test_a_read_document_keeps_its_null_members_in_bytes_digest_and_export() -> None:
+    # Another conforming host writes exitCode: null for a lane with no exit code, and may write
+    # any optional member as null. What it signed is the canonical JSON of its file, null kept.
+    doc = full_document()
+    doc["lanes"][0]["exitCode"] = None
+    doc["lanes"][0]["findings"][0]["file"] = None
+    doc["pr"] = None
+    doc["futureTop"] = None
+    att = Attestation.read(copy.deepcopy(doc))
+    assert att.to_json_dict() == doc
+    assert json.loads(att.export_text()) == doc  # a re-export is the document its host signed
+    assert att.attestation_sha256() == sha256_hex(canonical_json(doc))  # what composedFrom records
+    unsigned = copy.deepcopy(doc)
+    del unsigned["attestor"]["signature"]
+    assert att.signed_bytes() == canonical_json(unsigned)
+    assert b'"exitCode":null' in att.signed_bytes() and b'"pr":null' in att.signed_bytes()
+
+
 @pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
 def test_read_json_refuses_non_json_number_constants(constant: str) -> None:
     text = build().export_text().replace('"durationMs": 12', f'"durationMs": {constant}')

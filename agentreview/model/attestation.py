@@ -324,10 +324,17 @@ class Attestation(Member):
     # ------------------------------------------------------------------ bytes and digests
 
     def to_json_dict(self) -> dict[str, Any]:
-        """The JSON members; raises :class:`AttestationInconsistentError` for a forged document."""
+        """The JSON members; raises :class:`AttestationInconsistentError` for a forged document.
+
+        A document this host builds omits unset members (never ``"x": null``), so its bytes
+        are what they always were. A document read from a file keeps exactly the members
+        the file has, an explicit ``null`` included: canonical JSON keeps ``null``, so its
+        signed bytes and digest (composedFrom, a re-export) are those its host signed.
+        """
         if not self._read_for_verification:
             self._require_consistent()
-        return self.model_dump(mode="json", exclude_none=True, by_alias=True)
+            return self.model_dump(mode="json", exclude_none=True, by_alias=True)
+        return self.model_dump(mode="json", exclude_unset=True, by_alias=True)
 
     def signed_bytes(self) -> bytes:
         """Canonical JSON of the attestation with ``attestor.signature`` removed (what is signed)."""
