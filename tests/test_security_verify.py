@@ -97,7 +97,7 @@ def test_a_key_fingerprint_not_of_the_signing_key_is_refused(trusted_repo: Repo,
     # keyFingerprint is outside the signed bytes: an export could claim the organisation's
     # key while carrying another one's signature, and only the tie to the sig catches it.
     repo = trusted_repo
-    signers = repo.root / "trusted_signers"
+    signers = repo.root.parent / "trusted_signers"  # outside the checkout: trusted as given
     signers.write_text(signers_line(keys["trusted"]) + signers_line(keys["other"]))
     raw = sign(repo.attestation(), keys["other"])
     assert repo.verify(allowed_signers=signers, require_signed=True).exit_code == 4  # nothing exported yet
@@ -140,3 +140,129 @@ def test_canonical_json_of_a_deep_value_is_a_clear_error() -> None:
         value = [value]
     with pytest.raises(CanonicalJsonError):
         canonical_json({"a": value})
+
+
+# --------------------------------------------------------------------------- allowed_signers named inside the checkout
+
+
+def _append_own_key(repo: Repo, keys: dict[str, Key], rel: str = ".agentproto/allowed_signers") -> None:
+    """The change appends its author's key to an allowed_signers file of the checkout and signs its own export."""
+    path = repo.root / rel
+    repo.head = repo.commit("trust my key too", {rel: path.read_text() + signers_line(keys["other"])})
+    repo.export(sign(repo.attestation(), keys["other"]))
+
+
+@pytest.mark.parametrize("named", ["relative", "absolute", "dot-dot"])
+def test_allowed_signers_flag_naming_the_checkouts_own_file_cannot_vouch(
+    trusted_repo: Repo, keys: dict[str, Key], named: str
+) -> None:
+    # Issue 9 item 1: naming the in-checkout file with --allowed-signers skipped the check the
+    # default gets (unchanged since the base), so the change's own key verified its own export.
+    repo = trusted_repo
+    _append_own_key(repo, keys)
+    path = {
+        "relative": Path(".agentproto/allowed_signers"),
+        "absolute": repo.root / ".agentproto" / "allowed_signers",
+        "dot-dot": Path("src/../.agentproto/allowed_signers"),
+    }[named]
+    result = repo.verify(base="main", require_signed=True, allowed_signers=path)
+    assert result.exit_code == 6, (result.problems, result.notes)
+    assert result.principal is None
+    assert any("cannot vouch for its own signer" in p for p in result.problems), result.problems
+    assert not any(c.name == "signature" and c.ok for c in result.checks)
+
+
+def test_readme_pattern_trusted_dir_in_the_checkout_cannot_vouch(tmp_path: Path, keys: dict[str, Key]) -> None:
+    # The README's old recipe: --allowed-signers trusted/allowed_signers, a path the change edits.
+    repo = Repo(tmp_path / "repo", files={"trusted/allowed_signers": signers_line(keys["trusted"])})
+    _append_own_key(repo, keys, "trusted/allowed_signers")
+    result = repo.verify(base="main", require_signed=True, allowed_signers=Path("trusted/allowed_signers"))
+    assert result.exit_code == 6, (result.problems, result.notes)
+    assert result.principal is None
+
+
+def test_in_checkout_allowed_signers_flag_unchanged_since_the_named_base_still_verifies(
+    tmp_path: Path, keys: dict[str, Key]
+) -> None:
+    repo = Repo(tmp_path / "repo", files={"trusted/allowed_signers": signers_line(keys["trusted"])})
+    repo.export(sign(repo.attestation(), keys["trusted"]))
+    result = repo.verify(base="main", require_signed=True, allowed_signers=Path("trusted/allowed_signers"))
+    assert result.exit_code == 0, result.problems
+    assert result.principal == PRINCIPAL
+    # Without a base the caller names, the base would be the checkout's target.base: refused.
+    unnamed = repo.verify(require_signed=True, allowed_signers=Path("trusted/allowed_signers"))
+    assert unnamed.exit_code == 6 and unnamed.principal is None
+    assert any("pass --base" in p for p in unnamed.problems), unnamed.problems
+
+
+def test_in_checkout_link_to_a_file_unchanged_since_the_base_cannot_vouch(tmp_path: Path, keys: dict[str, Key]) -> None:
+    # The base holds a test fixture trusting a key whose private half is public (as test
+    # fixtures' keys are). The change turns the named file into a link to that fixture: the
+    # real path is inside the repository and its bytes are unchanged since the base, but the
+    # link is the change's own.
+    repo = Repo(
+        tmp_path / "repo",
+        files={
+            "trusted/allowed_signers": signers_line(keys["trusted"]),
+            "tests/fixtures/allowed_signers": signers_line(keys["other"]),
+        },
+    )
+    named = repo.root / "trusted" / "allowed_signers"
+    named.unlink()
+    named.symlink_to(Path("..") / "tests" / "fixtures" / "allowed_signers")
+    repo.head = repo.commit("use the fixture", {})
+    repo.export(sign(repo.attestation(), keys["other"]))
+    result = repo.verify(base="main", require_signed=True, allowed_signers=Path("trusted/allowed_signers"))
+    assert result.exit_code == 6, (result.problems, result.notes)
+    assert result.principal is None
+
+
+def test_a_link_from_outside_into_the_checkout_is_treated_as_the_checkouts_file(
+    trusted_repo: Repo, keys: dict[str, Key], tmp_path: Path
+) -> None:
+    # The real path decides, not only the name: a path outside the repository that leads into it.
+    repo = trusted_repo
+    _append_own_key(repo, keys)
+    outside = tmp_path / "outside"
+    outside.symlink_to(repo.root / ".agentproto", target_is_directory=True)
+    result = repo.verify(base="main", require_signed=True, allowed_signers=outside / "allowed_signers")
+    assert result.exit_code == 6, (result.problems, result.notes)
+    assert result.principal is None
+
+
+def test_allowed_signers_outside_the_checkout_is_still_trusted_as_given(
+    trusted_repo: Repo, keys: dict[str, Key], tmp_path: Path
+) -> None:
+    repo = trusted_repo
+    outside = tmp_path / "ci" / "allowed_signers"
+    outside.parent.mkdir()
+    outside.write_text(signers_line(keys["other"]))
+    repo.export(sign(repo.attestation(), keys["other"]))
+    result = repo.verify(base="main", require_signed=True, allowed_signers=outside)
+    assert result.exit_code == 0, result.problems
+    assert result.principal == PRINCIPAL
+
+
+# --------------------------------------------------------------------------- untrusted signers name no principal
+
+
+@pytest.mark.parametrize("base", ["main", None])
+def test_untrusted_allowed_signers_yields_no_principal(
+    trusted_repo: Repo, keys: dict[str, Key], base: str | None
+) -> None:
+    # Issue 9 item 6: without --require-signed, a signature checked against a file the change
+    # edited (or a base the checkout chose) reported the principal and a ✓ signature line.
+    from agentreview.verify.report import render_text, result_json
+
+    repo = trusted_repo
+    _append_own_key(repo, keys)
+    result = repo.verify(base=base)
+    assert result.exit_code == 0, result.problems  # not required: only a note
+    assert result.principal is None
+    assert result_json(result)["principal"] is None
+    line = next(c for c in result.checks if c.name == "signature")
+    assert not line.ok and "not trusted" in line.actual, line
+    text = render_text(result)
+    assert "✓ signature" not in text and "signature verified" not in text and "[signed:" not in text
+    why = "cannot vouch for its own signer" if base else "trusted only as of a base the caller names"
+    assert any(why in n for n in result.notes), result.notes

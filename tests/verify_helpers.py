@@ -216,3 +216,11 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(name="repo")
 def repo_fixture(tmp_path: Path) -> Repo:
     return Repo(tmp_path / "repo")
+
+
+def edit_manifest(repo: Repo, old: str, new: str, message: str = "edit the review policy") -> str:
+    """Commit, on the reviewed branch, REVIEW.md with ``old`` replaced by ``new``; the new head's sha."""
+    text = (repo.root / "REVIEW.md").read_text()
+    assert old in text, old
+    repo.head = repo.commit(message, {"REVIEW.md": text.replace(old, new)})
+    return repo.head

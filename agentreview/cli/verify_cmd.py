@@ -42,7 +42,18 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--allowed-signers",
                 help="allowed_signers file: OpenSSH format for ssh-ed25519 signatures, a signer plugin's own "
-                "for its alg (default: .agentproto/allowed_signers).",
+                "for its alg (default: .agentproto/allowed_signers). A file inside the repository is trusted only "
+                "as at --policy-from, or when unchanged since --base.",
+            ),
+        ] = None,
+        policy_from: Annotated[
+            str | None,
+            typer.Option(
+                "--policy-from",
+                metavar="REF",
+                help="Read the review policy from commit REF (e.g. origin/main), never the working tree: the "
+                "manifest at the same path (target.base, bindings, checks, exportDir, packs) and "
+                ".agentproto/allowed_signers. A checkout whose manifest differs from REF's fails (exit 1).",
             ),
         ] = None,
         require_signed: Annotated[
@@ -74,6 +85,7 @@ def register(app: typer.Typer) -> None:
                 verdict=verdict,
                 if_exported=if_exported,
                 allowed_signers=allowed_signers,
+                policy_from=policy_from,
                 require_signed=require_signed,
                 full_chain=full_chain,
             )

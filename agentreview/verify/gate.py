@@ -47,6 +47,7 @@ from agentreview.verify.exports import (
     scan_export_dir,
 )
 from agentreview.verify.packs import pack_digest_checks
+from agentreview.verify.policy import Policy, policy_checks, policy_files_checks, read_policy
 from agentreview.verify.result import VERDICT_CHOICES, CheckLine, VerifyOptions, VerifyResult, VerifyStop
 from agentreview.verify.signature import signature_checks
 from agentreview.verify.trust import ALLOWED_SIGNERS_IN_REPO, find_allowed_signers, in_repo_signers_at_base
@@ -127,6 +128,10 @@ class _Verifier:
                 self.result.path = stop.path
             if stop.reason == "invalid":
                 self.result.problems.append(str(stop))
+            elif stop.reason in ("not_found", "not_exported") and self.result.problems:
+                # The change edits the review policy (--policy-from): that decides, whatever was found.
+                self.result.exit_code, self.result.reason = EXIT_INVALID, "invalid"
+                self.result.problems.append(str(stop))
             else:
                 self.result.error = str(stop)
         return self.result
@@ -143,7 +148,8 @@ class _Verifier:
             root = repo_root(self.cwd)
         except GitError as exc:
             raise VerifyStop(EXIT_ERROR, "error", str(exc)) from exc
-        parsed = self._read_manifest(root)
+        policy = self._read_policy(root)
+        parsed = policy.parsed if policy is not None else self._read_manifest(root)
         try:
             base_sha, head_sha = resolve_expectation_shas(root, parsed.manifest.target.base, o.base, o.head or "HEAD")
             remote = repo_remote(root)
@@ -158,7 +164,7 @@ class _Verifier:
         result.path, result.attestation = found.doc.path, found.doc.raw
         raw = found.doc.raw
 
-        # Step 4: content.
+        # Step 4: content (with --policy-from, manifestSha is expected to be REF's manifest's).
         msha = manifest_sha(parsed.source)
         expect = Expectation(msha, base_sha, head_sha, remote, o.binding, o.verdict)
         self._add(*content_checks(raw, expect))
@@ -167,13 +173,16 @@ class _Verifier:
             line, lane_problems = lanes_match_binding(raw, parsed)
             if line is not None:
                 self._add([line], lane_problems)
+        if policy is not None:  # the rubrics and path packs REF's manifest names are policy too
+            self._add(*policy_files_checks(policy, root, head_sha, raw))
 
         # Step 5: composedFrom priors.
         self._add(*composed_from_checks(raw, found.docs, full_chain=o.full_chain))
 
         # Step 7 before step 6: every check so far and the signature need no network, while
         # resolving packs may fetch what the checkout's uses[] names, which the change chose.
-        signers = find_allowed_signers(self._abs(o.allowed_signers) if o.allowed_signers else None, root)
+        commit = policy.commit if policy is not None else None
+        signers = find_allowed_signers(o.allowed_signers, root, cwd=self.cwd, policy=commit)
         signed = signature_checks(
             raw,
             signers,
@@ -182,6 +191,7 @@ class _Verifier:
             root=root,
             base_sha=base_sha,
             registry=self.registry,
+            policy=commit,
         )
 
         # Step 6: pack digests. With --require-signed, packs are resolved only for a verified
@@ -214,6 +224,15 @@ class _Verifier:
     def _add(self, checks: list[CheckLine], problems: list[str]) -> None:
         self.result.checks.extend(checks)
         self.result.problems.extend(problems)
+
+    def _read_policy(self, root: Path) -> Policy | None:
+        """``--policy-from REF``: REF's manifest, and the checkout's compared with it (step 1)."""
+        if self.o.policy_from is None:
+            return None
+        policy = read_policy(root, self.cwd, self.o.policy_from, self.o.manifest, self._registry)
+        self._registry = self._registry or policy.parsed.registry
+        self._add(*policy_checks(policy, root))
+        return policy
 
     def _read_manifest(self, root: Path) -> ParsedReview:
         from agentreview.manifest.parse import parse_review, read_manifest_bytes

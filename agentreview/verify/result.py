@@ -32,6 +32,7 @@ class VerifyOptions:
     verdict: str = "pass"  # pass | block | incomplete | any
     if_exported: bool = False
     allowed_signers: Path | None = None
+    policy_from: str | None = None  # read the manifest and allowed_signers from this commit, not the checkout
     require_signed: bool = False
     full_chain: bool = False  # follow composedFrom to the end of the chain, not one level (spec step 5)
     registry: Registry | None = None  # default: the installed plugins

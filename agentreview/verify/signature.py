@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentreview.verify.result import CheckLine, short
-from agentreview.verify.trust import UNNAMED_BASE, in_repo_note, in_repo_signers_at_base, untrusted_message
+from agentreview.verify.trust import decide_trust, in_repo_note, read_untrusted
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentreview.plugins.registry import Registry
-    from agentreview.verify.trust import SignersFile
+    from agentreview.verify.trust import PolicyCommit, SignersFile
 
 
 @dataclass
@@ -41,8 +41,10 @@ def signature_checks(
     root: Path,
     base_sha: str,
     registry: Callable[[], Registry],
+    policy: PolicyCommit | None = None,
 ) -> SignatureCheck:
-    """Step 7 for ``raw`` against ``signers`` (``None``: no allowed_signers file is known)."""
+    """Step 7 for ``raw`` against ``signers`` (``None``: no allowed_signers file is known), trusted as
+    :func:`agentreview.verify.trust.decide_trust` decides (``policy``: ``--policy-from``)."""
     out = SignatureCheck()
     attestor = raw.get("attestor")
     signature = attestor.get("signature") if isinstance(attestor, dict) else None
@@ -67,32 +69,41 @@ def signature_checks(
                 "file is known, so the signature was not checked"
             )
         return out
-    trusted: bytes | None = None
-    if signers.in_repo and require_signed and not base_named:
-        # Without --base the base comes from the checkout's own REVIEW.md (target.base), which
-        # the change controls: it could name its own commit as the base, where its key is trusted.
-        out.problems.append(UNNAMED_BASE)
-        out.checks.append(CheckLine("signature", False, "a trusted base", "base chosen by the checkout"))
-        return out
-    if signers.in_repo:
-        trusted, why = in_repo_signers_at_base(root, signers.path, base_sha)
-        if why is not None:
-            (out.problems if require_signed else out.notes).append(untrusted_message(why))
-    if trusted is not None:
+    trust = decide_trust(signers, root=root, base_sha=base_sha, base_named=base_named, policy=policy)
+    if not trust.trusted:
+        # A file the change could have edited names no principal, required or not; without
+        # --require-signed the signature is still checked against it, only to report one that
+        # does not verify.
+        (out.problems if require_signed else out.notes).append(trust.why or "allowed_signers is not trusted")
+        untrusted = None if require_signed else read_untrusted(signers)
+        if untrusted is not None:
+            _verify_bytes(raw, untrusted, signers.path, registry, out)
+        if not out.checks:
+            claimed = f"signed by {out.principal}, but" if out.principal else "not checked:"
+            out.checks.append(CheckLine("signature", False, "a trusted allowed_signers", f"{claimed} not trusted"))
+        out.principal = None
+    elif trust.data is not None:
         # Verify against a private copy of the bytes just checked, never the path again.
-        import tempfile
-
-        with tempfile.TemporaryDirectory(prefix="agentreview-signers-") as tmp:
-            copy = Path(tmp) / "allowed_signers"
-            copy.write_bytes(trusted)
-            _verify(raw, copy, signers.path, registry, out)
+        _verify_bytes(raw, trust.data, Path(trust.source), registry, out)
     else:
         _verify(raw, signers.path, signers.path, registry, out)
     if out.principal is not None:
-        out.checks.append(CheckLine("signature", True, f"a key in {signers.path}", f"signed by {out.principal}"))
-    if signers.in_repo:
-        out.notes.append(in_repo_note(signers.path))
+        out.checks.append(CheckLine("signature", True, f"a key in {trust.source}", f"signed by {out.principal}"))
+    if signers.in_repo and policy is None:
+        out.notes.append(in_repo_note(trust.source or str(signers.path)))
     return out
+
+
+def _verify_bytes(
+    raw: dict[str, Any], data: bytes, shown: Path, registry: Callable[[], Registry], out: SignatureCheck
+) -> None:
+    """:func:`_verify` against a private copy of ``data``."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="agentreview-signers-") as tmp:
+        copy = Path(tmp) / "allowed_signers"
+        copy.write_bytes(data)
+        _verify(raw, copy, shown, registry, out)
 
 
 def _verify(

@@ -1,54 +1,177 @@
 """Which allowed_signers file a signature is checked against, and whether it can be trusted.
 
-``--allowed-signers`` names a file the caller trusts. Without it, the checkout's own
-``.agentproto/allowed_signers`` is used, and a file inside the change under review is
-the change's to edit: it is trusted only when it is a plain regular file (no symbolic
-link, which could point anywhere, e.g. at a pack cache the change filled) whose bytes are
-exactly those at the same path in the range base, and only as of a base the caller
-named (``--base``): without it the base comes from the checkout's own ``target.base``,
-which the change controls. A change must not vouch for its own signer. The bytes
-verified against are the ones checked, never the path read again.
+A file inside the repository is the reviewed change's to edit, whichever way it is named:
+the default ``.agentproto/allowed_signers`` or ``--allowed-signers`` naming a path whose
+place lies inside the repository (by its name, or by where its symbolic links lead). A
+change must not vouch for its own signer, so such a file is trusted only
 
-The format of the file is the signer's business (OpenSSH allowed_signers for
-``ssh-ed25519``; a signer plugin defines its own); this module only decides trust.
+* with ``--policy-from REF``: as the git object at its repository path in REF (the working
+  tree is never read);
+* otherwise: when it is reached without a symbolic link inside the repository (which could
+  point anywhere, e.g. at a test fixture unchanged since the base, or a pack cache the change
+  filled), is a plain regular file, and its bytes are exactly those at the same path in the
+  range base, and only as of a base the caller named (``--base``): without it the base comes
+  from the checkout's own ``target.base``, which the change controls.
+
+A file outside the repository is the caller's and is trusted as given. The bytes verified
+against are the ones checked, never the path read again. The format of the file is the
+signer's business (OpenSSH allowed_signers for ``ssh-ed25519``; a signer plugin defines its
+own); this module only decides where the file is and whether it is trusted.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentreview.model.errors import EXIT_USAGE
+from agentreview.model.errors import EXIT_ERROR, EXIT_USAGE
 from agentreview.verify.result import VerifyStop
 
 ALLOWED_SIGNERS_IN_REPO = Path(".agentproto") / "allowed_signers"
 MAX_ALLOWED_SIGNERS_BYTES = 1024 * 1024
+MAX_LINK_HOPS = 40
 UNNAMED_BASE = (
     "the checkout's allowed_signers is trusted only as of a base the caller names — pass "
-    "--base <the target branch's commit>, or --allowed-signers from a trusted location"
+    "--base <the target branch's commit> or --policy-from <the target branch>, or --allowed-signers "
+    "from a location outside the repository"
 )
 
 
 @dataclass(frozen=True)
+class PolicyCommit:
+    """``--policy-from``: the ref as the caller named it and the commit it resolved to."""
+
+    ref: str
+    sha: str
+
+
+@dataclass(frozen=True)
 class SignersFile:
-    """The allowed_signers file to use: ``in_repo`` when it is the checkout's own default."""
+    """The allowed_signers file to use.
+
+    ``path`` is the file as named (what messages show). ``in_repo`` when it lies inside the
+    repository; then ``rel`` is its repository path (``None`` when it cannot be told) and
+    ``linked`` says that reaching it follows a symbolic link inside the repository.
+    """
 
     path: Path
     in_repo: bool
+    rel: str | None = None
+    linked: bool = False
 
 
-def find_allowed_signers(given: Path | None, root: Path) -> SignersFile | None:
-    """``given`` (absolute, from ``--allowed-signers``; a missing file is a usage error), else
-    the checkout's ``.agentproto/allowed_signers`` when present (even as a symbolic link, so
-    that it is refused by name rather than silently ignored), else ``None``."""
+@dataclass(frozen=True)
+class TrustDecision:
+    """Whether ``signers`` can be believed: ``why`` (the whole message) is None when it can. ``data`` is the bytes to
+    verify against when they were fixed by the check (an in-repository file), else None (a file
+    outside the repository, read by the signer at its path; or untrusted)."""
+
+    why: str | None
+    data: bytes | None = None
+    source: str = ""
+
+    @property
+    def trusted(self) -> bool:
+        return self.why is None
+
+
+def _within(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def _place(path: Path, root: Path) -> tuple[bool, str | None, bool]:
+    """Where the absolute, normalized ``path`` lies: ``(in the repository, repository path, linked)``.
+
+    Walks the path one component at a time. A symbolic link outside the repository is the
+    caller's and is followed; one inside it is the change's: the walk stops there (``linked``).
+    The repository path is the name's own when the name lies inside the repository, else
+    where the caller's links lead.
+    """
+    named_rel = path.relative_to(root).as_posix() if _within(path, root) else None
+    pending = list(path.parts[1:])
+    current = Path(path.anchor)
+    hops = 0
+    while pending:
+        part = pending.pop(0)
+        if part in ("", "."):
+            continue
+        if part == "..":
+            current = current.parent
+            continue
+        candidate = current / part
+        if not candidate.is_symlink():
+            current = candidate
+            continue
+        hops += 1
+        if _within(current, root) or hops > MAX_LINK_HOPS:
+            return True, named_rel, True
+        target = Path(os.readlink(candidate))
+        if target.is_absolute():
+            current = Path(target.anchor)
+        pending[:0] = list(target.parts[1:] if target.is_absolute() else target.parts)
+    if named_rel is not None:
+        return True, named_rel, False
+    if _within(current, root):
+        return True, current.relative_to(root).as_posix(), False
+    return False, None, False
+
+
+def find_allowed_signers(
+    given: Path | None, root: Path, *, cwd: Path | None = None, policy: PolicyCommit | None = None
+) -> SignersFile | None:
+    """The allowed_signers file to use, or ``None`` when none is known.
+
+    ``given`` (from ``--allowed-signers``, relative to ``cwd``; a missing file is a usage error),
+    else the default: with ``policy``, ``.agentproto/allowed_signers`` when REF has it (whatever
+    the checkout has); otherwise the checkout's when present (even as a symbolic link, so that
+    it is refused by name rather than silently ignored).
+    """
     if given is not None:
-        if not given.is_file():
-            raise VerifyStop(EXIT_USAGE, "usage", f"--allowed-signers {given}: no such file")
-        return SignersFile(given, in_repo=False)
+        named = Path(os.path.normpath((cwd or root) / given))
+        if not named.is_file():
+            raise VerifyStop(EXIT_USAGE, "usage", f"--allowed-signers {named}: no such file")
+        in_repo, rel, linked = _place(named, root)
+        return SignersFile(named, in_repo, rel, linked)
+    rel = ALLOWED_SIGNERS_IN_REPO.as_posix()
     candidate = root / ALLOWED_SIGNERS_IN_REPO
+    if policy is not None:
+        return SignersFile(candidate, True, rel) if _blob(root, policy, rel) is not None else None
     if candidate.is_file() or candidate.is_symlink():
-        return SignersFile(candidate, in_repo=True)
+        return SignersFile(candidate, True, rel, _place(candidate, root)[2])
     return None
+
+
+def _blob(root: Path, policy: PolicyCommit, rel: str) -> bytes | None:
+    from agentreview.host.git import GitError, blob_at
+
+    try:
+        return blob_at(root, policy.sha, rel, max_bytes=MAX_ALLOWED_SIGNERS_BYTES)
+    except GitError as exc:
+        raise VerifyStop(EXIT_ERROR, "error", f"--policy-from {policy.ref}: cannot read {rel} ({exc})") from exc
+
+
+def decide_trust(
+    signers: SignersFile, *, root: Path, base_sha: str, base_named: bool, policy: PolicyCommit | None
+) -> TrustDecision:
+    """Whether ``signers`` can be believed, and the bytes to verify against when it can."""
+    if not signers.in_repo:
+        return TrustDecision(None, source=str(signers.path))
+    if policy is not None and signers.rel is not None:
+        source = f"{policy.ref}:{signers.rel}"
+        data = _blob(root, policy, signers.rel)
+        if data is None:
+            why = f"{source} is not a regular file of at most {MAX_ALLOWED_SIGNERS_BYTES} bytes"
+            return TrustDecision(untrusted_message(why), None, source)
+        return TrustDecision(None, data, source)
+    shown = str(signers.path)
+    if signers.linked or signers.rel is None:
+        why = f"{shown} is reached through a symbolic link inside the repository"
+        return TrustDecision(untrusted_message(why), None, shown)
+    if not base_named:
+        return TrustDecision(UNNAMED_BASE, None, shown)
+    at_base, differs = in_repo_signers_at_base(root, signers.path, base_sha, signers.rel)
+    return TrustDecision(untrusted_message(differs) if differs else None, at_base, shown)
 
 
 def _read_plain_file(path: Path, limit: int) -> bytes | None:
@@ -62,22 +185,33 @@ def _read_plain_file(path: Path, limit: int) -> bytes | None:
         return None
 
 
-def in_repo_signers_at_base(root: Path, signers: Path, base_sha: str) -> tuple[bytes | None, str | None]:
+def read_untrusted(signers: SignersFile) -> bytes | None:
+    """The bytes of an untrusted in-repository file, read safely (no link followed, bounded), only
+    to tell an invalid signature apart; ``None`` when it cannot be read that way."""
+    if signers.linked:
+        return None
+    return _read_plain_file(signers.path, MAX_ALLOWED_SIGNERS_BYTES)
+
+
+def in_repo_signers_at_base(
+    root: Path, signers: Path, base_sha: str, rel: str | None = None
+) -> tuple[bytes | None, str | None]:
     """The checkout's allowed_signers as the range base has it, or why it cannot be trusted.
 
     Trusted only when the file in the checkout is a plain regular file (no symbolic link,
     which could point anywhere, e.g. at a pack cache the change itself filled) whose bytes
-    are exactly those of the regular file at the same path in ``base_sha``. The returned
-    bytes are the base's, so what is verified against cannot change after this check.
+    are exactly those of the regular file at the same repository path ``rel`` (default
+    ``.agentproto/allowed_signers``) in ``base_sha``. The returned bytes are the base's, so
+    what is verified against cannot change after this check.
     """
     from agentreview.host.git import GitError, blob_at
 
-    rel = ALLOWED_SIGNERS_IN_REPO.as_posix()
     now = _read_plain_file(signers, MAX_ALLOWED_SIGNERS_BYTES)
     if now is None:
         return None, f"{signers} is not a plain regular file (a symbolic link, or too large)"
     try:
-        at_base = blob_at(root, base_sha, rel, max_bytes=MAX_ALLOWED_SIGNERS_BYTES)
+        path_at_base = rel or ALLOWED_SIGNERS_IN_REPO.as_posix()
+        at_base = blob_at(root, base_sha, path_at_base, max_bytes=MAX_ALLOWED_SIGNERS_BYTES)
     except GitError as exc:  # cannot establish it: fail safe
         return None, f"{signers}: cannot read its version at the range base ({exc})"
     if at_base is None or at_base != now:
@@ -86,16 +220,16 @@ def in_repo_signers_at_base(root: Path, signers: Path, base_sha: str) -> tuple[b
 
 
 def untrusted_message(why: str) -> str:
-    """The problem (or note) for an in-checkout allowed_signers that the change could have edited."""
+    """The problem (or note) for an in-repository allowed_signers that the change could have edited."""
     return (
-        f"{why}: the reviewed change cannot vouch for its own signer — pass --allowed-signers "
-        "from a trusted location"
+        f"{why}: the reviewed change cannot vouch for its own signer — pass --policy-from <the target branch>, "
+        "or --allowed-signers from a location outside the repository"
     )
 
 
-def in_repo_note(signers: Path) -> str:
-    """The note every use of the in-checkout default carries."""
+def in_repo_note(shown: str) -> str:
+    """The note every use of an in-repository allowed_signers carries."""
     return (
-        f"allowed_signers taken from the checkout ({signers}); a merge gate should pass --allowed-signers "
-        "from a location the change cannot edit"
+        f"allowed_signers taken from the repository ({shown}); a merge gate should pass --policy-from <the target "
+        "branch>, or --allowed-signers from a location the change cannot edit"
     )
