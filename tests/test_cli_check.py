@@ -80,7 +80,7 @@ def test_binding_option(git_repo, capsys) -> None:
     code, out, _ = run_check(capsys, "--cwd", str(root), "--binding", "ci", "--json")
     assert code == 0 and [b["name"] for b in json.loads(out)["bindings"]] == ["ci"]
     code, out, err = run_check(capsys, "--cwd", str(root), "--binding", "prod")
-    assert code == 64 and out == ""
+    assert code == 3 and out == ""  # an unknown binding could not run, as for `run` (docs/cli.md, Exit codes)
     assert "review 'agentproto-ts' has no binding 'prod' — available: local, ci" in err
 
 

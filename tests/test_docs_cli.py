@@ -383,7 +383,7 @@ def test_a_wrong_default_or_a_stray_option_span_is_reported(doc: str, tree: Tree
     stale = doc.replace("| `--limit` | N, 1–500 | `50` |", "| `--limit` | N, 1–500 | `20` |")
     assert stale != doc
     assert any("--limit defaults to 50" in p for p in option_problems(stale, tree))
-    stale = doc.replace("Show only this binding (exit 64", "Like `--bindings`, show only this binding (exit 64")
+    stale = doc.replace("Show only this binding (", "Like `--bindings`, show only this binding (")
     assert stale != doc
     assert any("`--bindings` is not an option of 'agentreview check'" in p for p in invocation_problems(stale, tree))
 

@@ -6,7 +6,7 @@ import pytest
 
 from agentreview.manifest.parse import ManifestError, parse_review
 from agentreview.manifest.rules import finalize_bindings, resolve_binding, validate_reviewer_chain
-from agentreview.model.errors import EXIT_USAGE, UsageError
+from agentreview.model.errors import EXIT_ERROR, AgentreviewError, UsageError
 from agentreview.model.manifest import AgentCheck, Binding, CommandCheck
 
 HEAD = "kind: review\nid: demo\ntarget: git-range\n"
@@ -250,13 +250,15 @@ def test_resolve_default_among_several() -> None:
     assert resolve_binding("demo", {**BINDINGS, "default": BINDINGS["ci"]}, None)[0] == "default"
 
 
-def test_resolve_ambiguous_is_a_usage_error() -> None:
-    with pytest.raises(UsageError) as info:
+def test_resolve_ambiguous_could_not_run() -> None:
+    with pytest.raises(AgentreviewError) as info:
         resolve_binding("demo", BINDINGS, None)
     assert str(info.value).startswith("review 'demo' declares several bindings (local, ci) — name one")
-    assert info.value.exit_code == EXIT_USAGE
+    assert info.value.exit_code == EXIT_ERROR and not isinstance(info.value, UsageError)
 
 
-def test_resolve_unknown_is_a_usage_error() -> None:
-    with pytest.raises(UsageError, match="review 'demo' has no binding 'prod' — available: local, ci"):
+def test_resolve_unknown_could_not_run() -> None:
+    """One exit code for an unknown binding: 3, as the reference exits for an error resolveBinding throws."""
+    with pytest.raises(AgentreviewError, match="review 'demo' has no binding 'prod' — available: local, ci") as info:
         resolve_binding("demo", BINDINGS, "prod")
+    assert info.value.exit_code == EXIT_ERROR and not isinstance(info.value, UsageError)

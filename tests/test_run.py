@@ -108,10 +108,27 @@ def test_could_not_run_is_exit_3(repo: Repo, args: tuple[str, ...], setup: str, 
     assert repo.ledger_files() == []
 
 
-def test_an_unknown_binding_is_a_usage_error(repo: Repo) -> None:
+def test_an_unknown_or_ambiguous_binding_could_not_run_exit_3(repo: Repo) -> None:
+    """One exit code for a binding the manifest does not declare (docs/cli.md, Exit codes):
+    3, could not run, as the reference exits for an error thrown by resolveBinding."""
     start_feature(repo)
-    data = repo.run_json("--binding", "nope", expect=64)
-    assert data["status"] == "failed" and "nope" in data["error"]
+    data = repo.run_json("--binding", "nope", expect=3)
+    assert data["status"] == "failed" and "has no binding 'nope'" in data["error"]
+    two = manifest("  - id: ok\n    kind: command\n    run: 'true'\n", "  a: {checks: [ok]}\n  b: {checks: [ok]}\n")
+    repo.commit("two bindings", **{"REVIEW.md": two})
+    data = repo.run_json(expect=3)
+    assert "declares several bindings (a, b) — name one with --binding" in data["error"]
+    proc = subprocess.run(
+        [*AGENTREVIEW, "run", "--binding", "nope"], cwd=repo.path, env=repo.env, capture_output=True, text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 3 and proc.stdout == ""
+    assert proc.stderr.strip() == "agentreview run: review 'demo' has no binding 'nope' — available: a, b"
+    check = subprocess.run(
+        [*AGENTREVIEW, "check", "--binding", "nope"], cwd=repo.path, env=repo.env, capture_output=True, text=True,
+        timeout=60,
+    )
+    assert check.returncode == 3 and "has no binding 'nope'" in check.stderr
     assert repo.ledger_files() == []
 
 

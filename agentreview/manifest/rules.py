@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentreview.manifest.placeholders import HOST_VARS, LANE_VARS, compile_checks, placeholders_in
-from agentreview.model.errors import UsageError
+from agentreview.model.errors import AgentreviewError
 from agentreview.model.problems import ManifestError, Problem
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -268,15 +268,19 @@ def finalize_bindings(
 
 
 def resolve_binding(review_id: str, bindings: Mapping[str, Binding], name: str | None) -> tuple[str, Binding]:
-    """The binding to run: the one named; else the only one; else ``default``; else a usage error."""
+    """The binding to run: the one named; else the only one; else ``default``.
+
+    An unknown or ambiguous binding is a fact about the manifest, not a malformed command
+    line, so it is a could-not-run error (exit 3), as in the reference (reference-notes 5.1:
+    an error thrown while running, such as a bad REVIEW.md, exits 3)."""
     available = ", ".join(bindings) or "(none)"
     if name is not None:
         if name in bindings:
             return name, bindings[name]
-        raise UsageError(f"review '{review_id}' has no binding '{name}' — available: {available}")
+        raise AgentreviewError(f"review '{review_id}' has no binding '{name}' — available: {available}")
     if len(bindings) == 1:
         only = next(iter(bindings))
         return only, bindings[only]
     if IMPLIED_BINDING in bindings:
         return IMPLIED_BINDING, bindings[IMPLIED_BINDING]
-    raise UsageError(f"review '{review_id}' declares several bindings ({available}) — name one with --binding")
+    raise AgentreviewError(f"review '{review_id}' declares several bindings ({available}) — name one with --binding")
