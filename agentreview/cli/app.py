@@ -81,8 +81,10 @@ def build_app(only: str | None = None) -> typer.Typer:
 
 
 def _fail(command: str, message: str, code: int) -> int:
+    from agentreview.report.neutral import neutralize  # a message may quote the change's text
+
     prefix = f"agentreview {command}" if command else "agentreview"
-    sys.stderr.write(f"{prefix}: {message}\n")
+    sys.stderr.write(neutralize(f"{prefix}: {message}") + "\n")
     return code
 
 

@@ -70,8 +70,10 @@ def run_check(*, manifest: Path | None, cwd: Path | None, binding: str | None, a
         parsed = parse_review(source, path)
         view = _review_view(parsed, _resolve(parsed, root), root, binding)
     except ManifestError as exc:
+        from agentreview.report.neutral import neutralize
+
         for line in exc.lines():
-            sys.stderr.write(line + "\n")  # compiler style, `path:line: ...`, which editors link
+            sys.stderr.write(neutralize(line) + "\n")  # compiler style, `path:line: ...`, which editors link
         if as_json:
             problems = [
                 {"location": p.location, "line": p.line, "message": p.message, "fix": p.fix} for p in exc.problems
@@ -211,7 +213,10 @@ def _emit(view: dict[str, Any], as_json: bool) -> int:
     if as_json:
         typer.echo(json.dumps(view, indent=2))
     else:
-        typer.echo("\n".join(_pack_text(view) if view["kind"] == "review-pack" else _review_text(view)))
+        from agentreview.report.neutral import neutralize
+
+        # a check's `run` is the change's text: none of its lines may read as a CI workflow command
+        typer.echo(neutralize("\n".join(_pack_text(view) if view["kind"] == "review-pack" else _review_text(view))))
     return EXIT_OK
 
 

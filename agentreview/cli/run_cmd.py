@@ -36,8 +36,11 @@ def render_summary(result: RunResult, *, lanes_shown: bool = False) -> str:
     """The final table of lanes with status and duration, and the verdict line.
 
     After a live display (``lanes_shown``) the table is already on screen, so only each
-    lane's findings and errors are repeated under its id.
+    lane's findings and errors are repeated under its id. Findings and command output are
+    the change's words: no line of them can read as a CI workflow command (``neutralize``).
     """
+    from agentreview.report.neutral import neutralize
+
     lines: list[str] = []
     att = result.attestation
     if att is not None:
@@ -81,7 +84,7 @@ def render_summary(result: RunResult, *, lanes_shown: bool = False) -> str:
         lines.append(f"cancelled: {result.error}" + (f" ({result.superseded_by})" if result.superseded_by else ""))
     else:
         lines.append(f"could not run: {result.error}")
-    return "\n".join(lines)
+    return neutralize("\n".join(lines))
 
 
 def register(app: typer.Typer) -> None:
@@ -155,6 +158,8 @@ def register(app: typer.Typer) -> None:
             summary = render_summary(result, lanes_shown=live)
             stream = sys.stderr if result.status == "failed" else sys.stdout
             if result.status == "failed":
-                summary = f"agentreview run: {result.error}"
+                from agentreview.report.neutral import neutralize
+
+                summary = neutralize(f"agentreview run: {result.error}")
             stream.write(summary + "\n")
         return result.exit_code

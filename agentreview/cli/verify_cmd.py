@@ -70,6 +70,7 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     ) -> int:
         """Verify an exported attestation against this checkout (no lane is re-run)."""
+        from agentreview.report.neutral import neutralize
         from agentreview.verify.gate import VerifyOptions, verify
         from agentreview.verify.report import json_text, printable, render_text
 
@@ -91,7 +92,7 @@ def register(app: typer.Typer) -> None:
             )
         )
         if result.error:
-            sys.stderr.write(printable(f"agentreview verify: {result.error}\n"))
+            sys.stderr.write(printable(neutralize(f"agentreview verify: {result.error}")) + "\n")
         if as_json:
             typer.echo(json_text(result))
         elif result.reason not in ("error", "usage"):

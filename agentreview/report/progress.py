@@ -1,7 +1,9 @@
 """How a run reports progress: a live per-lane display on a terminal, plain lines in CI.
 
 All progress goes to stderr, so stdout stays clean for ``--json`` and
-``--annotate`` output. ``rich`` is imported only when a terminal display is used.
+``--annotate`` output. ``rich`` is imported only when a terminal display is used. A lane's
+error and a phase message may quote what a reviewer or command printed, so every line is
+neutralized (:mod:`agentreview.report.neutral`): none reads as a CI workflow command.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ import sys
 import threading
 import time
 from typing import Any, Protocol, TextIO
+
+from agentreview.report.neutral import neutralize
 
 STATUS_MARK = {"pass": "✓", "fail": "✗", "timeout": "⏱", "skipped": "–", "running": "…", "waiting": " "}
 
@@ -45,7 +49,7 @@ class PlainReporter:
 
     def _line(self, text: str) -> None:
         with self._lock:
-            self.stream.write(f"[review] {text}\n")
+            self.stream.write(neutralize(f"[review] {text}") + "\n")
             self.stream.flush()
 
     def phase(self, message: str) -> None:
@@ -79,7 +83,9 @@ class LiveReporter:
 
     def phase(self, message: str) -> None:
         if self._live is None:
-            self.console.print(f"[dim]\\[review][/dim] {message}", highlight=False)
+            from rich.markup import escape
+
+            self.console.print(f"[dim]\\[review][/dim] {escape(neutralize(message))}", highlight=False)
 
     def _render(self) -> Any:
         from rich.table import Table

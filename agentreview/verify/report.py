@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from agentreview.report.neutral import neutralize
+
 if TYPE_CHECKING:  # pragma: no cover
     from agentreview.verify.result import VerifyResult
 
@@ -100,4 +102,5 @@ def render_text(result: VerifyResult) -> str:
     if result.ok and result.principal:
         lines.append(f"signature verified: principal {result.principal}")
     lines.append(final_line(result))
-    return printable("\n".join(lines))
+    # The export's strings are the change's to write: no line of the report reads as a CI command.
+    return printable(neutralize("\n".join(lines)))
