@@ -11,6 +11,8 @@ import json
 import os
 import signal
 import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -22,6 +24,12 @@ PASSING = manifest(
     "  - id: shows\n    kind: command\n    run: 'echo base={base} head={head} changed={changed}; exit 1'\n"
     "    blocking: false\n"
 )
+
+
+def no_agent(repo: Repo) -> dict[str, str]:
+    """The environment of a full (not headless) run on a host without the agent plugin: agent
+    lanes are skipped without calling a model, and the run records into the real ledger."""
+    return {**repo.env, "AGENTREVIEW_DISABLE_PLUGINS": "agentreview-agent"}
 
 
 @pytest.fixture
@@ -183,23 +191,24 @@ def test_cache_serves_unchanged_range_and_misses_after_changes(repo: Repo) -> No
     )
     repo.commit("rubric", **{"rubric.md": "v1\n"})
     start_feature(repo, text)
-    first = repo.run_json("--binding", "local", "--headless", expect=0)
+    env = no_agent(repo)
+    first = repo.run_json("--binding", "local", env=env, expect=0)
     assert first["cached"] is False
-    again = repo.run_json("--binding", "local", "--headless", expect=0)
+    again = repo.run_json("--binding", "local", env=env, expect=0)
     assert again["cached"] is True and again["runId"] == first["runId"]
     assert again["attestation"] == first["attestation"]
-    assert repo.run_json("--binding", "other", "--headless", expect=0)["cached"] is False
-    assert repo.run_json("--binding", "local", "--headless", "--no-cache", expect=0)["cached"] is False
+    assert repo.run_json("--binding", "other", env=env, expect=0)["cached"] is False
+    assert repo.run_json("--binding", "local", "--no-cache", env=env, expect=0)["cached"] is False
     # rubric change: same manifest, different rubric bytes (committed so the tree stays clean)
     repo.commit("rubric v2", **{"rubric.md": "v2\n"})
-    assert repo.run_json("--binding", "local", "--headless", expect=0)["cached"] is False
-    assert repo.run_json("--binding", "local", "--headless", expect=0)["cached"] is True
+    assert repo.run_json("--binding", "local", env=env, expect=0)["cached"] is False
+    assert repo.run_json("--binding", "local", env=env, expect=0)["cached"] is True
     # manifest change
     repo.commit("manifest", **{"REVIEW.md": text + "\nmore docs\n"})
-    assert repo.run_json("--binding", "local", "--headless", expect=0)["cached"] is False
+    assert repo.run_json("--binding", "local", env=env, expect=0)["cached"] is False
     # range change
     repo.commit("more", **{"src__app.txt": "v2\n"})
-    assert repo.run_json("--binding", "local", "--headless", expect=0)["cached"] is False
+    assert repo.run_json("--binding", "local", env=env, expect=0)["cached"] is False
 
 
 def test_incomplete_is_never_served_from_cache(repo: Repo) -> None:
@@ -371,16 +380,17 @@ def test_cache_misses_after_a_pack_changes(repo: Repo, tmp_path: Path) -> None:
         extra=f"uses:\n  - pack: {pack}\n    as: ext\n    preset: claude\n",
     )
     start_feature(repo, text)
-    first = repo.run_json("--headless", expect=0)
+    env = no_agent(repo)
+    first = repo.run_json(env=env, expect=0)
     assert first["attestation"]["packs"][0]["id"] == "shared"
-    assert repo.run_json("--headless", expect=0)["cached"] is True
+    assert repo.run_json(env=env, expect=0)["cached"] is True
     (pack / "REVIEW.md").write_text(pack_md.replace("version: 1.0.0", "version: 1.0.1"))
-    changed = repo.run_json("--headless", expect=0)
+    changed = repo.run_json(env=env, expect=0)
     assert changed["cached"] is False
     assert changed["attestation"]["packs"][0]["sha256"] != first["attestation"]["packs"][0]["sha256"]
-    assert repo.run_json("--headless", expect=0)["cached"] is True
+    assert repo.run_json(env=env, expect=0)["cached"] is True
     (pack / "rubrics" / "r.md").write_text("v2\n")
-    assert repo.run_json("--headless", expect=0)["cached"] is False
+    assert repo.run_json(env=env, expect=0)["cached"] is False
 
 
 @pytest.mark.parametrize("export_dir", ["../outside", "/tmp/agentreview-escape", "linked"])
@@ -439,7 +449,7 @@ def test_the_plan_is_made_before_prepare_and_the_pr_follows_the_frozen_head(repo
     )
     repo.commit("rubric", **{"rubric.md": "look for bugs\n"})
     before = start_feature(repo, text)
-    data = repo.run_json("--headless", "--pr", "https://github.com/acme/app/pull/5", expect=2)
+    data = repo.run_json("--pr", "https://github.com/acme/app/pull/5", env=no_agent(repo), expect=2)
     att = data["attestation"]
     after = repo.git("rev-parse", "HEAD")
     assert after != before and att["target"]["headSha"] == after
@@ -449,3 +459,103 @@ def test_the_plan_is_made_before_prepare_and_the_pr_follows_the_frozen_head(repo
     assert ledger_path.stem == att["rangeSha"]
     sidecar = ledger_path.with_name(ledger_path.stem + ".annotations.json")
     assert json.loads(sidecar.read_text())["pr"]["number"] == 5
+
+
+APPROVE = """
+import json, os, sys
+sys.stdin.read()
+with open(os.environ["AGENTREVIEW_VERDICT_PATH"], "w") as fh:
+    json.dump({"decision": "approve", "summary": "ok", "findings": []}, fh)
+"""
+
+
+def with_approving_reviewer(repo: Repo, tmp_path: Path) -> None:
+    """A full run's agent lane passes (an ``exec`` reviewer that approves); headless, it is skipped."""
+    script = tmp_path / "approve.py"
+    script.write_text(APPROVE)
+    repo.home.mkdir(parents=True, exist_ok=True)
+    (repo.home / "presets.toml").write_text(
+        f'[presets.rev]\nprovider = "exec"\ncommand = {json.dumps([sys.executable, str(script)])}\n'
+    )
+    repo.commit("rubric", **{"rubric.md": "look for bugs\n"})
+    start_feature(
+        repo,
+        manifest(
+            "  - id: ok\n    kind: command\n    run: 'true'\n"
+            "  - id: review\n    kind: agent\n    preset: rev\n    rubric: ./rubric.md\n"
+        ),
+    )
+
+
+def test_a_headless_run_never_replaces_a_full_runs_entry(repo: Repo, tmp_path: Path) -> None:
+    """Headless --no-cache used to overwrite the full run's pass with an incomplete under the same key."""
+    with_approving_reviewer(repo, tmp_path)
+    full = repo.run_json(expect=0)
+    entry = Path(full["ledgerPath"])
+    headless = repo.run_json("--headless", "--no-cache", expect=2)
+    assert json.loads(entry.read_text())["attestation"]["runId"] == full["runId"], "the pass was replaced"
+    assert headless["verdict"] == "incomplete" and headless["ledgerPath"] is None
+    assert repo.ledger_files() == [entry]
+    again = repo.run_json(expect=0)
+    assert again["cached"] is True and again["runId"] == full["runId"]
+    assert not list(Path(tempfile.gettempdir()).glob(f"agentreview-headless-*/*/*/*/{entry.name}"))
+
+
+def test_a_headless_run_is_never_served_from_a_full_runs_entry(repo: Repo, tmp_path: Path) -> None:
+    """A full run's pass (its agent lane reviewed) used to answer a headless run, which reviews no agent lane."""
+    with_approving_reviewer(repo, tmp_path)
+    full = repo.run_json(expect=0)
+    headless = repo.run_json("--headless", expect=2)
+    assert headless["cached"] is False and headless["runId"] != full["runId"]
+    assert headless["attestation"]["lanes"][1]["status"] == "skipped"
+
+
+def test_a_full_run_is_never_served_from_a_headless_run(repo: Repo) -> None:
+    start_feature(repo)
+    headless = repo.run_json("--headless", expect=0)
+    assert headless["ledgerPath"] is None and repo.ledger_files() == []
+    assert repo.run_json("--headless", expect=0)["cached"] is False, "headless runs record nothing to serve"
+    full = repo.run_json(expect=0)
+    assert full["cached"] is False and full["runId"] != headless["runId"]
+    assert repo.run_json(expect=0)["cached"] is True
+
+
+def _start_run(repo: Repo, env: dict[str, str], *flags: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [*AGENTREVIEW, "run", "--json", *flags],
+        cwd=repo.path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+@pytest.mark.parametrize(("first", "second"), [((), ("--no-cache",)), (("--no-cache",), ())])
+def test_no_cache_is_part_of_the_join_key(
+    repo: Repo, tmp_path: Path, first: tuple[str, ...], second: tuple[str, ...]
+) -> None:
+    """Two concurrent runs of one range that differ in --no-cache each run the lanes: neither joins the other."""
+    counter = tmp_path / "count.txt"
+    start_feature(repo, manifest("  - id: once\n    kind: command\n    run: 'echo ran >> \"$COUNT_FILE\"; sleep 3'\n"))
+    env = {**repo.env, "COUNT_FILE": str(counter)}
+    older = _start_run(repo, env, *first)
+    assert wait_for(lambda: counter.exists() and "ran" in counter.read_text())
+    newer = _start_run(repo, env, *second)
+    results = [json.loads(p.communicate(timeout=60)[0]) for p in (older, newer)]
+    assert [r["exitCode"] for r in results] == [0, 0]
+    assert counter.read_text().count("ran") == 2
+    assert results[0]["runId"] != results[1]["runId"]
+    assert not any(r.get("joined") or r["cached"] for r in results)
+
+
+def test_two_identical_no_cache_runs_still_join(repo: Repo, tmp_path: Path) -> None:
+    counter = tmp_path / "count.txt"
+    start_feature(repo, manifest("  - id: once\n    kind: command\n    run: 'echo ran >> \"$COUNT_FILE\"; sleep 2'\n"))
+    env = {**repo.env, "COUNT_FILE": str(counter)}
+    older = _start_run(repo, env, "--no-cache")
+    assert wait_for(lambda: counter.exists() and "ran" in counter.read_text())
+    newer = _start_run(repo, env, "--no-cache")
+    results = [json.loads(p.communicate(timeout=60)[0]) for p in (older, newer)]
+    assert counter.read_text().count("ran") == 1
+    assert results[1]["joined"] is True and results[1]["runId"] == results[0]["runId"]

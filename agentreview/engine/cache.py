@@ -1,10 +1,12 @@
 """Step 8: serve the run from the ledger cache, or join an identical run in flight.
 
 The cache rule is the ledger's (:meth:`Ledger.lookup_cached`); this module decides when
-to ask (not ``--no-cache``, not a dirty tree) and how to wait for an identical run: the
-per-key file lock of :mod:`agentreview.engine.coordination`, taken without waiting when
-free, else waited for (cancellable, bounded), after which the other run's freshly
-recorded attestation is this run's result.
+to ask (not ``--no-cache``, not headless, not a dirty tree) and how to wait for an identical
+run: the per-request file lock of :mod:`agentreview.engine.coordination`, taken without
+waiting when free, else waited for (cancellable, bounded), after which the attestation one
+of the runs it waited for recorded is this run's result. Only those runs count: an entry
+another kind of request (say a ``--no-cache`` one) wrote under the same key meanwhile is
+never taken for the joined run's.
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -34,9 +37,20 @@ DEFAULT_JOIN_TIMEOUT_S = 24 * 3600.0
 JOIN_POLL_S = 0.2
 
 
+@dataclass(frozen=True)
+class JoinWait:
+    """This run found the join lock held: when it started waiting, and which runs it waited for."""
+
+    since: float
+    holders: frozenset[str]
+
+
 def serve_cached(plan: RunPlan, ledger: Ledger, reporter: Reporter) -> RunResult | None:
-    """The cached result for the plan's key, or None when the run must execute."""
-    if plan.flags.no_cache or git.is_dirty(plan.repo_root):
+    """The cached result for the plan's key, or None when the run must execute.
+
+    A headless run is never answered from the ledger (the reference runs headless on a
+    temporary ledger): a full run's verdict would otherwise stand in for a run that reviews less."""
+    if plan.flags.no_cache or plan.flags.headless or git.is_dirty(plan.repo_root):
         return None
     cached = ledger.lookup_cached(*plan.key, plan.rubrics, plan.packs)
     if cached is None:
@@ -45,10 +59,12 @@ def serve_cached(plan: RunPlan, ledger: Ledger, reporter: Reporter) -> RunResult
     return finish_cached(plan, cached, ledger, reporter, joined=False)
 
 
-def serve_joined(plan: RunPlan, ledger: Ledger, waited_since: float, reporter: Reporter) -> RunResult | None:
+def serve_joined(plan: RunPlan, ledger: Ledger, waited: JoinWait, reporter: Reporter) -> RunResult | None:
     """After waiting for an identical run: its attestation when it recorded one meanwhile, else None."""
     entry = ledger.get(*plan.key)
-    if entry is None or not _created_after(entry.attestation, waited_since):
+    if entry is None or entry.attestation.runId not in waited.holders:
+        return None
+    if not _created_after(entry.attestation, waited.since):
         return None
     reporter.phase(f"joined identical run {entry.attestation.runId}")
     return finish_cached(plan, entry.attestation, ledger, reporter, joined=True)
@@ -56,23 +72,34 @@ def serve_joined(plan: RunPlan, ledger: Ledger, waited_since: float, reporter: R
 
 @contextlib.contextmanager
 def join_lock(
-    path: Path, cancel: threading.Event, timeout_s: float | None, reporter: Reporter
-) -> Iterator[float | None]:
-    """Hold the per-key lock; yields when this run started waiting for it, or None when it was free."""
+    path: Path,
+    cancel: threading.Event,
+    timeout_s: float | None,
+    reporter: Reporter,
+    holders: Callable[[], set[str]],
+) -> Iterator[JoinWait | None]:
+    """Hold the per-request lock; yields what this run waited for, or None when the lock was free.
+
+    ``holders`` lists the in-flight runs with this run's join key; it is asked once the lock is
+    found held (every run advertises itself before it takes the lock, so the holder is among them)."""
+    from agentreview.host.files import FileWriteError
     from agentreview.host.locks import FileLock, Timeout
 
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise FileWriteError(path.parent, exc) from exc
     lock = FileLock(str(path))
-    waited_since: float | None = None
+    waited: JoinWait | None = None
     try:
         lock.acquire(timeout=0)
     except Timeout:
-        waited_since = time.time()
-    if waited_since is not None:
+        waited = JoinWait(time.time(), frozenset(holders()))
+    if waited is not None:
         reporter.phase("an identical review is in flight on this host; waiting for its result")
         _wait_for(lock, path, cancel, timeout_s if timeout_s is not None else DEFAULT_JOIN_TIMEOUT_S)
     try:
-        yield waited_since
+        yield waited
     finally:
         with contextlib.suppress(Exception):
             lock.release()

@@ -1,9 +1,12 @@
 """Coordination between concurrent runs on one host.
 
-* **Joining.** Identical requests (same ledger key) serialize on a per-key file
-  lock. The first runs; a second one waits for the lock and, when the first
-  recorded an attestation meanwhile, returns that instead of running the lanes
-  again. The key includes the head, so a new commit never joins an old run.
+* **Joining.** Identical requests serialize on a per-request file lock. The first
+  runs; a second one waits for the lock and, when a run it waited for recorded an
+  attestation meanwhile, returns that instead of running the lanes again. The join
+  key is the ledger key plus ``--no-cache`` (as the reference's request key
+  includes ``nocache``): a ``--no-cache`` run never joins a run that may answer from
+  cache, and the other way round. The key includes the head, so a new commit never
+  joins an old run. Headless runs never join (they record into a ledger of their own).
 * **Superseding.** Every run advertises itself in ``inflight/<runId>.json`` and
   holds an exclusive lock on ``inflight/<runId>.lock`` while alive. ``--supersede``
   cancels in-flight runs of the same repository, binding and base whose head
@@ -15,7 +18,8 @@
 Everything here lives under ``$AGENTREVIEW_HOME``, where another process may have planted a
 FIFO or a symlink: records and markers are read with the bounded regular-file reader and
 written atomically (never opened for writing in place), and a lock file that is not a
-regular file is never waited on.
+regular file is never waited on. A run that died leaves its record, its lock and perhaps a
+temporary file of an interrupted write; the next run that lists in-flight runs removes them.
 """
 
 from __future__ import annotations
@@ -24,19 +28,31 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import signal
 import stat
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentreview.host.files import UnreadableFileError, atomic_write_text, read_regular_file
+from agentreview.host.files import FileWriteError, UnreadableFileError, atomic_write_text, read_regular_file
 from agentreview.model.digests import sha256_hex
 from agentreview.model.errors import AgentreviewError
 
+# ``<name>.tmp.<pid>.<hex>``: the temporary file of an atomic write (agentreview.host.files).
+TEMP_NAME = re.compile(r"^.+\.tmp\.(\d+)\.[0-9a-f]+$")
+# A temporary file this old whose writer is gone is debris, not a write in progress.
+STALE_TEMP_S = 60.0
 
-def join_lock_path(slug_dir: Path, key: tuple[str, str, str, str]) -> Path:
-    return slug_dir / "locks" / f"{sha256_hex(chr(0).join(key))[:32]}.lock"
+
+def join_key(key: tuple[str, str, str, str], *, no_cache: bool) -> str:
+    """What makes two requests identical for joining: the ledger key and ``--no-cache``."""
+    return sha256_hex(chr(0).join([*key, "no-cache" if no_cache else "cache"]))
+
+
+def join_lock_path(slug_dir: Path, key: str) -> Path:
+    return slug_dir / "locks" / f"{key[:32]}.lock"
 
 
 @dataclass
@@ -47,6 +63,7 @@ class InflightRun:
     binding: str
     base_sha: str
     head_sha: str
+    join_key: str = ""  # empty for a run that never joins (headless)
 
 
 class InflightRegistry:
@@ -57,13 +74,21 @@ class InflightRegistry:
 
     @contextlib.contextmanager
     def advertise(self, run: InflightRun) -> Iterator[None]:
-        self.dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise FileWriteError(self.dir, exc) from exc
+        self.running()  # clears what dead runs left behind
         lock_path = self.dir / f"{run.run_id}.lock"
         info_path = self.dir / f"{run.run_id}.json"
         try:
             fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         except OSError as exc:
-            raise AgentreviewError(f"{lock_path}: cannot create the in-flight lock ({exc.strerror or exc})") from exc
+            if os.path.islink(lock_path) or os.path.exists(lock_path):
+                raise AgentreviewError(
+                    f"{lock_path}: cannot open the in-flight lock ({exc.strerror or exc}) — remove it and run again"
+                ) from exc
+            raise FileWriteError(lock_path, exc) from exc
         owned = False  # files we refused are not ours to remove
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
@@ -121,12 +146,41 @@ class InflightRegistry:
                 run = InflightRun(**data)
             except (OSError, ValueError, TypeError):
                 continue
+            if path.name != f"{run.run_id}.json":  # a record names only its own files
+                continue
             if self._alive(run.run_id):
                 runs.append(run)
-            else:
-                with contextlib.suppress(FileNotFoundError):
+            else:  # its process is gone: the record is debris, and so is its lock if a run made it
+                with contextlib.suppress(OSError):
                     path.unlink()
+                lock = self.dir / f"{run.run_id}.lock"
+                with contextlib.suppress(OSError):
+                    if stat.S_ISREG(lock.lstat().st_mode):  # a FIFO or link planted here is not ours
+                        lock.unlink()
+        self._sweep_temp_files()
         return runs
+
+    def holders(self, key: str, me: str) -> set[str]:
+        """The run ids of live runs with join key ``key`` other than ``me``: the runs a waiter may join."""
+        return {run.run_id for run in self.running() if run.join_key == key and run.run_id != me}
+
+    def _sweep_temp_files(self) -> None:
+        """Remove temporary files of interrupted writes whose writing process is gone."""
+        now = time.time()
+        try:
+            names = list(self.dir.iterdir())
+        except OSError:
+            return
+        for path in names:
+            match = TEMP_NAME.match(path.name)
+            if match is None:
+                continue
+            try:
+                if now - path.lstat().st_mtime < STALE_TEMP_S or _pid_alive(int(match.group(1))):
+                    continue
+                path.unlink()
+            except OSError:
+                continue
 
     def supersede(self, me: InflightRun, is_ancestor: Callable[[str, str], bool]) -> list[str]:
         """Cancel older runs this one replaces; returns their run ids."""
@@ -144,3 +198,13 @@ class InflightRegistry:
                 os.kill(other.pid, signal.SIGTERM)
             cancelled.append(other.run_id)
         return cancelled
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive
+        return True
+    return True

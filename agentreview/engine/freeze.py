@@ -78,7 +78,8 @@ def plan_lanes(plan: RunPlan, frozen: FrozenRange, ledger: Ledger, reporter: Rep
     """One LanePlan per binding check, in binding order: a command substituted, or a rubric and maybe a delta."""
     from agentreview.model.manifest import AgentCheck, CommandCheck
 
-    compose = not (plan.flags.no_cache or plan.flags.no_compose) and not frozen.dirty
+    # headless: agent lanes are skipped, and the run's ledger is its own (empty) one
+    compose = not (plan.flags.no_cache or plan.flags.no_compose or plan.flags.headless) and not frozen.dirty
     candidates: list[Attestation] | None = None
     lanes: list[LanePlan] = []
     for ref in plan.binding.checks:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentreview.engine.coordination import InflightRun
+from agentreview.engine.coordination import InflightRun, join_key
 from agentreview.engine.execute import LanePlan
 from agentreview.engine.options import RunOptions
 from agentreview.host import git
@@ -125,10 +125,22 @@ class RunPlan:
             return None
         return next((p.digest for p in self.resolved.packs if p.entry.as_ == rc.namespace), None)
 
+    @property
+    def join_key(self) -> str | None:
+        """The key identical in-flight requests share (the ledger key and ``--no-cache``); None
+        for a headless run, which records into a ledger of its own and so never joins nor is joined."""
+        return None if self.flags.headless else join_key(self.key, no_cache=self.flags.no_cache)
+
     def inflight_run(self) -> InflightRun:
         """How this run advertises itself to concurrent runs of the repository."""
         return InflightRun(
-            self.run_id, self.host.pid, str(self.repo_root), self.binding_name, self.base_sha, self.pre_head_sha
+            self.run_id,
+            self.host.pid,
+            str(self.repo_root),
+            self.binding_name,
+            self.base_sha,
+            self.pre_head_sha,
+            self.join_key or "",
         )
 
 

@@ -4,6 +4,9 @@ Signing is best effort (an unsigned attestation carries ``signingError``, it nev
 fails the review). A run cancelled while signing records nothing. Every attestation a
 run ends with — fresh, served from cache or joined — leaves through :func:`export_result`,
 so ``--export`` behaves the same for all three.
+
+Recording that fails (a full disk, a quota, a read-only file system) ends the run with one
+line naming the file and the fix (exit 3), and leaves no temporary file behind.
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ from agentreview.engine.freeze import FrozenRange
 from agentreview.engine.plan import RunPlan, check_export_dir
 from agentreview.engine.result import RunResult
 from agentreview.host import git
+from agentreview.host.files import FileWriteError
 from agentreview.model.attestation import Attestation, LaneResult
+from agentreview.model.errors import AgentreviewError
 from agentreview.report.progress import Reporter
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -80,10 +85,14 @@ def record_run(
     host_info: dict[str, Any] = {"repoRoot": str(plan.repo_root), "manifestPath": str(plan.manifest_path)}
     if plan.export_dir:
         host_info["exportDir"] = str(plan.repo_root / plan.export_dir)
-    ledger_path = ledger.put(att, host_info)
+    try:
+        ledger_path = ledger.put(att, host_info)
+    except FileWriteError as exc:
+        raise AgentreviewError(f"the review ended '{att.verdict}' but was not recorded: {exc}") from exc
     # The attestation's key names the frozen head, which a prepare step may have moved past plan.key's.
     _link_pr(plan, ledger, LedgerKey.of(att))
-    result = RunResult.done(att, ledger_path, signing_error=signing_error)
+    # A headless run's ledger is temporary: its entry is gone when the run ends.
+    result = RunResult.done(att, None if plan.flags.headless else ledger_path, signing_error=signing_error)
     export_result(plan, result, reporter)
     return result
 
@@ -114,5 +123,9 @@ def export_result(plan: RunPlan, result: RunResult, reporter: Reporter) -> None:
         target = plan.flags.export_to.resolve()
     else:
         target = export_path(att, check_export_dir(plan.repo_root, plan.export_dir))
-    result.export_path = write_export(att, target)
+    recorded = "" if plan.flags.headless else " (the review is recorded: agentreview export writes it again)"
+    try:
+        result.export_path = write_export(att, target)
+    except FileWriteError as exc:
+        raise AgentreviewError(f"{exc}{recorded}") from exc
     reporter.phase(f"exported {result.export_path}")

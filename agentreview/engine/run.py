@@ -13,6 +13,11 @@ The spec's ten steps, and where each happens:
 A run ends as ``done`` (an attestation with a verdict), ``failed`` (could not
 run, or a prepare step failed: nothing attested) or ``cancelled`` (Ctrl-C,
 SIGTERM, superseded: nothing recorded, run directory removed).
+
+A headless run records into a temporary ledger of its own, removed when it ends, as the
+reference does: it is never answered from this host's ledger, never joins nor is joined,
+and never replaces a full run's entry. In-flight records stay in the real ledger, so
+``--supersede`` sees headless and full runs alike.
 """
 
 from __future__ import annotations
@@ -21,9 +26,11 @@ import contextlib
 import os
 import shutil
 import signal
+import tempfile
 import threading
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
@@ -60,40 +67,67 @@ def run_review(options: RunOptions, reporter: Reporter | None = None, *, registr
     except Cancelled:
         return RunResult.cancelled(run_id)
     except AgentreviewError as exc:
-        # a usage error (an unknown --binding) keeps its exit code 64
+        # a usage error keeps its exit code 64; a failed write (FileWriteError) names the file and the fix
         return RunResult.failed(run_id, str(exc), exit_code=exc.exit_code)
     except git.GitError as exc:
         return RunResult.failed(run_id, str(exc))
     except Exception as exc:  # could-not-run, never a traceback
         if os.environ.get("AGENTREVIEW_DEBUG"):
             raise
+        from agentreview.host.files import WRITE_ERRNOS, describe_os_error
+
+        if isinstance(exc, OSError) and exc.errno in WRITE_ERRNOS and exc.filename is not None:
+            # a directory or lock under the home that cannot be made (a full disk, say): the file and the fix
+            return RunResult.failed(run_id, describe_os_error(exc))
         return RunResult.failed(run_id, f"{type(exc).__name__}: {exc}")
 
 
 def _run(run_id: str, options: RunOptions, reporter: Reporter, registry: Registry | None) -> RunResult:
-    from agentreview.store.ledger import Ledger
-
     plan = build_plan(run_id, options, registry)
-    ledger = Ledger(plan.host.home / "reviews")
-    slug_dir = ledger.root / git.repo_slug(plan.repo_remote)
+    slug_dir = plan.host.home / "reviews" / git.repo_slug(plan.repo_remote)
     inflight = InflightRegistry(slug_dir)
     cancel = threading.Event()
     me = plan.inflight_run()
-    with _cancel_on_signals(cancel), inflight.advertise(me):
+    with _cancel_on_signals(cancel), inflight.advertise(me), _ledger_for(plan) as ledger:
         # 6. supersede
         if plan.flags.supersede:
             for victim in inflight.supersede(me, lambda a, b: git.is_ancestor(plan.repo_root, a, b)):
                 reporter.phase(f"superseded in-flight run {victim}")
-        # 8. cache, or join an identical run in flight
+        # 8. cache, or join an identical run in flight (never headless)
         cached = serve_cached(plan, ledger, reporter)
         if cached is not None:
             return cached
-        with join_lock(join_lock_path(slug_dir, plan.key), cancel, plan.flags.join_timeout_s, reporter) as waited:
+        key = plan.join_key
+        if key is None:
+            return _execute(plan, ledger, inflight, cancel, reporter)
+
+        def holders() -> set[str]:
+            return inflight.holders(key, plan.run_id)
+
+        lock = join_lock_path(slug_dir, key)
+        with join_lock(lock, cancel, plan.flags.join_timeout_s, reporter, holders) as waited:
             joined = serve_joined(plan, ledger, waited, reporter) if waited is not None else None
             if joined is not None:
                 return joined
             # 9–10. execute and record
             return _execute(plan, ledger, inflight, cancel, reporter)
+
+
+@contextlib.contextmanager
+def _ledger_for(plan: RunPlan) -> Iterator[Ledger]:
+    """This host's ledger; for a headless run, a temporary one removed when the run ends."""
+    from agentreview.store.ledger import Ledger
+
+    if not plan.flags.headless:
+        with Ledger(plan.host.home / "reviews") as ledger:
+            yield ledger
+        return
+    scratch = tempfile.mkdtemp(prefix="agentreview-headless-")
+    try:
+        with Ledger(Path(scratch)) as ledger:
+            yield ledger
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _execute(

@@ -11,22 +11,30 @@ directory that is a symlink.
 
 Writing: :func:`atomic_write_text` and :func:`atomic_write_bytes` write a temporary file in the
 same directory, fsync it, rename it over the target and fsync the directory, so a reader sees the
-old file or the new one, never a part, and a crash never leaves a half-written entry.
+old file or the new one, never a part, and a crash never leaves a half-written entry. A write that
+fails (a full disk, a quota, a read-only file system, permissions) removes its temporary file and
+raises :class:`FileWriteError`, whose message is one line naming the file and what to do about it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
 import stat
 from pathlib import Path
 
+from agentreview.model.errors import AgentreviewError
+
 __all__ = [
+    "WRITE_ERRNOS",
+    "FileWriteError",
     "MissingFileError",
     "UnreadableFileError",
     "atomic_write_bytes",
     "atomic_write_text",
+    "describe_os_error",
     "read_regular_file",
 ]
 
@@ -40,6 +48,49 @@ class UnreadableFileError(OSError):
 
 class MissingFileError(UnreadableFileError, FileNotFoundError):
     """The file does not exist (a subclass, so callers that treat absence differently can)."""
+
+
+# What to do about the errors a write meets in practice; anything else gets the generic advice.
+_WRITE_FIXES = {
+    errno.ENOSPC: "no space left on the device — free space on that file system and run again",
+    errno.EDQUOT: "disk quota exceeded — free space within your quota (or raise it) and run again",
+    errno.EROFS: "the file system is read-only — make it writable or use a writable location, and run again",
+    errno.EACCES: "permission denied — check the permissions of {dir} and run again",
+    errno.EPERM: "operation not permitted — check the permissions of {dir} and run again",
+    errno.EFBIG: "file too large for this process's file-size limit — raise the limit (ulimit -f) and run again",
+}
+# The errors of a file system that refuses a write (rather than of a bad path or a planted file).
+WRITE_ERRNOS = frozenset({*_WRITE_FIXES, errno.EIO})
+
+
+def describe_os_error(exc: OSError, path: str | os.PathLike[str] | None = None) -> str:
+    """One line for an OS error met while writing: the file, the cause in words, and the fix.
+
+    ``path`` names the file when the error does not (or names a temporary file instead)."""
+    raw = path if path is not None else exc.filename
+    name = os.fsdecode(raw) if raw is not None else None
+    where = f"cannot write {name}" if name else "cannot write"
+    folder = (os.path.dirname(name) or ".") if name else "the directory"
+    fix = _WRITE_FIXES.get(exc.errno or 0)
+    if fix is None:
+        cause = exc.strerror or type(exc).__name__
+        fix = f"{cause} — check that file system and the permissions of {folder}, then run again"
+    return f"{where}: {fix.format(dir=folder)}"
+
+
+class FileWriteError(AgentreviewError, OSError):
+    """A write that failed; ``str(exc)`` is one line naming the file and the fix (exit 3).
+
+    Both an :class:`OSError` (``errno``, ``strerror`` and ``filename`` are the cause's, the
+    filename being the target, never the temporary file) and an :class:`AgentreviewError`,
+    so every command reports it as one clear line instead of a raw ``[Errno 28]``."""
+
+    def __init__(self, path: str | os.PathLike[str], cause: OSError):
+        OSError.__init__(self, cause.errno, cause.strerror, os.fspath(path))
+        self.message = describe_os_error(cause, path)
+
+    def __str__(self) -> str:
+        return self.message
 
 
 def read_regular_file(
@@ -94,26 +145,36 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o600) -> Path:
 
     Temp file in the same directory (``<name>.tmp.<pid>.<rand>``, created exclusively, never
     through a symlink), fsync, rename over the target, fsync of the directory so the rename
-    survives a crash. On any failure the temporary file is removed and the target is unchanged.
+    survives a crash. On any failure the temporary file is removed and the target is unchanged;
+    an OS error (a full disk, a quota, a read-only file system, permissions) is raised as
+    :class:`FileWriteError` naming ``path`` and the fix.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.tmp.{os.getpid()}.{secrets.token_hex(6)}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), mode)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.tmp.{os.getpid()}.{secrets.token_hex(6)}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), mode)
+    except OSError as exc:
+        raise FileWriteError(path, exc) from exc
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise FileWriteError(path, exc) from exc
         raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
     try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+    except OSError as exc:  # the new file is in place; only its durability across a crash is in doubt
+        raise FileWriteError(path, exc) from exc
     return path
 
 

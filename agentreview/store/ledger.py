@@ -12,7 +12,9 @@ The JSON files are the source of truth. They are written atomically (temp file i
 directory, fsync, rename, fsync of the directory) under a per-entry file lock, so a reader
 never sees half an entry and concurrent writers of one key leave one whole file. A file that
 cannot be read as an entry, or that sits under a key its content does not name, is skipped
-with a warning, never a crash, and never served from cache.
+with a warning, never a crash, and never served from cache. A write that fails (a full disk, a
+quota, a read-only file system) raises :class:`~agentreview.host.files.FileWriteError`: one
+line naming the file and the fix, and no temporary file left behind.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentreview.host.files import atomic_write_text
+from agentreview.host.files import WRITE_ERRNOS, FileWriteError, atomic_write_text
 from agentreview.store.annotations import (
     check_pr,
     check_snapshot,
@@ -124,6 +126,8 @@ class Ledger:
         except OSError as exc:
             if exc.filename != lock.lock_file:
                 raise
+            if exc.errno in WRITE_ERRNOS:  # the file system refused: removing the lock file would not help
+                raise FileWriteError(lock.lock_file, exc) from exc
             raise LedgerError(
                 f"cannot lock {lock.lock_file} ({exc.strerror or exc}) — remove it and retry"
             ) from exc
@@ -152,10 +156,13 @@ class Ledger:
         """Create the entry's directories private to this user: entries hold checkout paths,
         findings and command-output tails."""
         current = self.root
-        current.mkdir(parents=True, exist_ok=True, mode=0o700)
-        for part in leaf.relative_to(self.root).parts:
-            current = current / part
-            current.mkdir(exist_ok=True, mode=0o700)
+        try:
+            current.mkdir(parents=True, exist_ok=True, mode=0o700)
+            for part in leaf.relative_to(self.root).parts:
+                current = current / part
+                current.mkdir(exist_ok=True, mode=0o700)
+        except OSError as exc:
+            raise FileWriteError(current, exc) from exc
 
     # ------------------------------------------------------------------ reading one entry
 
