@@ -149,3 +149,59 @@ def test_verify_checks_composed_from_one_level_deep_unless_full_chain(repo: Repo
     assert whole.returncode == 1, whole.stdout + whole.stderr
     problems = json.loads(whole.stdout)["problems"]
     assert any(p.startswith("prior ") and "is not in the export directory" in p for p in problems), problems
+
+
+def _verify(repo: Repo, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "agentreview", "verify", "--json", *args]
+    return subprocess.run(cmd, cwd=repo.path, env=env, capture_output=True, text=True, timeout=60)
+
+
+def test_export_writes_the_priors_of_the_composition_chain(repo: Repo, tmp_path: Path) -> None:
+    """A prior that was never exported (only recorded in the ledger) is exported with the composed
+    attestation, under its own export name, and so is its own prior: the set verifies one level
+    deep (the spec's step 5) and with --full-chain."""
+    env = {**repo.env, "LOG": str(tmp_path / "log.txt")}
+    first_head = repo.commit("one", **{"a.txt": "1\n"})
+    first = repo.run_json(env=env, expect=0)  # recorded, not exported
+    assert first["exportPath"] is None
+    second_head = repo.commit("two", **{"b.txt": "2\n"})
+    second = repo.run_json("--export", env=env, expect=0)
+    assert second["attestation"]["lanes"][1]["composedFrom"]["headSha"] == first_head
+    exports = repo.path / ".reviews"
+    assert sorted(p.name for p in exports.iterdir()) == sorted(
+        [f"demo-default-{first_head[:12]}.json", f"demo-default-{second_head[:12]}.json"]
+    )
+    assert json.loads((exports / f"demo-default-{first_head[:12]}.json").read_text()) == first["attestation"]
+    for extra in ((), ("--full-chain",)):
+        ok = _verify(repo, env, *extra)
+        assert ok.returncode == 0, ok.stdout + ok.stderr
+
+    # a chain of two: the third composes from the second, which composed from the first
+    third_head = repo.commit("three", **{"c.txt": "3\n"})
+    third = repo.run_json("--export-to", "elsewhere/third.json", env=env, expect=0)
+    assert third["attestation"]["lanes"][1]["composedFrom"]["headSha"] == second_head
+    elsewhere = repo.path / "elsewhere"
+    assert sorted(p.name for p in elsewhere.iterdir()) == sorted(
+        ["third.json", f"demo-default-{first_head[:12]}.json", f"demo-default-{second_head[:12]}.json"]
+    )
+    for extra in ((), ("--full-chain",)):
+        ok = _verify(repo, env, str(elsewhere / "third.json"), *extra)
+        assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert third_head == repo.git("rev-parse", "HEAD")
+
+    # a prior already exported is left as it is; a different attestation under its name is kept too
+    again = repo.run_json("--export-to", "elsewhere/third.json", env=env, expect=0)
+    assert again["cached"] is True
+    assert sorted(p.name for p in elsewhere.iterdir()) == sorted(
+        ["third.json", f"demo-default-{first_head[:12]}.json", f"demo-default-{second_head[:12]}.json"]
+    )
+    taken = elsewhere / f"demo-default-{first_head[:12]}.json"
+    other = json.loads(taken.read_text())
+    other["createdAt"] = "2000-01-01T00:00:00.000Z"
+    taken.write_text(json.dumps(other, indent=2) + "\n")
+    repo.run_json("--export-to", "elsewhere/third.json", env=env, expect=0)
+    assert json.loads(taken.read_text()) == other
+    beside = [p for p in elsewhere.iterdir() if p.name.startswith(f"demo-default-{first_head[:12]}-")]
+    assert len(beside) == 1 and json.loads(beside[0].read_text()) == first["attestation"]
+    ok = _verify(repo, env, str(elsewhere / "third.json"), "--full-chain")
+    assert ok.returncode == 0, ok.stdout + ok.stderr

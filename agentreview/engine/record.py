@@ -3,7 +3,8 @@
 Signing is best effort (an unsigned attestation carries ``signingError``, it never
 fails the review). A run cancelled while signing records nothing. Every attestation a
 run ends with — fresh, served from cache or joined — leaves through :func:`export_result`,
-so ``--export`` behaves the same for all three.
+so ``--export`` behaves the same for all three; a composed attestation is exported with
+the priors its ``composedFrom`` chain pins, taken from the ledger, so the set verifies.
 
 Recording that fails (a full disk, a quota, a read-only file system) ends the run with one
 line naming the file and the fix (exit 3), and leaves no temporary file behind.
@@ -93,7 +94,7 @@ def record_run(
     _link_pr(plan, ledger, LedgerKey.of(att))
     # A headless run's ledger is temporary: its entry is gone when the run ends.
     result = RunResult.done(att, None if plan.flags.headless else ledger_path, signing_error=signing_error)
-    export_result(plan, result, reporter)
+    export_result(plan, result, reporter, ledger)
     return result
 
 
@@ -101,7 +102,7 @@ def finish_cached(plan: RunPlan, att: Attestation, ledger: Ledger, reporter: Rep
     """The result of a run served from the ledger: a cache hit, or an identical run just joined."""
     _link_pr(plan, ledger, plan.key)
     result = RunResult.done(att, ledger.entry_path(*plan.key), cached=not joined, joined=joined)
-    export_result(plan, result, reporter)
+    export_result(plan, result, reporter, ledger)
     return result
 
 
@@ -112,11 +113,12 @@ def _link_pr(plan: RunPlan, ledger: Ledger, key: LedgerKey) -> None:
             ledger.set_pr(*key, plan.flags.pr)
 
 
-def export_result(plan: RunPlan, result: RunResult, reporter: Reporter) -> None:
-    """Write the export file when ``--export`` or ``--export-to`` asked for one."""
+def export_result(plan: RunPlan, result: RunResult, reporter: Reporter, ledger: Ledger) -> None:
+    """Write the export file when ``--export`` or ``--export-to`` asked for one, and beside it
+    every prior its ``composedFrom`` chain pins (from the ledger) that is not there yet."""
     if not plan.flags.exports or result.attestation is None:
         return
-    from agentreview.store.export import export_path, write_export
+    from agentreview.store.export import composition_priors, export_path, write_export, write_prior
 
     att = result.attestation
     if plan.flags.export_to is not None:
@@ -126,6 +128,19 @@ def export_result(plan: RunPlan, result: RunResult, reporter: Reporter) -> None:
     recorded = "" if plan.flags.headless else " (the review is recorded: agentreview export writes it again)"
     try:
         result.export_path = write_export(att, target)
+        reporter.phase(f"exported {result.export_path}")
+        priors, missing = composition_priors(att, lambda range_sha: _recorded(ledger, att, range_sha))
+        for prior in priors:
+            written = write_prior(prior, target.parent)
+            if written is not None:
+                reporter.phase(f"exported composition prior {written}")
     except FileWriteError as exc:
         raise AgentreviewError(f"{exc}{recorded}") from exc
-    reporter.phase(f"exported {result.export_path}")
+    for line in missing:
+        reporter.phase(f"export: {line}; verify will not find it")
+
+
+def _recorded(ledger: Ledger, att: Attestation, range_sha: str) -> Attestation | None:
+    """The attestation the ledger holds for ``range_sha`` under ``att``'s repository, manifest and binding."""
+    entry = ledger.get(att.target.repoRemote, att.manifestSha, att.binding, range_sha)
+    return entry.attestation if entry is not None else None

@@ -3,18 +3,29 @@
 The default name is ``<exportDir>/<reviewId>-<binding>-<headSha[:12]>.json``; the
 content is the attestation with two-space indent and a trailing newline, key order
 as built (not canonical). Ledger host data is never part of an export.
+
+A composed attestation verifies only beside the priors its lanes' ``composedFrom`` pin
+(AIP-62 verification step 5, and every link with ``verify --full-chain``), so
+:func:`composition_priors` finds the whole chain in the ledger and :func:`write_prior`
+writes each prior next to the export under its own export name.
 """
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agentreview.host.files import atomic_write_text
+from agentreview.host.files import UnreadableFileError, atomic_write_text, read_regular_file
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentreview.model.attestation import Attestation
+
+# As deep as verify follows a chain (agentreview.verify.composition.MAX_CHAIN_DEPTH).
+MAX_PRIOR_DEPTH = 64
+MAX_EXPORT_BYTES = 16 * 1024 * 1024
 
 
 def export_path(att: Attestation, export_dir: Path) -> Path:
@@ -48,3 +59,68 @@ def confined_export_dir(repo_root: Path, export_dir: str | Path) -> Path:
 def write_export(att: Attestation, path: Path) -> Path:
     """Write the export atomically (creating directories); readable by the repository's users."""
     return atomic_write_text(Path(path), att.export_text(), mode=0o644)
+
+
+def composition_priors(
+    att: Attestation, lookup: Callable[[str], Attestation | None]
+) -> tuple[list[Attestation], list[str]]:
+    """Every prior ``att``'s ``composedFrom`` chain names, nearest first, and what could not be found.
+
+    ``lookup(rangeSha)`` returns the attestation recorded under that rangeSha (same repository,
+    manifest and binding: the only priors composition uses); a prior counts only when its
+    attestationSha256 is the pinned one. Each link is followed once; the depth is bounded."""
+    priors: list[Attestation] = []
+    missing: list[str] = []
+    seen = {att.attestation_sha256()}
+    frontier = [att]
+    for _ in range(MAX_PRIOR_DEPTH):
+        following: list[Attestation] = []
+        for current in frontier:
+            for lane in current.lanes:
+                ref = lane.composedFrom
+                if ref is None or ref.attestationSha256 in seen:
+                    continue
+                seen.add(ref.attestationSha256)
+                prior = lookup(ref.rangeSha)
+                if prior is None or prior.attestation_sha256() != ref.attestationSha256:
+                    missing.append(
+                        f"lane '{lane.id}': prior {ref.attestationSha256[:12]} (head {ref.headSha[:12]}) "
+                        "is no longer in this host's ledger"
+                    )
+                    continue
+                priors.append(prior)
+                following.append(prior)
+        if not following:
+            break
+        frontier = following
+    return priors, missing
+
+
+def write_prior(prior: Attestation, export_dir: Path) -> Path | None:
+    """Write ``prior`` into ``export_dir`` under its export name; None when it is already there.
+
+    When that name holds another attestation (a later review of the same head), the prior goes
+    beside it as ``<name>-<attestationSha256[:12]>.json``: verify finds priors by rangeSha,
+    binding and digest, never by name, and the other file stays as it was."""
+    path = export_path(prior, export_dir)
+    digest = prior.attestation_sha256()
+    for candidate in (path, path.with_name(f"{path.stem}-{digest[:12]}.json")):
+        held = _digest_at(candidate)
+        if held == digest:
+            return None
+        if held is None:
+            return write_export(prior, candidate)
+    return write_export(prior, path.with_name(f"{path.stem}-{digest[:12]}.json"))
+
+
+def _digest_at(path: Path) -> str | None:
+    """The attestationSha256 of the export at ``path``; None when there is none, "" when it is not one."""
+    from agentreview.model.digests import attestation_sha256_of
+
+    try:
+        raw = json.loads(read_regular_file(path, limit=MAX_EXPORT_BYTES, follow_symlinks=False))
+        return attestation_sha256_of(raw) if isinstance(raw, dict) else ""
+    except FileNotFoundError:
+        return None
+    except (UnreadableFileError, ValueError):
+        return ""
