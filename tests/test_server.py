@@ -386,8 +386,10 @@ def test_stamp_matches_only_the_same_code() -> None:
     assert not client.stamp_matches({**stamp, "version": "9.9.9"})
     assert not client.stamp_matches({**stamp, "python": "other"})
     own_init = next(f for f in stamp["files"] if f[0].endswith(os.path.join("agentreview", "__init__.py")))
-    files = [[path, mtime + 1] if path == own_init[0] else [path, mtime] for path, mtime in stamp["files"]]
-    assert not client.stamp_matches({**stamp, "files": files})
+    for field in range(len(own_init[1])):  # size, mtime_ns, ctime_ns, inode, device: each one counts
+        changed = [value + 1 if i == field else value for i, value in enumerate(own_init[1])]
+        files = [[path, changed] if path == own_init[0] else [path, seen] for path, seen in stamp["files"]]
+        assert not client.stamp_matches({**stamp, "files": files}), f"field {field} of the fingerprint is ignored"
     assert not client.stamp_matches({**stamp, "files": [f for f in stamp["files"] if f != own_init]})
     assert not client.stamp_matches(None) and not client.stamp_matches({**stamp, "files": "x"})
     plugin_entries = [f for f, _ in stamp["files"] if f.endswith(os.path.join("agentreview_command", "plugin.py"))]
@@ -507,6 +509,6 @@ def test_the_client_path_imports_only_the_standard_library(shared, tmp_path) -> 
     assert served == 0 and server.served() == before + 1
     ours = {m for m in modules if m.split(".")[0] == "agentreview"}
     assert ours == {"agentreview", "agentreview.cli", "agentreview.cli.entry", "agentreview.server",
-                    "agentreview.server.client", "agentreview.server.protocol"}
+                    "agentreview.server.client", "agentreview.server.context", "agentreview.server.protocol"}
     foreign = [m for m in modules if m.split(".")[0] not in sys.stdlib_module_names and m not in ours]
     assert foreign == [], f"the client path imported {foreign}"

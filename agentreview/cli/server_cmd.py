@@ -119,6 +119,12 @@ def stop() -> dict[str, Any] | None:
     return reply
 
 
+def _refusal(status: dict[str, Any]) -> str:
+    """The note that a running server will not run this shell's commands (another process context), and why."""
+    why = status.get("refused")
+    return f"\n  it does not run commands from this process, which run in-process: {why}" if why else ""
+
+
 def register(app: typer.Typer) -> None:
     server_app = typer.Typer(
         help="An opt-in warm server that keeps agentreview loaded so commands start fast.", no_args_is_help=True
@@ -134,7 +140,7 @@ def register(app: typer.Typer) -> None:
         """Start the warm server for $AGENTREVIEW_HOME (nothing if one is running)."""
         status = start(idle_timeout)
         verb = "started" if status["started"] else "already running"
-        typer.echo(f"agentreview server {verb} (pid {status['pid']}, {status['socket']})")
+        typer.echo(f"agentreview server {verb} (pid {status['pid']}, {status['socket']}){_refusal(status)}")
         return 0
 
     @server_app.command("stop")
@@ -161,7 +167,7 @@ def register(app: typer.Typer) -> None:
                 f"agentreview server: running (pid {status['pid']}, {status['socket']}, "
                 f"up {status['uptimeSeconds']:.0f} s, idle timeout {status['idleTimeoutSeconds']:g} s, "
                 f"{status['served']} served, {status['active']} active"
-                f"{stale})"
+                f"{stale}){_refusal(status)}"
             )
         return 0
 

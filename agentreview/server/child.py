@@ -4,27 +4,71 @@ The child takes over the caller's stdin/stdout/stderr (passed as SCM_RIGHTS), cw
 environment, leads its own process group (so the caller's signals reach its lanes too), drops
 every descriptor of the server, and runs :func:`agentreview.cli.entry.main`. It never returns
 into the server's loop, whatever happens: a second copy of the loop would answer clients.
+
+It dies with the server (:func:`die_with_server`): once the server is gone its client has
+already exited 3, so the command must neither write to the terminal nor record a ledger entry.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable
 from typing import Any, NoReturn
 
 from agentreview.server.signals import child_defaults
 
 EXIT_COULD_NOT_RUN = 3
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+_prctl: Any = None  # libc's prctl, looked up by prepare() in the server, before any fork
+
+
+def prepare() -> None:
+    """Look up ``prctl`` once in the server, so a child arms its parent-death signal at once after the fork."""
+    global _prctl
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        _prctl = ctypes.CDLL(None, use_errno=True).prctl
+
+
+def die_with_server(server_pid: int, death_fd: int) -> None:
+    """Make sure this child cannot outlive the server that forked it, even one killed by SIGKILL.
+
+    Two independent guards: the kernel sends us SIGKILL when the server exits
+    (PR_SET_PDEATHSIG; the server is single-threaded, so the forking thread is the process),
+    and a thread watching ``death_fd``, the read end of a pipe whose write end only the server
+    holds, kills us when it reads EOF. A server that died before the first guard was armed is
+    seen in ``getppid``. The command's lanes are then killed by its process watchdog.
+    """
+    if _prctl is not None:
+        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != server_pid:
+        os._exit(EXIT_COULD_NOT_RUN)
+    threading.Thread(target=_watch, args=(death_fd,), name="agentreview-server-death", daemon=True).start()
+
+
+def _watch(fd: int) -> None:
+    with contextlib.suppress(OSError):
+        while os.read(fd, 64):
+            pass
+    os.kill(os.getpid(), signal.SIGKILL)
 
 
 def become_command(
-    argv: list[str], cwd: str, env: dict[str, str], umask: int, fds: list[int], close_inherited: Callable[[], None]
+    argv: list[str], cwd: str, env: dict[str, str], umask: int, fds: list[int], close_inherited: Callable[[], None],
+    server: tuple[int, int],
 ) -> NoReturn:
-    """Run the command on the caller's fds and exit with its status; never returns."""
+    """Run the command on the caller's fds and exit with its status; never returns.
+
+    ``server`` is the server's pid and the read end of its death pipe (see :func:`die_with_server`).
+    """
     code = EXIT_COULD_NOT_RUN
     try:
+        die_with_server(*server)
         os.setpgid(0, 0)
         child_defaults()
         close_inherited()

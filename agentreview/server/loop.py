@@ -3,8 +3,13 @@
 One process, one thread: a ``selectors`` loop over the listening Unix socket, the client
 connections, one pidfd per running child and a wake-up socket for our own signals. A client
 that goes away (even SIGKILLed) is seen as EOF and its child's process group gets SIGTERM, so
-the engine cancels its lanes and records nothing; SIGKILL follows if that did not end it.
-Every connection's peer uid (SO_PEERCRED, from the kernel) must be ours.
+the engine cancels its lanes and records nothing; SIGKILL follows if that did not end it. A
+server that goes away (even SIGKILLed) takes its children with it (:func:`child.die_with_server`).
+
+Every connection's peer uid (SO_PEERCRED, from the kernel) must be ours, and a ``run`` is only
+forked for a client whose process context (read from /proc through a pidfd, and as the client
+itself reports it) is the server's own (:mod:`agentreview.server.context`); otherwise the
+client is told why and runs the command itself.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from agentreview.model.errors import AgentreviewError
-from agentreview.server import protocol
+from agentreview.server import context, protocol
 from agentreview.server.child import become_command
 from agentreview.server.directory import open_regular
 from agentreview.server.signals import install_stop_handlers, relayable, signal_group
@@ -51,6 +56,8 @@ class Conn:
     buffer: bytearray = field(default_factory=bytearray)
     fds: list[int] = field(default_factory=list)
     job: Job | None = None
+    context: dict[str, str] = field(default_factory=dict)  # ours, as read when it connected
+    refusal: str | None = None  # why its commands are not ours to run, if they are not
 
 
 class Server:
@@ -68,6 +75,8 @@ class Server:
         self.socket_ino = 0
         self.lock_fd = -1
         self.wake_r, self.wake_w = socket.socketpair()
+        # Every child holds the read end; only we hold the write end, which the kernel closes however we die.
+        self.death_r, self.death_w = os.pipe()
         self.stopping = False
         self.started = time.time()
         self.last_active = time.monotonic()
@@ -158,7 +167,7 @@ class Server:
         except (BlockingIOError, InterruptedError):
             return
         try:
-            uid = protocol.peer_uid(sock)
+            pid, uid, _gid = context.peer_credentials(sock)
         except OSError:
             sock.close()
             return
@@ -167,17 +176,36 @@ class Server:
             sock.close()
             return
         conn = Conn(sock, time.monotonic() + REQUEST_TIMEOUT_S)
-        if not self._reply(conn, {"stamp": self.stamp, "pid": os.getpid()}):
+        conn.refusal = self._admit(conn, pid)
+        hello: dict[str, Any] = {"stamp": self.stamp, "pid": os.getpid()}
+        if conn.refusal is not None:
+            hello["refused"] = conn.refusal  # status and stop still answer; a run is refused
+        if not self._reply(conn, hello):
             sock.close()
             return
         sock.setblocking(False)
         self.conns[sock.fileno()] = conn
         self.selector.register(sock, selectors.EVENT_READ, ("conn", conn))
 
-    def _reply(self, conn: Conn, message: dict[str, Any]) -> bool:
+    def _admit(self, conn: Conn, pid: int) -> str | None:
+        """Why the client ``pid`` may not have its commands run here, or None when its context is ours.
+
+        Read now, while its connection is open, through a pidfd (see :func:`context.peer_context`).
+        """
+        try:
+            conn.context = context.own_context()
+            peer = context.peer_context(conn.sock)
+        except context.ContextError as exc:
+            return f"its process context cannot be read: {exc}"
+        keys = context.differences(conn.context, peer)
+        if not keys:
+            return None
+        return f"its process context is not the server's: {context.describe(conn.context, peer, keys, 'client')}"
+
+    def _reply(self, conn: Conn, message: dict[str, Any], fds: list[int] | None = None) -> bool:
         try:
             conn.sock.settimeout(SEND_TIMEOUT_S)
-            protocol.send(conn.sock, message)
+            protocol.send(conn.sock, message, fds)
             return True
         except (OSError, protocol.ProtocolError):
             return False
@@ -268,10 +296,19 @@ class Server:
         ) or self.stopping:
             self._drop(conn)
             return
+        refusal = conn.refusal
+        if refusal is None and context.differences(conn.context, message.get("context")):
+            refusal = "the process context it reports is not the one the server read from /proc"
+        if refusal is not None:
+            self.log(f"not running a command: {refusal}")
+            self._reply(conn, {"refused": refusal})
+            self._drop(conn)
+            return
         fds, conn.fds = conn.fds, []
+        server_pid = os.getpid()
         pid = os.fork()
         if pid == 0:
-            become_command(argv, cwd, env, umask, fds, self._close_inherited)
+            become_command(argv, cwd, env, umask, fds, self._close_inherited, (server_pid, self.death_r))
         with contextlib.suppress(OSError):
             os.setpgid(pid, pid)  # also done by the child; whichever runs first wins the race
         for fd in fds:
@@ -281,6 +318,8 @@ class Server:
         conn.job = job
         self.jobs[pid] = job
         self.selector.register(job.pidfd, selectors.EVENT_READ, ("child", job))
+        # The client may then end the command itself if we die (a lost client is seen as EOF).
+        self._reply(conn, {"started": pid}, [job.pidfd])
 
     def _reap(self, job: Job) -> None:
         _, status = os.waitpid(job.pid, 0)
@@ -306,6 +345,7 @@ class Server:
             self.listener.close()
         self.wake_r.close()
         self.wake_w.close()
+        os.close(self.death_w)
         self.selector.close()
         if self.lock_fd >= 0:
             os.close(self.lock_fd)

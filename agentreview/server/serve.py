@@ -7,11 +7,13 @@ server start`` does that). The parts, one job each:
 * :mod:`~agentreview.server.warmup` — import and exercise the heavy modules before any fork;
 * :mod:`~agentreview.server.stamp` — what a client compares to know the server runs its code;
 * :mod:`~agentreview.server.loop` — the accept loop, one forked child per command, exit relay;
-* :mod:`~agentreview.server.child` — the child becoming the caller's command;
+* :mod:`~agentreview.server.child` — the child becoming the caller's command (and dying with us);
+* :mod:`~agentreview.server.context` — the process context both ends compare before a hand-over;
 * :mod:`~agentreview.server.signals` — stop signals, relayed signals, the child's dispositions.
 
-Security: the socket is 0600 inside that directory, and every connection's peer uid
-(SO_PEERCRED, from the kernel) must be ours.
+Security: the socket is 0600 inside that directory, every connection's peer uid
+(SO_PEERCRED, from the kernel) must be ours, and a command is run only for a client whose
+process context (credentials, namespaces, privileges, limits, cgroup) is ours.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ DEFAULT_IDLE_TIMEOUT_S = 15 * 60
 
 def serve(home: Path, idle_timeout: float) -> int:
     """Check the directory, take the lock, warm up, bind, loop. The exit code of the server process."""
+    from agentreview.server.child import prepare
     from agentreview.server.directory import prepare_dir
     from agentreview.server.loop import Server
     from agentreview.server.stamp import build_stamp
@@ -37,6 +40,7 @@ def serve(home: Path, idle_timeout: float) -> int:
     server.lock()
     for problem in warm():
         server.log(problem)
+    prepare()
     server.stamp = build_stamp()
     server.install_signals()
     server.bind()

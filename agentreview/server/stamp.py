@@ -2,8 +2,10 @@
 
 The stamp lists the version, interpreter and prefix, and every file the server's agentreview
 and plugin modules came from, plus the directories that hold installed distributions, each
-with its mtime; any edit, install or uninstall since the server started changes one of them,
-and :func:`agentreview.server.client.stamp_matches` then runs the command in-process instead.
+with its :func:`~agentreview.server.protocol.fingerprint` (size, mtime_ns, ctime_ns, inode,
+device: an mtime put back by ``cp -p`` or ``rsync -a`` does not hide a change); any edit,
+install or uninstall since the server started changes one of them, and
+:func:`agentreview.server.client.stamp_matches` then runs the command in-process instead.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import contextlib
 import os
 import sys
 from typing import Any
+
+from agentreview.server.protocol import fingerprint
 
 # The entry module runs as ``__main__``, so it is not in sys.modules under its own name.
 SERVE_MODULE_FILE = os.path.join(os.path.dirname(os.path.realpath(__file__)), "serve.py")
@@ -35,7 +39,7 @@ def build_stamp() -> dict[str, Any]:
     files = []
     for path in sorted(paths):
         with contextlib.suppress(OSError):
-            files.append([path, os.stat(path).st_mtime_ns])
+            files.append([path, fingerprint(path)])
     return {"version": agentreview.__version__, "prefix": sys.prefix, "python": sys.version, "files": files}
 
 
