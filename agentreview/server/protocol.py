@@ -97,7 +97,7 @@ def fingerprint(path: str) -> list[int]:
 
     A copy whose mtime was put back (``cp -p``, ``rsync -a``, ``tar x``) still changes the
     ctime (which no unprivileged call can set) and, unless written in place, the inode. Hashing
-    the contents instead would cost every served start ~1.5 ms, against ~0.3 ms for these stats
+    the contents instead would cost every served start ~1.2 ms, against ~0.25 ms for these stats
     (about 100 files, 0.5 MB; bench/bench_server.py).
     """
     info = os.stat(path)
