@@ -35,7 +35,7 @@ import pytest
 from reviewrepo import AGENTREVIEW, Repo, processes_matching, wait_for
 from test_server import Server, _alive, _entries_of, _repo, _short_home
 
-from agentreview.server import client, protocol, stamp
+from agentreview.server import client, context, protocol, stamp
 from agentreview.server.context import ContextError, differences, own_context, peer_context
 from agentreview.server.directory import prepare_dir
 from agentreview.server.stamp import build_stamp
@@ -324,7 +324,13 @@ def test_status_says_why_this_process_is_not_served(shared) -> None:
     assert "refused" not in shared.status()
 
 
-def test_the_peer_context_is_read_through_a_pidfd_and_refused_once_the_peer_is_gone(tmp_path) -> None:
+@pytest.mark.parametrize("source", ["SO_PEERPIDFD", "pidfd_open"])
+def test_the_peer_context_is_read_through_a_pidfd_and_refused_once_the_peer_is_gone(tmp_path, monkeypatch,
+                                                                                    source) -> None:
+    """From the socket (Linux >= 6.5) or, on older kernels, ``pidfd_open`` of the SO_PEERCRED pid."""
+    if source == "pidfd_open":
+        monkeypatch.delattr(socket, "SO_PEERPIDFD", raising=False)
+        monkeypatch.setattr(context, "_GENERIC_MACHINES", frozenset())
     path = str(tmp_path / "s.sock")
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
