@@ -280,3 +280,36 @@ def test_a_pack_that_does_not_load_is_3(git_repo, capsys) -> None:
     code, out, err = run_check(capsys, "--cwd", str(root))
     assert code == 3 and out == ""
     assert len(err.strip().splitlines()) == 1 and "./packs/core" in err
+
+
+@pytest.mark.parametrize("target", ["fifo", "/dev/stdin", "/proc/self/fd/1"])
+def test_a_review_md_the_change_links_to_a_stream_is_refused_at_once(
+    git_repo, agentreview_home: Path, target: str
+) -> None:
+    """The default REVIEW.md (no --manifest) committed as a link to a FIFO, /dev/stdin or /proc/self/fd/1,
+    with stdin and stdout held open until the command ends (a blocking read would wait for ever)."""
+    root = git_repo()
+    if target == "fifo":
+        target = str(root.parent / "review.fifo")
+        os.mkfifo(target)
+    (root / "REVIEW.md").symlink_to(target)
+    subprocess.run(["git", "add", "REVIEW.md"], cwd=root, check=True, timeout=30)
+    subprocess.run(["git", "commit", "-q", "-m", "REVIEW.md as a link"], cwd=root, check=True, timeout=30)
+    env = {**os.environ, "AGENTREVIEW_HOME": str(agentreview_home)}
+    with subprocess.Popen(
+        [str(AGENTREVIEW), "check"],
+        cwd=root, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    ) as proc:  # fmt: skip
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            pytest.fail(f"agentreview check hung on a REVIEW.md linked to {target}")
+        assert proc.stdout is not None and proc.stderr is not None
+        out, err = proc.stdout.read(), proc.stderr.read()
+    assert proc.returncode == 3 and out == ""
+    assert err == (
+        f"{root / 'REVIEW.md'}: file: is not a regular file (a FIFO, device or socket, or a link to one) — "
+        "refusing to read it; fix: point --manifest at the REVIEW.md file itself\n"
+    )

@@ -165,3 +165,73 @@ def test_real_process_json(repo: Repo) -> None:
     payload = json.loads(proc.stdout)
     assert payload["ok"] is False
     assert "verdict 'pass' does not follow from its lanes (expected 'block')" in payload["problems"]
+
+
+# A REVIEW.md that is a FIFO or a stream (a link to one the change can commit) would block a plain
+# open() or read() forever; the gate must refuse it at once (exit 3), with --policy-from too.
+STREAMS = ["fifo", "/dev/stdin", "/proc/self/fd/1"]
+NOT_REGULAR = "file: is not a regular file (a FIFO, device or socket, or a link to one) — refusing to read it"
+
+
+def _link_manifest(root: Path, target: str) -> Path:
+    manifest = root / "REVIEW.md"
+    if target == "fifo":
+        fifo = root.parent / f"{root.name}.fifo"
+        os.mkfifo(fifo)
+        target = str(fifo)
+    manifest.unlink(missing_ok=True)
+    manifest.symlink_to(target)
+    return manifest
+
+
+def _verify_process(root: Path, home: Path, *args: str) -> tuple[int, str, str]:
+    """``agentreview verify`` as CI runs it, with its stdin and stdout pipes held open by us until it
+    exits (a read of either would block: no writer ever comes) and a bound well under the test's."""
+    env = {**os.environ, "AGENTREVIEW_HOME": str(home)}
+    with subprocess.Popen(
+        [sys.executable, "-m", "agentreview", "verify", *args],
+        cwd=root, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    ) as proc:  # fmt: skip
+        try:
+            proc.wait(timeout=30)  # its output is a few lines: the pipes cannot fill
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            pytest.fail(f"agentreview verify {' '.join(args)} hung on a REVIEW.md that is not a regular file")
+        assert proc.stdout is not None and proc.stderr is not None
+        return proc.returncode, proc.stdout.read(), proc.stderr.read()
+
+
+@pytest.mark.parametrize("target", STREAMS)
+def test_a_manifest_linked_to_a_fifo_or_a_stream_is_refused_at_once(git_repo, tmp_path: Path, target: str) -> None:
+    root = git_repo()
+    manifest = _link_manifest(root, target)
+    code, out, err = _verify_process(root, tmp_path / "home", "--base", "main")
+    assert code == 3 and out == "", (out, err)
+    assert err == f"agentreview verify: {manifest}: {NOT_REGULAR}; fix: point --manifest at the REVIEW.md file itself\n"
+
+
+@pytest.mark.parametrize("target", STREAMS)
+def test_a_manifest_named_by_path_that_is_a_stream_is_refused_at_once(git_repo, tmp_path: Path, target: str) -> None:
+    root = git_repo()
+    named = str(_link_manifest(root, target)) if target == "fifo" else target
+    code, _, err = _verify_process(root, tmp_path / "home", "--manifest", named)
+    assert code == 3 and NOT_REGULAR in err, err
+
+
+@pytest.mark.parametrize("target", STREAMS)
+def test_with_policy_from_a_checkout_manifest_that_is_a_stream_fails_at_once(
+    git_repo, tmp_path: Path, target: str
+) -> None:
+    """REF's manifest is read from git; the checkout's, compared with it, is a link to a stream the change
+    committed: the comparison refuses to read it, so the policy check fails instead of hanging."""
+    root = git_repo(files={"REVIEW.md": "---\nkind: review\nid: demo\ntarget: { kind: git-range, base: main }\n"
+                                        "verdict: { exportDir: .reviews }\nchecks:\n  - id: t\n    kind: command\n"
+                                        "    run: \"true\"\n---\n"})  # fmt: skip
+    subprocess.run(["git", "switch", "-q", "-c", "feature"], cwd=root, check=True, timeout=30)
+    _link_manifest(root, target)
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True, timeout=30)
+    subprocess.run(["git", "commit", "-q", "-m", "manifest as a link"], cwd=root, check=True, timeout=30)
+    code, out, err = _verify_process(root, tmp_path / "home", "--policy-from", "main", "--base", "main")
+    assert code in (1, 3) and "hung" not in err, (out, err)
+    assert "edits the review policy" in out + err or NOT_REGULAR in out + err, (out, err)

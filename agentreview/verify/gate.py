@@ -238,9 +238,13 @@ class _Verifier:
         from agentreview.manifest.parse import parse_review, read_manifest_bytes
         from agentreview.model.errors import AgentreviewError
 
-        path = self._abs(self.o.manifest) if self.o.manifest else root / "REVIEW.md"
+        given = self.o.manifest
+        path = self._abs(given) if given else root / "REVIEW.md"
+        # Read by the name given, not the resolved one: a link to /dev/stdin resolves to a pipe's
+        # /proc name that does not exist, and the refusal must say "not a regular file".
+        named = (given if given.is_absolute() else self.cwd / given) if given else path
         try:
-            parsed = parse_review(read_manifest_bytes(path), path, registry=self._registry)
+            parsed = parse_review(read_manifest_bytes(named), path, registry=self._registry)
         except (AgentreviewError, ValueError, OSError) as exc:
             raise VerifyStop(EXIT_ERROR, "error", str(exc)) from exc
         self._registry = self._registry or parsed.registry  # loaded for a plugin's check kind: reuse it
