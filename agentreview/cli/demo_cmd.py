@@ -153,13 +153,13 @@ class Demo:
         self.step("review main..feature: lanes run in parallel, the verdict is signed, recorded and exported")
         self.agentreview("run", "--export", expect={0})
 
-        self.step("the CI gate: verify the export against the target branch, re-running nothing")
-        self.agentreview("verify", "--require-signed", "--base", "main", expect={0})
+        self.step("the CI gate: verify the export under main's policy (REVIEW.md, allowed_signers), re-running nothing")
+        self.agentreview("verify", "--require-signed", "--policy-from", "main", expect={0})
 
         self.step("commit the export; verify still finds it (HEAD only adds the export)")
         self.git("add", ".reviews")
         self.git("commit", "-q", "-m", "review: attest main..feature")
-        self.agentreview("verify", "--require-signed", "--base", "main", expect={0})
+        self.agentreview("verify", "--require-signed", "--policy-from", "main", expect={0})
 
         self.step("a forged export (a lane's record edited by hand) is refused")
         exports = sorted((self.repo / ".reviews").glob("*.json"))
@@ -168,7 +168,8 @@ class Demo:
         data["lanes"][0]["durationMs"] = 1
         data["lanes"][0]["findings"] = []
         forged.write_text(json.dumps(data, indent=2) + "\n")
-        self.agentreview("verify", str(forged), "--require-signed", "--base", "main", "--head", "HEAD^", expect={6})
+        gate = ("--require-signed", "--policy-from", "main")
+        self.agentreview("verify", str(forged), *gate, "--head", "HEAD^", expect={6})
 
         self.step("an unchanged range is answered from the ledger cache")
         self.agentreview("run", "--head", "HEAD^", expect={0})
