@@ -1,0 +1,73 @@
+"""``run --detach``: start a review in a background process that outlives the caller's terminal.
+
+The child is ``python -m agentreview run <args> --run-id <runId>`` in a session of its own
+(``setsid``: no controlling terminal, so the terminal's SIGHUP never reaches it), with stdin
+from ``/dev/null`` and its output in ``runs/<runId>.log``. It runs in-process (never through a
+warm server, whose forked child would not hold the run's lock).
+
+Before this returns, the run's lock is taken here and passed down to the child as an inherited
+descriptor, and its record is written as ``running``: the runId can be asked about at once,
+and if the child dies at any moment (even before it starts) the lock is released and the run
+reads as ``failed``, never ``running`` forever. The child is not one of
+:mod:`agentreview.host.procs`' process groups on purpose: those die with the host, this one must not.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+
+from agentreview.runs.registry import ENV_LOCK_FD, RunRegistry
+
+
+def new_run_id() -> str:
+    return f"review-{uuid.uuid4()}"
+
+
+def start_detached(
+    args: list[str], *, cwd: Path, env: Mapping[str, str] | None = None, home: Path | None = None
+) -> str:
+    """Start ``agentreview run <args>`` detached; return its runId once its record says ``running``."""
+    from agentreview.host.home import ENV_HOME, home_dir
+
+    child_env = dict(os.environ if env is None else env)
+    home = home or (Path(child_env[ENV_HOME]).expanduser().resolve() if child_env.get(ENV_HOME) else home_dir())
+    child_env[ENV_HOME] = str(home)
+    child_env["AGENTREVIEW_NO_SERVER"] = "1"
+    registry = RunRegistry(home)
+    run_id = new_run_id()
+    # running, under a lock that the child inherits: readable at once, failed the moment the child dies
+    registry.begin(
+        run_id, pid=None, repo_root=None, repo_remote=None, binding=None, base_sha=None, head_sha=None,
+        requester_session_id=None,
+    )
+    fd = registry.hold_lock(run_id)
+    try:
+        os.set_inheritable(fd, True)
+        child_env[ENV_LOCK_FD] = str(fd)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+        log = os.open(registry.log_path(run_id), flags, 0o600)
+        try:
+            subprocess.Popen(
+                [sys.executable, "-m", "agentreview", "run", *args, "--run-id", run_id],
+                cwd=cwd,
+                env=child_env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+                pass_fds=(fd,),
+                close_fds=True,
+            )
+        finally:
+            os.close(log)
+    except BaseException as exc:
+        registry.finish(run_id, status="failed", error=f"could not start the run: {exc}")
+        raise
+    # The child holds the lock now (its inherited descriptor); this process lets go of its own.
+    registry.release_lock(run_id)
+    return run_id
