@@ -24,6 +24,8 @@ from agentreview.model.errors import EXIT_ERROR, EXIT_USAGE, AgentreviewError
 
 COMMAND_MODULES = [
     "agentreview.cli.run_cmd",
+    "agentreview.cli.status_cmd",
+    "agentreview.cli.cancel_cmd",
     "agentreview.cli.verify_cmd",
     "agentreview.cli.check_cmd",
     "agentreview.cli.ledger_cmd",

@@ -6,7 +6,6 @@ Exit codes: 0 pass, 1 block, 2 incomplete or cancelled, 3 could not run, 64 usag
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 from pathlib import Path
@@ -87,6 +86,44 @@ def render_summary(result: RunResult, *, lanes_shown: bool = False) -> str:
     return neutralize("\n".join(lines))
 
 
+def _detached_args(
+    *,
+    cwd: Path,
+    manifest: Path | None,
+    binding: str | None,
+    base: str | None,
+    head: str | None,
+    export_to: Path | None,
+    pr: str | None,
+    flags: dict[str, bool],
+) -> list[str]:
+    """The background run's arguments: the same review, with paths made absolute (it runs elsewhere)."""
+    here = cwd.resolve()
+    args = ["--cwd", str(here)]
+    if manifest is not None:
+        args += ["--manifest", str(here / manifest)]
+    if export_to is not None:
+        args += ["--export-to", str(here / export_to)]
+    for option, value in (("--binding", binding), ("--base", base), ("--head", head), ("--pr", pr)):
+        if value is not None:
+            args += [option, value]
+    return args + [flag for flag, on in flags.items() if on]
+
+
+def _detach(args: list[str], cwd: Path, as_json: bool) -> int:
+    """Start the review in its own session and print its runId at once (exit 0)."""
+    from agentreview.runs.detach import start_detached
+
+    if not cwd.is_dir():
+        raise UsageError(f"--cwd {cwd}: not a directory")
+    run_id = start_detached(args, cwd=cwd.resolve(), env=None)
+    if as_json:
+        sys.stdout.write(json.dumps({"runId": run_id, "status": "running"}) + "\n")
+    else:
+        sys.stdout.write(f"{run_id} running in the background — agentreview status {run_id}\n")
+    return 0
+
+
 def register(app: typer.Typer) -> None:
     @app.command("run")
     def run(
@@ -116,9 +153,15 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="Print one JSON result object on stdout.")] = False,
         annotate: Annotated[str | None, typer.Option("--annotate", help="Emit CI annotations: 'github'.")] = None,
         pr: Annotated[str | None, typer.Option("--pr", help="Pull request URL known at review time.")] = None,
+        detach: Annotated[
+            bool, typer.Option("--detach", help="Start the review in the background; print its runId and return.")
+        ] = False,
+        run_id: Annotated[
+            str | None, typer.Option("--run-id", hidden=True, help="The runId announced by --detach (internal).")
+        ] = None,
     ) -> int:
         """Review base..head: prepare, freeze, run every lane in parallel, fold, sign, record."""
-        from agentreview.engine.options import ENV_SESSION, RunOptions
+        from agentreview.engine.options import RunOptions, requester_from_env
         from agentreview.engine.run import run_review
         from agentreview.report.progress import make_reporter
 
@@ -127,6 +170,20 @@ def register(app: typer.Typer) -> None:
         if annotate and as_json:
             raise UsageError("--annotate writes workflow commands to stdout; it cannot be combined with --json")
         pr_ref = parse_pr_url(pr) if pr else None
+        if run_id is not None:
+            from agentreview.runs.registry import RUN_ID
+
+            if not RUN_ID.match(run_id):
+                raise UsageError(f"--run-id {run_id!r} must be review-<id>")
+        if detach:
+            if annotate:
+                raise UsageError("--detach cannot be combined with --annotate (the review's output goes to a log)")
+            args = _detached_args(
+                cwd=cwd, manifest=manifest, binding=binding, base=base, head=head, export_to=export_to, pr=pr,
+                flags={"--no-cache": no_cache, "--no-compose": no_compose, "--headless": headless,
+                       "--supersede": supersede, "--export": export},
+            )
+            return _detach(args, cwd, as_json)
         options = RunOptions(
             cwd=cwd,
             manifest=manifest,
@@ -140,7 +197,8 @@ def register(app: typer.Typer) -> None:
             export=export,
             export_to=export_to,
             pr=pr_ref,
-            session_id=os.environ.get(ENV_SESSION) or None,
+            session_id=requester_from_env(),
+            run_id=run_id,
         )
         reporter = make_reporter(quiet=as_json)
         result = run_review(options, reporter)

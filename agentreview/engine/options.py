@@ -7,11 +7,18 @@ a frozen :class:`~agentreview.engine.plan.RunPlan`.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 ENV_SESSION = "AGENTREVIEW_SESSION_ID"
+ENV_SESSION_REFERENCE = "AGENTPROTO_SESSION_ID"  # the reference host's name, accepted too
+
+
+def requester_from_env() -> str | None:
+    """The requesting agent session: ``AGENTREVIEW_SESSION_ID``, else the reference's ``AGENTPROTO_SESSION_ID``."""
+    return os.environ.get(ENV_SESSION) or os.environ.get(ENV_SESSION_REFERENCE) or None
 
 
 @dataclass
@@ -28,6 +35,7 @@ class RunOptions:
     export: bool = False
     export_to: Path | None = None
     pr: dict[str, Any] | None = None
-    session_id: str | None = None
+    session_id: str | None = None  # requesterSessionId; None: taken from the environment (requester_from_env)
     home: Path | None = None
     join_timeout_s: float | None = None
+    run_id: str | None = None  # review-<uuid>, given by a caller that announced it (run --detach); else made

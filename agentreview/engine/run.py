@@ -23,6 +23,7 @@ and never replaces a full run's entry. In-flight records stay in the real ledger
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import signal
@@ -38,16 +39,18 @@ from agentreview.engine.cache import join_lock, serve_cached, serve_joined
 from agentreview.engine.coordination import InflightRegistry, join_lock_path
 from agentreview.engine.execute import Cancelled, LanePlan, PrepareFailed, run_lanes
 from agentreview.engine.freeze import lane_context, plan_lanes, prepare_and_freeze, prepare_context
-from agentreview.engine.options import RunOptions
+from agentreview.engine.options import RunOptions, requester_from_env
 from agentreview.engine.plan import RunPlan, build_plan
 from agentreview.engine.record import record_run
 from agentreview.engine.result import RunResult
 from agentreview.host import git
-from agentreview.model.errors import AgentreviewError
+from agentreview.host.home import home_dir
+from agentreview.model.errors import EXIT_USAGE, AgentreviewError
 from agentreview.report.progress import QuietReporter, Reporter
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentreview.engine.execute import LaneContext
+    from agentreview.engine.tracking import RunTracker
     from agentreview.model.attestation import LaneResult
     from agentreview.plugins.registry import Registry
     from agentreview.store.ledger import Ledger
@@ -60,10 +63,40 @@ def new_run_id() -> str:
 
 
 def run_review(options: RunOptions, reporter: Reporter | None = None, *, registry: Registry | None = None) -> RunResult:
-    """Run one review; never raises for a run that could not happen (status ``failed``)."""
-    run_id = new_run_id()
+    """Run one review; never raises for a run that could not happen (status ``failed``).
+
+    The run is in the run registry (:mod:`agentreview.runs`) from its first moment to its end:
+    ``running``, each lane as it finishes, then ``done``, ``cancelled`` or ``failed``."""
+    from agentreview.engine.tracking import RunTracker
+    from agentreview.runs.registry import RUN_ID
+
+    run_id = options.run_id or new_run_id()
+    if not RUN_ID.match(run_id):
+        return RunResult.failed(run_id, f"run id '{run_id}' is not review-<id>", exit_code=EXIT_USAGE)
+    if options.session_id is None:
+        options = dataclasses.replace(options, session_id=requester_from_env())
+    cancel = threading.Event()
+    tracker = RunTracker(options.home or home_dir(), run_id, cancel, options.session_id)
+    result: RunResult | None = None
+    with _cancel_on_signals(cancel):
+        tracker.start()
+        try:
+            result = _guarded(run_id, options, tracker.reporter(reporter or QuietReporter()), registry, cancel, tracker)
+        finally:  # even an exception that escapes (AGENTREVIEW_DEBUG) ends the record
+            tracker.finish(result or RunResult.failed(run_id, "the run ended with an internal error"))
+    return result
+
+
+def _guarded(
+    run_id: str,
+    options: RunOptions,
+    reporter: Reporter,
+    registry: Registry | None,
+    cancel: threading.Event,
+    tracker: RunTracker,
+) -> RunResult:
     try:
-        return _run(run_id, options, reporter or QuietReporter(), registry)
+        return _run(run_id, options, reporter, registry, cancel, tracker)
     except Cancelled:
         return RunResult.cancelled(run_id)
     except AgentreviewError as exc:
@@ -82,13 +115,24 @@ def run_review(options: RunOptions, reporter: Reporter | None = None, *, registr
         return RunResult.failed(run_id, f"{type(exc).__name__}: {exc}")
 
 
-def _run(run_id: str, options: RunOptions, reporter: Reporter, registry: Registry | None) -> RunResult:
+def _run(
+    run_id: str,
+    options: RunOptions,
+    reporter: Reporter,
+    registry: Registry | None,
+    cancel: threading.Event,
+    tracker: RunTracker,
+) -> RunResult:
     plan = build_plan(run_id, options, registry)
+    tracker.planned(plan)
+    for warning in tracker.warnings:
+        reporter.phase(warning)
+    if cancel.is_set():
+        raise Cancelled()
     slug_dir = plan.host.home / "reviews" / git.repo_slug(plan.repo_remote)
     inflight = InflightRegistry(slug_dir)
-    cancel = threading.Event()
     me = plan.inflight_run()
-    with _cancel_on_signals(cancel), inflight.advertise(me), _ledger_for(plan) as ledger:
+    with inflight.advertise(me), _ledger_for(plan) as ledger:
         # 6. supersede
         if plan.flags.supersede:
             for victim in inflight.supersede(me, lambda a, b: git.is_ancestor(plan.repo_root, a, b)):

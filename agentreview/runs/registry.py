@@ -296,9 +296,47 @@ class RunRegistry:
         return data
 
     def view(self, run_id: str) -> dict[str, Any] | None:
-        """The reference host's view of a run, or None for an unknown id."""
+        """The reference host's view of a run, or None for an unknown id.
+
+        A run whose record is gone (pruned, or recorded before this registry) but whose
+        attestation is in the ledger is ``done``, its view taken from the ledger."""
         data = self.record(run_id)
-        return None if data is None else self._view(data)
+        if data is not None:
+            return self._view(data)
+        return self._ledger_view(run_id) if RUN_ID.match(run_id) else None
+
+    def _ledger_view(self, run_id: str) -> dict[str, Any] | None:
+        from agentreview.host.home import ledger_root
+        from agentreview.store.ledger import Ledger
+
+        root = ledger_root(self.home)
+        if not root.is_dir():
+            return None
+        try:
+            with Ledger(root) as ledger:
+                rows = ledger.list(run_id=run_id, limit=1)
+        except (OSError, ValueError):
+            return None
+        if not rows:
+            return None
+        row = rows[0].to_json()
+        return self._view(
+            {
+                "runId": run_id,
+                "status": "done",
+                "binding": row.get("binding"),
+                "repoRemote": row.get("repoRemote"),
+                "range": {"base": row.get("baseSha"), "head": row.get("headSha")},
+                "ledgerKey": {
+                    "repoRemote": row.get("repoRemote"),
+                    "manifestSha": row.get("manifestSha"),
+                    "binding": row.get("binding"),
+                    "rangeSha": row.get("rangeSha"),
+                },
+                "attestationRunId": run_id,
+                "verdict": row.get("verdict"),
+            }
+        )
 
     def _view(self, data: dict[str, Any]) -> dict[str, Any]:
         rng: dict[str, Any] = data["range"] if isinstance(data.get("range"), dict) else {}

@@ -1,0 +1,41 @@
+"""``agentreview cancel RUN_ID``: stop a running review as Ctrl-C does.
+
+Running lanes and reviewer sessions are killed, unstarted lanes never start, nothing is
+recorded. Prints ``{runId, cancelled, status}``; exit codes: 0 (cancelled, or the run had
+already ended: ``cancelled`` false and its status), 4 unknown run id (status ``not_found``), 64 usage.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+from agentreview.model.errors import EXIT_NOT_FOUND
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("cancel")
+    def cancel(
+        run_id: Annotated[str, typer.Argument(help="The run to cancel (review-…).")],
+        as_json: Annotated[bool, typer.Option("--json", help="Print {runId, cancelled, status} as JSON.")] = False,
+    ) -> int:
+        """Cancel a running review: its lanes are killed and nothing is recorded."""
+        import sys
+
+        from agentreview.host.home import home_dir
+        from agentreview.report.neutral import neutralize
+        from agentreview.runs.registry import RunRegistry
+
+        result = RunRegistry(home_dir()).cancel(run_id)
+        found = result["status"] != "not_found"
+        if as_json:
+            typer.echo(json.dumps(result))
+        elif not found:
+            sys.stderr.write(neutralize(f"agentreview cancel: review run '{run_id}' not found") + "\n")
+        elif result["cancelled"]:
+            typer.echo(f"{run_id} cancelled")
+        else:
+            typer.echo(f"{run_id} was not running (status {result['status']})")
+        return 0 if found else EXIT_NOT_FOUND

@@ -1,0 +1,62 @@
+"""``agentreview status [RUN_ID]``: one run's view, or every running run of this host.
+
+The view is the run registry's (:mod:`agentreview.runs.registry`): ``running`` with each
+lane's status as it finishes, then ``done`` (its attestation from the ledger), ``cancelled``
+or ``failed`` (a run whose process died is ``failed``, never ``running`` forever).
+Exit codes: 0, 4 unknown run id, 64 usage.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import typer
+
+from agentreview.model.errors import EXIT_NOT_FOUND, AgentreviewError
+
+
+def _line(view: dict[str, Any]) -> str:
+    lanes = ", ".join(f"{lane['id']} {lane['status']}" for lane in view.get("lanes") or [])
+    rng = view.get("range") or {}
+    span = f"{str(rng.get('base') or '?')[:10]}..{str(rng.get('head') or '?')[:10]}"
+    parts = [view["runId"], view["status"]]
+    if view.get("verdict"):
+        parts.append(f"verdict {view['verdict']}")
+    if view.get("binding"):
+        parts.append(f"{view['binding']} {span}")
+    if lanes:
+        parts.append(f"lanes: {lanes}")
+    text = "  ".join(parts)
+    if view.get("error"):
+        text += f"\n  {str(view['error']).splitlines()[0]}"
+    return text
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("status")
+    def status(
+        run_id: Annotated[str | None, typer.Argument(help="The run (review-…); none: every running run.")] = None,
+        as_json: Annotated[bool, typer.Option("--json", help="Print the view as JSON.")] = False,
+    ) -> int:
+        """Show one review run (running, each lane, then its verdict), or every running run of this host."""
+        from agentreview.host.home import home_dir
+        from agentreview.report.neutral import neutralize
+        from agentreview.runs.registry import RunRegistry
+
+        registry = RunRegistry(home_dir())
+        if run_id is None:
+            views = registry.running()
+            if as_json:
+                typer.echo(json.dumps(views, indent=2, ensure_ascii=False))
+            else:
+                typer.echo(neutralize("\n".join(_line(v) for v in views)) if views else "no review is running")
+            return 0
+        view = registry.view(run_id)
+        if view is None:
+            raise AgentreviewError(f"review run '{run_id}' not found", exit_code=EXIT_NOT_FOUND)
+        if as_json:
+            typer.echo(json.dumps(view, indent=2, ensure_ascii=False))
+        else:
+            typer.echo(neutralize(_line(view)))
+        return 0
