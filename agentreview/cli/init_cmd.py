@@ -1,0 +1,89 @@
+"""``agentreview init``: REVIEW.md, a rubric, allowed_signers, the pre-push hook and a CI gate.
+
+Exit codes: 0 (also when every file was already there: what was skipped is said), 3 when the
+directory is not inside a git repository or a file cannot be written, 64 usage (an unknown
+``--ci``, ``--hook`` or ``--reviewer`` preset). The work is ``agentreview.setup``'s; this module
+parses options, reaches the plugin registry (reviewer providers, the configured signer) and prints.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("init")
+    def init(
+        cwd: Annotated[
+            Path | None, typer.Option("--cwd", help="The repository to set up (any folder inside it).")
+        ] = None,
+        ci: Annotated[
+            str | None, typer.Option("--ci", help="Also write a CI gate: 'github' (.github/workflows/agentreview.yml).")
+        ] = None,
+        hook: Annotated[
+            str, typer.Option("--hook", help="Install the 'pre-push' hook (default) or 'none'.")
+        ] = "pre-push",
+        reviewer: Annotated[
+            str | None, typer.Option("--reviewer", help="The agent check's preset (default: the first usable here).")
+        ] = None,
+        force: Annotated[bool, typer.Option("--force", help="Overwrite files init would write that differ.")] = False,
+        as_json: Annotated[bool, typer.Option("--json", help="Print {written, skipped, ...} as JSON.")] = False,
+    ) -> int:
+        """Set up a repository for reviews: REVIEW.md, rubric, allowed_signers, pre-push hook, CI gate."""
+        from agentreview.host import git as repo
+        from agentreview.host.home import home_dir
+        from agentreview.host.presets import load_presets
+        from agentreview.model.contracts import SignerContext, SigningError
+        from agentreview.model.errors import AgentreviewError, UsageError
+        from agentreview.plugins.registry import load_registry
+        from agentreview.setup.init import InitOptions, init_repository
+        from agentreview.signing.signers import configured_signer
+
+        if ci not in (None, "github"):
+            raise UsageError(f"--ci must be 'github', got {ci!r}")
+        if hook not in ("pre-push", "none"):
+            raise UsageError(f"--hook must be 'pre-push' or 'none', got {hook!r}")
+        base = (cwd or Path.cwd()).absolute()
+        try:
+            root = repo.repo_root(base)
+        except repo.GitError as exc:
+            raise AgentreviewError(f"{exc}; run 'git init' first or pass --cwd") from exc
+        home = home_dir()
+        registry = load_registry()
+        for warning in registry.warnings:
+            typer.echo(f"agentreview init: warning: {warning}", err=True)
+        providers = registry.objects("providers")
+        if reviewer is not None and reviewer not in load_presets(home, providers):
+            raise UsageError(f"--reviewer {reviewer!r} is not a preset of this host (see 'agentreview presets')")
+        line: str | None = None
+        signer_error: str | None = None
+        try:
+            signer = configured_signer(registry, home)
+            line = signer.key_info(SignerContext(home=home, repo_root=root)).allowed_signers_line
+        except (SigningError, AgentreviewError) as exc:
+            signer_error = str(exc)
+        report = init_repository(
+            InitOptions(root=root, ci=ci, hook=hook, reviewer=reviewer, force=force),
+            providers=providers,
+            signers_line=line,
+            signer_error=signer_error,
+        )
+        for warning in report.warnings:
+            typer.echo(f"agentreview init: warning: {warning}", err=True)
+        if as_json:
+            typer.echo(json.dumps(report.as_json(), indent=2))
+            return 0
+        checks = ", ".join(c.id for c in report.checks) or "none found"
+        typer.echo(f"agentreview init: {root}")
+        typer.echo(f"  command checks: {checks}; reviewer preset: {report.preset}; base: {report.base}")
+        for outcome in report.outcomes:
+            reason = f"  ({outcome.reason})" if outcome.reason else ""
+            typer.echo(f"  {outcome.status:<9} {outcome.path}{reason}")
+        typer.echo("next steps:")
+        for step in report.next_steps():
+            typer.echo(f"  {step}")
+        return 0

@@ -1,0 +1,88 @@
+"""The pre-push hook, where git runs hooks, chaining whatever hook was already there.
+
+Where: ``core.hooksPath`` when the user's configuration sets it (read with ``git config
+--show-scope --type=path``, so includes, ``~`` and every scope count exactly as git counts them;
+the hardened runner's own ``core.hooksPath=/dev/null`` is the ``command`` scope and is ignored;
+a relative value is relative to the work tree's root, as git runs hooks there), else the hooks
+folder of the common git directory (shared by every worktree). Plain hardened git rather than
+GitPython: no new dependency in the core, and git's own answer includes what GitPython's config
+reader does not evaluate (``includeIf`` conditions, worktree configuration).
+
+Never replacing a hook it did not write: an existing ``pre-push`` moves aside to
+``pre-push.local`` (its mode kept) and the new hook runs it first with the same arguments and
+stdin; when ``pre-push.local`` is taken too, nothing is touched and the user is told how to
+chain by hand. ``init``'s hook is recognised by its marker line: identical bytes are left alone
+(a second run changes nothing), an edited copy is rewritten only with ``--force``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from agentreview.host import git as repo
+from agentreview.setup.writer import Outcome, place, shown
+
+__all__ = ["HOOK_MARKER", "hooks_dir", "install_pre_push", "render_hook"]
+
+HOOK_MARKER = "# agentreview init: pre-push hook"
+CHAINED = "pre-push.local"
+
+
+def render_hook() -> str:
+    return f"""\
+#!/bin/sh
+{HOOK_MARKER}
+# Reviews the commits being pushed with REVIEW.md's `local` binding: a block (1), incomplete (2)
+# or could-not-run (3) stops the push. The hook that was here before runs first, from
+# pre-push.local, with the same arguments and stdin. `agentreview init` recognises this file by
+# the line above and rewrites it only with --force.
+hook_dir=$(dirname "$0")
+if [ -x "$hook_dir/{CHAINED}" ]; then
+    "$hook_dir/{CHAINED}" "$@" || exit $?
+fi
+exec agentreview run --binding local --supersede </dev/null
+"""
+
+
+def hooks_dir(root: Path) -> Path:
+    """The folder git runs this repository's hooks from."""
+    proc = repo.git(["config", "--show-scope", "--type=path", "--get-all", "core.hooksPath"], root, check=False)
+    configured = None
+    for line in proc.stdout.splitlines() if proc.returncode == 0 else []:
+        scope, _, value = line.partition("\t")
+        if scope != "command" and value:
+            configured = value
+    if configured:
+        path = Path(configured)
+        return path if path.is_absolute() else root / path
+    common = Path(repo.git(["rev-parse", "--git-common-dir"], root).stdout.strip())
+    return (common if common.is_absolute() else root / common) / "hooks"
+
+
+def install_pre_push(root: Path, *, force: bool) -> Outcome:
+    """Install (or recognise) the pre-push hook; the outcome names the hook's path."""
+    folder = hooks_dir(root)
+    hook = folder / "pre-push"
+    chained = folder / CHAINED
+    data = render_hook().encode()
+    name = shown(hook, root)
+    if os.path.lexists(hook):
+        try:
+            ours = HOOK_MARKER.encode() in hook.read_bytes()[:4096]
+        except OSError:
+            ours = False
+        if ours:
+            return place(hook, data, root=root, force=force, mode=0o755, confine=False)
+        if os.path.lexists(chained):
+            return Outcome(
+                name,
+                "skipped",
+                f"a pre-push hook of yours is there and {CHAINED} is taken too; not touched — "
+                f"add `agentreview run --binding local` to your hook",
+            )
+        os.rename(hook, chained)
+        result = place(hook, data, root=root, force=False, mode=0o755, confine=False)
+        return Outcome(result.path, result.status, f"the hook that was there runs first, as {shown(chained, root)}")
+    folder.mkdir(parents=True, exist_ok=True)
+    return place(hook, data, root=root, force=force, mode=0o755, confine=False)

@@ -1,0 +1,90 @@
+"""The order of ``agentreview init`` and what it reports: written, skipped, next steps.
+
+The CLI resolves what needs the plugin registry (the reviewer providers, this host's
+allowed_signers line from the configured signer) and hands it in; this module decides and writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentreview.setup.detect import DetectedCheck, detect_checks
+from agentreview.setup.hooks import install_pre_push
+from agentreview.setup.manifest import RUBRIC, RUBRIC_PATH, default_base, pick_preset, render_manifest, review_id
+from agentreview.setup.signers import write_allowed_signers
+from agentreview.setup.workflow import write_workflow
+from agentreview.setup.writer import Outcome, place
+
+__all__ = ["InitOptions", "InitReport", "init_repository"]
+
+
+@dataclass(frozen=True)
+class InitOptions:
+    root: Path
+    ci: str | None = None
+    hook: str = "pre-push"
+    reviewer: str | None = None
+    force: bool = False
+
+
+@dataclass
+class InitReport:
+    outcomes: list[Outcome] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    checks: list[DetectedCheck] = field(default_factory=list)
+    preset: str = ""
+    base: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "written": [o.path for o in self.outcomes if o.status == "written"],
+            "skipped": [o.path for o in self.outcomes if o.status != "written"],
+            "reasons": {o.path: o.reason for o in self.outcomes if o.reason},
+            "warnings": self.warnings,
+        }
+
+    def next_steps(self) -> list[str]:
+        paths = ["REVIEW.md", "rubrics", ".agentproto"] + [
+            o.path for o in self.outcomes if o.path.startswith(".github/")
+        ]
+        return [
+            "agentreview check                       # what each binding runs",
+            f"git add {' '.join(paths)} && git commit -m 'review: adopt agentreview'",
+            "  (on the default branch: the gate reads REVIEW.md and allowed_signers from the base)",
+            "agentreview run --binding local --export   # review, sign, export to .reviews/; commit it",
+            "git push                                # the pre-push hook reviews what you push",
+        ]
+
+
+def init_repository(
+    opts: InitOptions, *, providers: Mapping[str, Any], signers_line: str | None, signer_error: str | None = None
+) -> InitReport:
+    """Write every file ``init`` owns under the never-overwrite rule, in a fixed order."""
+    root = opts.root
+    report = InitReport()
+    report.checks = detect_checks(root)
+    report.preset = opts.reviewer or pick_preset(providers)
+    report.base, warning = default_base(root)
+    if warning:
+        report.warnings.append(warning)
+    text = render_manifest(
+        rid=review_id(root),
+        name=root.name or "repository",
+        base=report.base,
+        checks=report.checks,
+        preset=report.preset,
+    )
+    report.outcomes.append(place(root / "REVIEW.md", text.encode(), root=root, force=opts.force))
+    report.outcomes.append(place(root / RUBRIC_PATH, RUBRIC.encode(), root=root, force=opts.force))
+    if signers_line is not None:
+        report.outcomes.append(write_allowed_signers(root, signers_line, force=opts.force))
+    else:
+        report.outcomes.append(Outcome(".agentproto/allowed_signers", "skipped", f"no signing key: {signer_error}"))
+    if opts.hook == "pre-push":
+        report.outcomes.append(install_pre_push(root, force=opts.force))
+    if opts.ci == "github":
+        report.outcomes.append(write_workflow(root, force=opts.force))
+    return report

@@ -1,0 +1,40 @@
+"""``.agentproto/allowed_signers``: this host's key, trusted for reviews only.
+
+The line is the signer's own ``key_info().allowed_signers_line`` (``<principal>
+namespaces="agentproto-review" <key>``), so the key is accepted for review signatures and for
+nothing else ssh-keygen might verify with the same file. A file that already holds the line is
+left alone; one without it is not rewritten: ``--force`` appends the line and keeps every key
+already trusted there (dropping another signer's key would be a silent loss of trust).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agentreview.host.files import UnreadableFileError, read_regular_file
+from agentreview.setup.writer import Outcome, place, shown
+
+__all__ = ["ALLOWED_SIGNERS", "write_allowed_signers"]
+
+ALLOWED_SIGNERS = ".agentproto/allowed_signers"
+_LIMIT = 1 << 20
+
+
+def write_allowed_signers(root: Path, line: str, *, force: bool) -> Outcome:
+    """Write or extend ``<root>/.agentproto/allowed_signers`` with ``line``."""
+    path = root / ALLOWED_SIGNERS
+    try:
+        current = read_regular_file(path, limit=_LIMIT, follow_symlinks=False).decode("utf-8", "replace")
+    except UnreadableFileError:
+        current = None
+    if current is None:
+        return place(path, (line + "\n").encode(), root=root, force=force)
+    if line in (raw.strip() for raw in current.splitlines()):
+        return Outcome(shown(path, root), "unchanged", "already trusts this host's key")
+    if not force:
+        return Outcome(shown(path, root), "skipped", "exists without this host's key; --force appends it")
+    joined = current if current.endswith("\n") or not current else current + "\n"
+    result = place(path, (joined + line + "\n").encode(), root=root, force=True)
+    return Outcome(
+        result.path, result.status, "this host's key appended" if result.status == "written" else result.reason
+    )
