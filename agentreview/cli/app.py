@@ -37,6 +37,7 @@ COMMAND_MODULES = [
     "agentreview.cli.plugins_cmd",
     "agentreview.cli.demo_cmd",
     "agentreview.cli.server_cmd",
+    "agentreview.cli.init_cmd",
 ]
 
 
