@@ -81,6 +81,9 @@ def register(app: typer.Typer) -> None:
         ] = None,
         limit: Annotated[int, typer.Option("--limit", min=1, max=500, help="At most this many rows.")] = 50,
         cwd: Annotated[Path | None, typer.Option("--cwd", help="Repository for resolving --range refs.")] = None,
+        requester: Annotated[
+            str | None, typer.Option("--requester", help="Only runs requested by this agent session id.")
+        ] = None,
         reindex: Annotated[bool, typer.Option("--reindex", help="Rebuild the index from the files first.")] = False,
     ) -> int:
         """List recorded attestations, newest first."""
@@ -96,7 +99,11 @@ def register(app: typer.Typer) -> None:
             rows = [
                 row.to_json()
                 for row in led.list(
-                    repo=normalize_remote(repo) if repo else None, binding=binding, range_sha=rsha, limit=limit
+                    repo=normalize_remote(repo) if repo else None,
+                    binding=binding,
+                    range_sha=rsha,
+                    requester_session_id=requester,
+                    limit=limit,
                 )
             ]
         if as_json:
@@ -104,6 +111,6 @@ def register(app: typer.Typer) -> None:
         elif rows:
             typer.echo(_table(rows))
         else:
-            filtered = repo or binding or range_
+            filtered = repo or binding or range_ or requester
             typer.echo("no attestations match" if filtered else "the ledger holds no attestations")
         return 0

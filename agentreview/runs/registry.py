@@ -225,6 +225,9 @@ class RunRegistry:
         with self._mutex:
             record = self._records.pop(run_id, None) or self._read(run_id) or {"runId": run_id, "lanes": []}
             record.update(status=status, finishedAt=_now())
+            for lane in record.get("lanes") or []:
+                if isinstance(lane, dict) and lane.get("status") == "running":  # killed, or never started
+                    lane["status"] = status
             for name, value in (
                 ("verdict", verdict),
                 ("ledgerKey", ledger_key),

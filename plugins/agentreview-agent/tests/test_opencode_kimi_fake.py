@@ -51,6 +51,8 @@ def test_success_blocks_on_a_high_finding(lane, reviewer) -> None:
             "--pure",
             "--file",
         ]
+        # the spec's reviewer session label, where the CLI can name a session (opencode run --title)
+        assert call["argv"][10:12] == ["--title", "review:rev:correctness"]
         assert call["cwd"] == str(project)
         assert call["env"]["XDG_CONFIG_HOME"] == str(work / "opencode" / "xdg_config_home")
         assert call["env"]["XDG_DATA_HOME"] == str(work / "opencode" / "xdg_data_home")

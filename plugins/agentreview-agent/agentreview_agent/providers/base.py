@@ -37,6 +37,13 @@ class ShippedCli(CliReviewer):
     redirecting_env = REDIRECTING_ENV
 
 
+def session_label(review_id: str, check_id: str, attempt: int = 1) -> str:
+    """The reviewer session's name, as the spec's §Reviewer sessions and the reference host give it:
+    ``review:<reviewId>:<checkId>``, ``:retry<n>`` on a retry. Used where a CLI can name a session."""
+    label = f"review:{review_id}:{check_id}"
+    return label + (f":retry{attempt - 1}" if attempt > 1 else "")
+
+
 def tail(text: str, limit: int = 300) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else "…" + text[-limit:]

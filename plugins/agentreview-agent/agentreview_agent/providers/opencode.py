@@ -38,7 +38,7 @@ from agentreview.api import (
     run_process_group,
     user_dir,
 )
-from agentreview_agent.providers.base import ShippedCli, answered, clip, stream_end, tail
+from agentreview_agent.providers.base import ShippedCli, answered, clip, session_label, stream_end, tail
 from agentreview_agent.streams import parse_jsonl, unavailable_reason
 
 HELP_ARGS = ("run", "--help")
@@ -221,9 +221,10 @@ class OpenCodeProvider(ShippedCli):
         argv += [flag for flag in OPTIONAL_FLAGS if info.offers(flag)]
         if request.preset.model:
             argv += ["-m", request.preset.model]
+        argv += ["--file", str(prompt_file)]
+        if info.offers("--title"):  # OpenCode names its session: the spec's reviewer session label
+            argv += ["--title", session_label(request.review_id, request.check_id, request.attempt)]
         argv += [
-            "--file",
-            str(prompt_file),
             "--",
             f"Follow the attached instructions (repository: {request.repo_root}).",
         ]

@@ -34,7 +34,7 @@ TOOLS = [
     "skill",
 ]
 HELP = """opencode run [message..]
-      --pure  -m, --model  --agent  --format  -f, --file  --dir  --auto
+      --pure  -m, --model  --agent  --format  -f, --file  --dir  --auto  --title
 """
 
 
