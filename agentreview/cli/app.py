@@ -38,6 +38,7 @@ COMMAND_MODULES = [
     "agentreview.cli.demo_cmd",
     "agentreview.cli.server_cmd",
     "agentreview.cli.init_cmd",
+    "agentreview.cli.mcp_cmd",
 ]
 
 

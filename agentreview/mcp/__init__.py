@@ -1,0 +1,14 @@
+"""``agentreview mcp``: the review as tools for agents, over the Model Context Protocol (stdio).
+
+The spec's §Host surface: an agent that has just changed code asks for a review, keeps
+working, checks on it, cancels it, lists the ledger and exports, through tools instead of
+shelling out and parsing text. Built on the official ``mcp`` SDK, which is an optional extra
+(``pip install 'agentreview[mcp]'``): nothing else in the core imports this package.
+
+* :mod:`~agentreview.mcp.args` — argument checks shared by the tools (one clear error each);
+* :mod:`~agentreview.mcp.queries` — ``review_ledger`` and ``review_export`` over the ledger;
+* :mod:`~agentreview.mcp.runs` — ``review_run``, ``review_status``, ``review_cancel``;
+* :mod:`~agentreview.mcp.server` — the SDK server: tool names, descriptions, progress.
+"""
+
+INSTALL_HINT = "the MCP server needs the 'mcp' extra: pip install 'agentreview[mcp]'"

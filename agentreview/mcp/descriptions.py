@@ -1,0 +1,95 @@
+"""What the tools tell the model that calls them: when to call, what each argument means, what comes back.
+
+Kept apart from the server so the words can be read (and reviewed) as the model reads them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+INSTRUCTIONS = (
+    "agentreview runs the repository's REVIEW.md review (command lanes and reviewer-agent lanes) over a git "
+    "range and records a signed attestation with a verdict: pass, block or incomplete. After changing code, "
+    "call review_run with cwd set to the repository and read the verdict and each lane's findings. Use "
+    "wait=false to keep working and review_status to check on it; review_ledger lists past reviews."
+)
+
+REVIEW_RUN = (
+    "Review the code changes in a git repository: runs every lane of the repository's REVIEW.md (shell "
+    "command checks and reviewer-agent checks) over the range base..head, then records a signed attestation. "
+    "Call it after you changed code and before you say the work is done. With wait=true (default) the call "
+    "returns when the review ends (minutes, when reviewer agents run): {runId, status: done|failed|cancelled, "
+    "verdict: pass|block|incomplete, lanes: [{id, status}], attestation: {lanes: [{id, status, findings: "
+    "[{severity, file, line, title, detail}]}], ...}}. pass: every blocking lane passed. block: a blocking "
+    "lane found problems; read its findings and fix them. incomplete: a lane could not finish (timeout, "
+    "skipped); not a pass. failed: the review could not run; 'error' says why. With wait=false it returns at "
+    "once with {runId, status: 'running'}: keep working and call review_status with the runId. A verdict "
+    "recorded earlier for the same range and manifest is answered from the ledger."
+)
+REVIEW_STATUS = (
+    "Check on a review started with review_run (wait=false). Returns the run's view {runId, status: "
+    "running|done|failed|cancelled, lanes: [{id, status}], binding, range: {base, head}}; once done also its "
+    "verdict (pass|block|incomplete) and attestation with each lane's findings. Poll every few seconds while "
+    "status is 'running'. An unknown runId is an error."
+)
+REVIEW_CANCEL = (
+    "Cancel a running review: its running lanes and reviewer sessions are killed, unstarted lanes never start, "
+    "and nothing is recorded. Returns {runId, cancelled: true|false, status}: status 'not_found' for an unknown "
+    "runId, cancelled=false when the review had already finished."
+)
+REVIEW_LEDGER = (
+    "List this host's recorded reviews (attestations), newest first: {total, attestations: [{runId, reviewId, "
+    "binding, verdict, repoRemote, baseSha, headSha, rangeSha, createdAt, signed, lanes: [{id, status, "
+    "blocking}], ...}]}. Use it to see whether a range was already reviewed and with which verdict, or to find "
+    "a runId to export. With includeRunning, reviews still running come first (status 'running')."
+)
+REVIEW_EXPORT = (
+    "Write a recorded review's attestation as an export file, where a CI gate (agentreview verify) reads it: "
+    "by default into the manifest's verdict.exportDir as <reviewId>-<binding>-<head12>.json. Name the review "
+    "by runId, or by repoRemote + rangeSha (both from review_ledger), with binding when several bindings "
+    "match. Returns {path, runId, verdict}. Commit the file with the change."
+)
+REVIEW_PR = (
+    "Link a recorded review to its GitHub pull request and fetch the PR's state (open, closed or merged; head "
+    "sha; check runs): the review is picked by runId, else rangeSha or range, else the PR already linked, else "
+    "the newest review of cwd's HEAD. Appends a status snapshot to the review's annotations (never to the "
+    "attestation). Returns {ok, attestation, pr, linkedVia, status, snapshots}, or {ok: false, error: {code, "
+    "message}} with code gh_unavailable, gh_failed, unsupported_remote or no_pr."
+)
+
+
+def arg(text: str) -> Any:
+    """One argument's description, as the tool's input schema shows it."""
+    return Field(description=text)
+
+
+CWD_RUN = arg("Absolute path of the repository to review (any directory inside it).")
+MANIFEST = arg("REVIEW.md to use, absolute or relative to cwd (default: the repository root's).")
+BINDING_RUN = arg("Which binding (set of lanes) of REVIEW.md to run; default: the only one, else 'default'.")
+BASE = arg("Base ref or sha of the range (default: the merge-base with the manifest's target.base).")
+HEAD = arg("Head ref or sha (default: HEAD; uncommitted changes are reviewed and the review marked dirty).")
+NOCACHE = arg("Run every lane again instead of answering from a recorded verdict (implies compose=false).")
+COMPOSE = arg("Let agent lanes review only the delta since a prior passing review of this line of work.")
+WAIT = arg("true: return the finished review; false: return {runId, status: 'running'} at once.")
+REQUESTER = arg("Your session id, recorded as the review's requester (review_ledger can filter by it).")
+PR = arg("The pull request known at review time: {provider: 'github', repo: 'owner/name', number, url}.")
+SUPERSEDE = arg("Cancel older running reviews of this same line of work (same base and binding).")
+RUN_ID = arg("The runId review_run returned (review-<uuid>).")
+CWD_LEDGER = arg("Absolute path of a repository: only its reviews; refs in range are resolved there.")
+REPO_REMOTE = arg("A repository's remote URL or identity (e.g. github.com/owner/name).")
+RANGE = arg("BASE..HEAD (refs need cwd; two 40-hex shas do not) or a 64-hex rangeSha.")
+BINDING_FILTER = arg("Only reviews of this binding.")
+REQUESTER_FILTER = arg("Only reviews requested by this session id.")
+INCLUDE_RUNNING = arg("Also list reviews still running, first.")
+LIMIT = Field(ge=1, le=500, description="At most this many rows (1-500).")
+EXPORT_RUN_ID = arg("The review to export (a runId from review_run or review_ledger).")
+RANGE_SHA = arg("With repoRemote: the 64-hex rangeSha of the review (from review_ledger).")
+BINDING_EXPORT = arg("Which binding, when several reviews of the range match.")
+OUT_PATH = arg("Write the file here instead (a relative path: against cwd, else the repository root).")
+CWD_EXPORT = arg("Absolute path that a relative outPath is resolved against.")
+PR_RUN_ID = arg("The review to link (a runId).")
+PR_RANGE = arg("The review's range: BASE..HEAD (refs need cwd) or a 64-hex rangeSha.")
+PR_CWD = arg("Absolute path of the repository; alone, the newest review of its HEAD is linked.")
+PR_URL = arg("The pull request's URL (https://github.com/owner/name/pull/N), when it is not found by head.")

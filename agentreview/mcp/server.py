@@ -1,0 +1,175 @@
+"""The MCP server: the review's tools for agents, on the official SDK's ``MCPServer`` over stdio.
+
+Every tool runs its blocking work in a worker thread, so a long ``review_run`` never holds up
+``review_status`` or ``review_cancel``; every failure is an error result (``isError``) with
+one line of text, never a crash of the server (arguments are checked by the SDK against the
+input schema first, then by :mod:`agentreview.mcp.args`); the imports are done once, when the
+server starts, so calls after the first pay no start-up.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
+
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult, TextContent
+
+from agentreview import __version__
+from agentreview.mcp import args, queries, runs
+from agentreview.mcp import descriptions as d
+from agentreview.model.errors import AgentreviewError
+
+T = TypeVar("T")
+Text = str | None
+
+
+def reply(data: dict[str, Any], *, error: bool = False) -> CallToolResult:
+    """The tool's answer: the JSON as text (what a model reads) and as structured content."""
+    text = json.dumps(data, indent=2, ensure_ascii=False)
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data, is_error=error)
+
+
+def checked(check: Callable[..., T], *a: Any, **kw: Any) -> T:
+    """``check(...)``, with a failure turned into the tool's error result."""
+    try:
+        return check(*a, **kw)
+    except AgentreviewError as exc:
+        raise ToolError(str(exc)) from exc
+    except Exception as exc:  # never a crash of the server: the agent reads what went wrong
+        raise ToolError(f"internal error: {type(exc).__name__}: {exc}") from exc
+
+
+async def in_thread(fn: Callable[..., T], *a: Any, **kw: Any) -> T:
+    """Run ``fn`` in a worker thread; a failure becomes the tool's error result, one line."""
+    return await anyio.to_thread.run_sync(functools.partial(checked, fn, *a, **kw))
+
+
+def warm() -> None:
+    """Import what the tools use once, at start, so no call pays for it."""
+    import agentreview.host.git
+    import agentreview.model.attestation
+    import agentreview.runs.detach
+    import agentreview.runs.registry
+    import agentreview.store.export
+    import agentreview.store.ledger
+
+    with contextlib.suppress(ImportError):  # the pull-request service, when this build has it
+        import agentreview.pr.service  # type: ignore[import-not-found,unused-ignore]  # noqa: F401
+
+
+def build() -> MCPServer:
+    server: MCPServer = MCPServer(
+        name="agentreview", version=__version__, instructions=d.INSTRUCTIONS, log_level="WARNING"
+    )
+
+    @server.tool(structured_output=False, description=d.REVIEW_RUN)
+    async def review_run(
+        cwd: Annotated[str, d.CWD_RUN],
+        ctx: Context,
+        manifestPath: Annotated[Text, d.MANIFEST] = None,
+        binding: Annotated[Text, d.BINDING_RUN] = None,
+        base: Annotated[Text, d.BASE] = None,
+        head: Annotated[Text, d.HEAD] = None,
+        nocache: Annotated[bool, d.NOCACHE] = False,
+        compose: Annotated[bool, d.COMPOSE] = True,
+        wait: Annotated[bool, d.WAIT] = True,
+        requesterSessionId: Annotated[Text, d.REQUESTER] = None,
+        pr: Annotated[dict[str, Any] | None, d.PR] = None,
+        supersede: Annotated[bool, d.SUPERSEDE] = False,
+    ) -> CallToolResult:
+        request = runs.RunRequest(
+            cwd=checked(args.required_directory, cwd),
+            manifest_path=manifestPath,
+            binding=binding,
+            base=base,
+            head=head,
+            nocache=nocache,
+            compose=compose and not nocache,
+            requester=requesterSessionId,
+            pr=checked(args.pr_ref, pr),
+            supersede=supersede,
+        )
+        run_id = await in_thread(runs.start, request)
+        if not wait:
+            return reply({"runId": run_id, "status": "running"})
+
+        async def progress(done: float, total: float | None, message: str) -> None:
+            await ctx.report_progress(done, total, message)
+
+        final = await runs.wait(run_id, progress, anyio.sleep, lambda: anyio.to_thread.run_sync(runs.poll, run_id))
+        return reply(final, error=final.get("status") == "failed")
+
+    @server.tool(structured_output=False, description=d.REVIEW_STATUS)
+    async def review_status(runId: Annotated[str, d.RUN_ID]) -> CallToolResult:
+        return reply(await in_thread(runs.view, runId))
+
+    @server.tool(structured_output=False, description=d.REVIEW_CANCEL)
+    async def review_cancel(runId: Annotated[str, d.RUN_ID]) -> CallToolResult:
+        return reply(await in_thread(runs.cancel, runId))
+
+    @server.tool(structured_output=False, description=d.REVIEW_LEDGER)
+    async def review_ledger(
+        cwd: Annotated[Text, d.CWD_LEDGER] = None,
+        repoRemote: Annotated[Text, d.REPO_REMOTE] = None,
+        range: Annotated[Text, d.RANGE] = None,
+        binding: Annotated[Text, d.BINDING_FILTER] = None,
+        requesterSessionId: Annotated[Text, d.REQUESTER_FILTER] = None,
+        includeRunning: Annotated[bool, d.INCLUDE_RUNNING] = False,
+        limit: Annotated[int, d.LIMIT] = 50,
+    ) -> CallToolResult:
+        rows = await in_thread(
+            queries.review_ledger,
+            cwd=cwd,
+            repo_remote=repoRemote,
+            range_=range,
+            binding=binding,
+            requester=requesterSessionId,
+            include_running=includeRunning,
+            limit=limit,
+            running=runs.running_rows,
+        )
+        return reply(rows)
+
+    @server.tool(structured_output=False, description=d.REVIEW_EXPORT)
+    async def review_export(
+        runId: Annotated[Text, d.EXPORT_RUN_ID] = None,
+        repoRemote: Annotated[Text, d.REPO_REMOTE] = None,
+        rangeSha: Annotated[Text, d.RANGE_SHA] = None,
+        binding: Annotated[Text, d.BINDING_EXPORT] = None,
+        outPath: Annotated[Text, d.OUT_PATH] = None,
+        cwd: Annotated[Text, d.CWD_EXPORT] = None,
+    ) -> CallToolResult:
+        written = await in_thread(
+            queries.review_export,
+            run_id=runId,
+            repo_remote=repoRemote,
+            range_sha=rangeSha,
+            binding=binding,
+            out_path=outPath,
+            cwd=cwd,
+        )
+        return reply(written)
+
+    register_pr(server)
+    return server
+
+
+def register_pr(server: MCPServer) -> None:
+    """``review_pr``, when this build has the pull-request service (``agentreview.pr``)."""
+    try:
+        from agentreview.pr import service  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return
+    del service
+
+
+def serve() -> None:
+    """Serve on stdin/stdout until the client closes them."""
+    warm()
+    anyio.run(build().run_stdio_async)
