@@ -15,8 +15,10 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -53,12 +55,12 @@ Session = Callable[[ClientSession], Awaitable[None]]
 
 
 @contextlib.asynccontextmanager
-async def connect(repo: Repo, cwd: Path | None = None) -> AsyncIterator[ClientSession]:
+async def connect(repo: Repo, env: dict[str, str] | None = None) -> AsyncIterator[ClientSession]:
     """``agentreview mcp`` started by the SDK's stdio client, initialized (not in the repository: every
     tool must be told its cwd)."""
-    env = {**repo.env, "AGENTREVIEW_NO_SERVER": "1"}
+    env = {**(env or repo.env), "AGENTREVIEW_NO_SERVER": "1"}
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "agentreview", "mcp"], env=env, cwd=str(cwd or repo.home.parent)
+        command=sys.executable, args=["-m", "agentreview", "mcp"], env=env, cwd=str(repo.home.parent)
     )
     with open(os.devnull, "w") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
@@ -66,9 +68,9 @@ async def connect(repo: Repo, cwd: Path | None = None) -> AsyncIterator[ClientSe
             yield session
 
 
-def serve(repo: Repo, body: Session) -> None:
+def serve(repo: Repo, body: Session, env: dict[str, str] | None = None) -> None:
     async def main() -> None:
-        async with connect(repo) as session:
+        async with connect(repo, env) as session:
             await body(session)
 
     anyio.run(main)
@@ -281,3 +283,76 @@ def test_other_commands_never_import_the_mcp_sdk(repo: Repo) -> None:
                           cwd=repo.path)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "[]"
+
+
+class GitHubStub:
+    """A scripted GitHub REST API on 127.0.0.1: PR #7 of acme/widgets, open, whose head is ``head``."""
+
+    def __init__(self, head: str, token: str):
+        outer = self
+        self.paths: list[str] = []
+        routes = {
+            f"/repos/acme/widgets/commits/{head}/pulls": [{"number": 7, "state": "open", "head": {"sha": head}}],
+            "/repos/acme/widgets/pulls/7": {"number": 7, "state": "open", "head": {"sha": head}, "merged_at": None},
+            "/repos/acme/widgets/pulls/7/reviews": [],
+            f"/repos/acme/widgets/commits/{head}/check-runs": {"check_runs": [{"name": "ci", "conclusion": "success"}]},
+        }
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *a: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                path = self.path.split("?")[0]
+                outer.paths.append(path)
+                ok = self.headers.get("Authorization") in (f"Bearer {token}", f"token {token}")
+                status, body = (200, routes[path]) if ok and path in routes else ((404, {}) if ok else (401, {}))
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def test_review_pr_links_the_pull_request_found_by_head_and_never_touches_the_attestation(repo: Repo) -> None:
+    repo.git("remote", "add", "origin", "https://github.com/acme/widgets.git")
+    head = start_feature(repo)
+    run_id = repo.run_json(expect=0)["runId"]
+    (entry,) = repo.ledger_files()
+    before = entry.read_bytes()
+    stub = GitHubStub(head, "t0ken")
+    env = {k: v for k, v in repo.env.items() if k not in ("GH_TOKEN", "GITHUB_TOKEN")}
+    try:
+        async def linked(session: ClientSession) -> None:
+            tools = {tool.name for tool in (await session.list_tools()).tools}
+            assert "review_pr" in tools
+            got = await call(session, "review_pr", {"runId": run_id})
+            assert got["ok"] is True and got["linkedVia"] == "resolved", got
+            assert got["pr"] == {"provider": "github", "repo": "acme/widgets", "number": 7,
+                                 "url": "https://github.com/acme/widgets/pull/7"}  # fmt: skip
+            assert got["status"]["state"] == "open"
+            assert got["status"]["checks"] == [{"name": "ci", "conclusion": "success"}]
+            assert len(got["snapshots"]) == 1 and got["attestation"]["runId"] == run_id
+            bad = await call(session, "review_pr", {"prUrl": "https://example.com/x"}, error=True)
+            assert json.loads(bad)["error"]["code"] == "invalid_argument"
+
+        serve(repo, linked, {**env, "GITHUB_API_URL": stub.url, "GH_TOKEN": "t0ken"})
+    finally:
+        stub.close()
+    assert entry.read_bytes() == before  # the attestation's file is unchanged: the link is an annotation
+    assert any(p.endswith("/pulls") for p in stub.paths)
+
+    async def no_credentials(session: ClientSession) -> None:
+        text = await call(session, "review_pr", {"runId": run_id}, error=True)
+        assert json.loads(text)["error"]["code"] == "gh_unavailable", text
+
+    serve(repo, no_credentials, {**env, "PATH": "/usr/bin:/bin", "GITHUB_API_URL": stub.url})

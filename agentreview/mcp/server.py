@@ -60,7 +60,7 @@ def warm() -> None:
     import agentreview.store.ledger
 
     with contextlib.suppress(ImportError):  # the pull-request service, when this build has it
-        import agentreview.pr.service  # type: ignore[import-not-found,unused-ignore]  # noqa: F401
+        import agentreview.pr.service  # noqa: F401
 
 
 def build() -> MCPServer:
@@ -161,12 +161,27 @@ def build() -> MCPServer:
 
 
 def register_pr(server: MCPServer) -> None:
-    """``review_pr``, when this build has the pull-request service (``agentreview.pr``)."""
+    """``review_pr``, when this build has the pull-request service (``agentreview.pr``).
+
+    ``link_pr`` never raises for a bad argument or a GitHub failure: it answers ``{ok: false,
+    error: {code, message}}``, which goes back as an error result carrying that JSON.
+    """
     try:
-        from agentreview.pr import service  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
+        from agentreview.pr.service import link_pr
+    except ImportError:  # pragma: no cover - a build without the pull-request service
         return
-    del service
+
+    @server.tool(structured_output=False, description=d.REVIEW_PR)
+    async def review_pr(
+        runId: Annotated[Text, d.PR_RUN_ID] = None,
+        rangeSha: Annotated[Text, d.PR_RANGE_SHA] = None,
+        range: Annotated[Text, d.PR_RANGE] = None,
+        cwd: Annotated[Text, d.PR_CWD] = None,
+        prUrl: Annotated[Text, d.PR_URL] = None,
+    ) -> CallToolResult:
+        where = checked(args.directory, cwd)
+        linked = await in_thread(link_pr, run_id=runId, range_sha=rangeSha, range=range, cwd=where, pr_url=prUrl)
+        return reply(linked, error=not linked.get("ok"))
 
 
 def serve() -> None:
