@@ -147,6 +147,8 @@ def test_an_unknown_or_ambiguous_binding_could_not_run_exit_3(repo: Repo) -> Non
         ("--pr", "https://example.com/x/y/pull/1"),
         ("--nope",),
         ("--annotate", "github", "--json"),
+        ("--detach", "--annotate", "github"),
+        ("--run-id", "../../escape"),
     ],
 )
 def test_usage_errors_are_64(repo: Repo, args: tuple[str, ...]) -> None:

@@ -1,8 +1,9 @@
 """Where this host keeps its state, and its small configuration file.
 
 ``$AGENTREVIEW_HOME`` (default ``~/.agentproto``) holds the ledger
-(``reviews/``), the signing key (``keys/``), the git pack cache
-(``review-packs/``), user presets (``presets.toml``) and ``config.toml``::
+(``reviews/``), the run registry (``runs/``: every run's status record, its lock and a
+detached run's log, see :mod:`agentreview.runs.registry`), the signing key (``keys/``),
+the git pack cache (``review-packs/``), user presets (``presets.toml``) and ``config.toml``::
 
     [signing]
     principal = "ci@example.com"   # the identity the host key vouches for
@@ -29,6 +30,11 @@ def home_dir() -> Path:
 
 def ledger_root(home: Path | None = None) -> Path:
     return (home or home_dir()) / "reviews"
+
+
+def runs_dir(home: Path | None = None) -> Path:
+    """The run registry: one record per run, readable by ``status``, ``cancel`` and the MCP server."""
+    return (home or home_dir()) / "runs"
 
 
 def keys_dir(home: Path | None = None) -> Path:

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from agentreview.host.files import UnreadableFileError, atomic_write_text, read_regular_file
+from agentreview.host.home import runs_dir
 
 RUN_ID = re.compile(r"^review-[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 ENV_LOCK_FD = "AGENTREVIEW_RUN_LOCK_FD"  # a detached run's inherited lock (see module doc)
@@ -49,10 +50,6 @@ DIED = "the run's process ended without finishing the run (killed, or it crashed
 
 # Runs of this process whose cancel event the registry may set directly (an in-thread run).
 _local_cancels: dict[str, threading.Event] = {}
-
-
-def runs_dir(home: Path) -> Path:
-    return home / "runs"
 
 
 def _now() -> str:
