@@ -81,10 +81,11 @@ def test_ledger_table_and_json_rows_newest_first(env: dict[str, Any], capsys: py
     record(env, 2, binding="ci", status="fail", dirty=True)
     code, out, _ = cli(capsys, "ledger")
     lines = out.splitlines()
-    assert code == 0 and lines[0].split() == ["RUN", "ID", "VERDICT", "BINDING", "RANGE", "CREATED", "SIGNED", "DIRTY"]
+    assert code == 0 and lines[0].split() == ["RUN", "ID", "VERDICT", "BINDING", "RANGE", "CREATED", "SIGNED", "DIRTY",
+                                                   "PR"]
     base7, head7 = env["shas"][0][:7], env["shas"][2][:7]
     assert lines[1].split() == ["review-0002", "block", "ci", f"{base7}..{head7}", "2025-01-01T00:00:02.000Z", "no",
-                                "yes"]
+                                "yes", "-"]
     assert lines[2].split()[:3] == ["review-0001", "pass", "default"] and lines[2].split()[-1] == "-"
     code, out, _ = cli(capsys, "ledger", "--json", "--limit", "1")
     rows = json.loads(out)

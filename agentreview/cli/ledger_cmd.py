@@ -52,7 +52,7 @@ def repo_of(cwd: Path | None) -> str | None:
 
 
 def _table(rows: list[dict[str, Any]]) -> str:
-    header = ("RUN ID", "VERDICT", "BINDING", "RANGE", "CREATED", "SIGNED", "DIRTY")
+    header = ("RUN ID", "VERDICT", "BINDING", "RANGE", "CREATED", "SIGNED", "DIRTY", "PR")
     body = [
         (
             r["runId"],
@@ -62,6 +62,7 @@ def _table(rows: list[dict[str, Any]]) -> str:
             r["createdAt"],
             "yes" if r.get("signed") else "no",
             "yes" if r.get("dirty") else "-",
+            r.get("prState") or "-",  # the newest PR status snapshot (agentreview pr)
         )
         for r in rows
     ]
