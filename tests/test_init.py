@@ -29,7 +29,7 @@ BIN = Path(sys.executable).parent
 REVIEWER = Path(__file__).resolve().parent.parent / "agentreview" / "demo" / "reviewer.py"
 PY_FILES = {
     "pyproject.toml": '[project]\nname = "calc"\nversion = "0.1.0"\n\n'
-    '[tool.pytest.ini_options]\ntestpaths = ["tests"]\n',
+    '[tool.pytest.ini_options]\ntestpaths = ["tests"]\npythonpath = ["."]\n',
     "calc.py": "def add(a, b):\n    return a + b\n",
     "tests/test_calc.py": "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n",
     ".gitignore": ".pytest_cache/\n__pycache__/\n",
@@ -128,7 +128,7 @@ def test_python_repository_manifest_is_valid_and_its_checks_pass(git_repo: GitRe
     by_name = {b["name"]: b for b in shown["bindings"]}
     assert by_name["local"]["on"] == "pre-push" and by_name["ci"]["on"] == "pull_request"
     local = {lane["id"]: lane for lane in by_name["local"]["lanes"]}
-    assert local["pytest"]["run"] == "python3 -m pytest -q"
+    assert local["pytest"]["run"] == "pytest -q"
     assert local["correctness"]["preset"] == team_bot
     assert local["correctness"]["rubricPath"] == str(repo / "rubrics" / "correctness.md")
     rubric = (repo / "rubrics" / "correctness.md").read_text()
@@ -147,6 +147,7 @@ def test_python_repository_manifest_is_valid_and_its_checks_pass(git_repo: GitRe
     commit_all(repo, "break add")
     run = ar(repo, "run", "--binding", "local", "--base", "HEAD^", "--json")
     assert run.returncode == 1 and lanes(json.loads(run.stdout))["pytest"] == "fail"
+    assert "1 failed" in run.stdout  # the repository's test failed, not the command
 
 
 def test_node_repository_manifest_is_valid_and_npm_test_passes(git_repo: GitRepoFactory, team_bot: str) -> None:

@@ -86,7 +86,9 @@ def _python(root: Path) -> list[DetectedCheck]:
     elif (root / "noxfile.py").is_file():
         found.append(DetectedCheck("nox", "nox", "noxfile.py"))
     elif _mentions_pytest(pyproject, root):
-        found.append(DetectedCheck("pytest", "python3 -m pytest -q", "pytest is configured or declared"))
+        # `pytest`, not `python3 -m pytest`: a hook runner that puts its own interpreter first on
+        # PATH (pre-commit's `language: python`) must still reach the project's pytest.
+        found.append(DetectedCheck("pytest", "pytest -q", "pytest is configured or declared"))
     if "ruff" in tool or (root / "ruff.toml").is_file() or (root / ".ruff.toml").is_file():
         found.append(DetectedCheck("ruff", "ruff check .", "ruff is configured"))
     return found
