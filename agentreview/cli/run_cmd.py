@@ -159,6 +159,13 @@ def register(app: typer.Typer) -> None:
         run_id: Annotated[
             str | None, typer.Option("--run-id", hidden=True, help="The runId announced by --detach (internal).")
         ] = None,
+        sarif: Annotated[
+            Path | None, typer.Option("--sarif", help="Also write the findings as a SARIF 2.1.0 log to PATH.")
+        ] = None,
+        summary_to: Annotated[
+            Path | None,
+            typer.Option("--summary", help="Append a Markdown summary to PATH (default: $GITHUB_STEP_SUMMARY)."),
+        ] = None,
     ) -> int:
         """Review base..head: prepare, freeze, run every lane in parallel, fold, sign, record."""
         from agentreview.engine.options import RunOptions, requester_from_env
@@ -178,6 +185,8 @@ def register(app: typer.Typer) -> None:
         if detach:
             if annotate:
                 raise UsageError("--detach cannot be combined with --annotate (the review's output goes to a log)")
+            if sarif is not None or summary_to is not None:
+                raise UsageError("--detach cannot be combined with --sarif or --summary (the review ends later)")
             args = _detached_args(
                 cwd=cwd, manifest=manifest, binding=binding, base=base, head=head, export_to=export_to, pr=pr,
                 flags={"--no-cache": no_cache, "--no-compose": no_compose, "--headless": headless,
@@ -220,4 +229,27 @@ def register(app: typer.Typer) -> None:
 
                 summary = neutralize(f"agentreview run: {result.error}")
             stream.write(summary + "\n")
+        return _write_reports(result, cwd, sarif, summary_to, background=run_id is not None)
+
+
+def _write_reports(result: RunResult, cwd: Path, sarif: Path | None, summary: Path | None, *, background: bool) -> int:
+    """``--sarif`` and the job summary (``--summary``, else ``$GITHUB_STEP_SUMMARY``, which a
+    background run of ``--detach`` leaves alone: its step is over). The exit code stays the
+    verdict's unless a named report could not be written after a pass (3; see report.outputs)."""
+    from agentreview.report.outputs import ReportTargets, write_reports
+
+    targets = ReportTargets.resolve(sarif, summary, base=cwd, environ={} if background else None)
+    if not targets.any:
         return result.exit_code
+    from agentreview import __version__
+    from agentreview.report.sarif import run_sarif
+    from agentreview.report.summary import run_summary
+
+    att = result.attestation.to_json_dict() if result.attestation is not None else None
+    return write_reports(
+        targets,
+        result.exit_code,
+        sarif=lambda: run_sarif(att, version=__version__, error=result.error, status=result.status),
+        summary=lambda: run_summary(att, status=result.status, error=result.error),
+        command="run",
+    )

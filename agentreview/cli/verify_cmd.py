@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agentreview.verify.result import VerifyResult
 
 
 def register(app: typer.Typer) -> None:
@@ -68,6 +71,14 @@ def register(app: typer.Typer) -> None:
             ),
         ] = False,
         as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+        sarif: Annotated[
+            Path | None,
+            typer.Option("--sarif", help="Also write each failed verification step as a SARIF 2.1.0 log to PATH."),
+        ] = None,
+        summary_to: Annotated[
+            Path | None,
+            typer.Option("--summary", help="Append a Markdown summary to PATH (default: $GITHUB_STEP_SUMMARY)."),
+        ] = None,
     ) -> int:
         """Verify an exported attestation against this checkout (no lane is re-run)."""
         from agentreview.report.neutral import neutralize
@@ -97,4 +108,38 @@ def register(app: typer.Typer) -> None:
             typer.echo(json_text(result))
         elif result.reason not in ("error", "usage"):
             typer.echo(render_text(result))
+        return _write_reports(result, base_dir, sarif, summary_to)
+
+
+def _write_reports(result: VerifyResult, base_dir: Path, sarif: Path | None, summary: Path | None) -> int:
+    """``--sarif`` and the job summary (``--summary``, else ``$GITHUB_STEP_SUMMARY``). The exit
+    code stays the verification's unless a named report could not be written after a pass (3)."""
+    from agentreview.report.outputs import ReportTargets, write_reports
+
+    targets = ReportTargets.resolve(sarif, summary, base=base_dir)
+    if not targets.any:
         return result.exit_code
+    from agentreview import __version__
+    from agentreview.report.sarif import verify_sarif
+    from agentreview.report.summary import verify_summary
+    from agentreview.verify.report import result_json
+
+    report = result_json(result)
+    return write_reports(
+        targets,
+        result.exit_code,
+        sarif=lambda: verify_sarif(report, version=__version__, anchor=_anchor(result, base_dir)),
+        summary=lambda: verify_summary(report, result.attestation),
+        command="verify",
+    )
+
+
+def _anchor(result: VerifyResult, base_dir: Path) -> str | None:
+    """Where code scanning shows verify's results: the export, when it lies in the repository
+    (else REVIEW.md, the policy that asked for it)."""
+    if result.path is not None:
+        try:
+            return result.path.resolve().relative_to(base_dir.resolve()).as_posix()
+        except ValueError:
+            pass
+    return "REVIEW.md"
