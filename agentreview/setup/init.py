@@ -51,11 +51,11 @@ class InitReport:
             o.path for o in self.outcomes if o.path.startswith(".github/")
         ]
         return [
-            "agentreview check                       # what each binding runs",
+            "agentreview check    # what each binding runs",
             f"git add {' '.join(paths)} && git commit -m 'review: adopt agentreview'",
-            "  (on the default branch: the gate reads REVIEW.md and allowed_signers from the base)",
-            "agentreview run --binding local --export   # review, sign, export to .reviews/; commit it",
-            "git push                                # the pre-push hook reviews what you push",
+            "  and merge it first: the gate reads REVIEW.md and allowed_signers from the base branch",
+            "on a branch: agentreview run --binding local --export && git add .reviews && git commit",
+            "git push             # the pre-push hook reviews what you push; the gate verifies the export",
         ]
 
 
@@ -66,7 +66,15 @@ def init_repository(
     root = opts.root
     report = InitReport()
     report.checks = detect_checks(root)
-    report.preset = opts.reviewer or pick_preset(providers)
+    if opts.reviewer:
+        report.preset = opts.reviewer
+    else:
+        report.preset, usable = pick_preset(providers)
+        if not usable:
+            report.warnings.append(
+                f"no reviewer CLI is usable on this host; the agent check uses '{report.preset}': install it, "
+                "or re-run with --reviewer PRESET --force (see 'agentreview presets')"
+            )
     report.base, warning = default_base(root)
     if warning:
         report.warnings.append(warning)

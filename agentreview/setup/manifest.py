@@ -37,8 +37,9 @@ def review_id(root: Path) -> str:
     return (slug[:64].rstrip("-")) or "repo"
 
 
-def pick_preset(providers: Mapping[str, Any]) -> str:
-    """The first built-in reviewer whose provider says it is usable here; ``claude`` when none is.
+def pick_preset(providers: Mapping[str, Any]) -> tuple[str, bool]:
+    """``(preset, usable)``: the first built-in reviewer whose provider says it is usable here;
+    ``("claude", False)`` when none is.
 
     ``exec`` is not a candidate: its built-in preset has no command until the user writes one.
     Providers are probed in order and the probing stops at the first usable one (each probe is
@@ -49,10 +50,10 @@ def pick_preset(providers: Mapping[str, Any]) -> str:
     for name in order:
         try:
             if providers[name].status().usable:
-                return name
+                return name, True
         except Exception:  # a provider's bug must not stop init
             continue
-    return FALLBACK_PRESET
+    return FALLBACK_PRESET, False
 
 
 def _branch_of(ref: str) -> str | None:
