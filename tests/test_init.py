@@ -358,3 +358,49 @@ def test_workflow_verify_step_run_as_written(git_repo: GitRepoFactory, team_bot:
     assert good.returncode == 0, good.stdout + good.stderr
     bad = gate("unreviewed")
     assert bad.returncode == 4, bad.stdout + bad.stderr
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        ({"tox.ini": "[tox]\n", "pyproject.toml": "[tool.pytest.ini_options]\n"}, [("tox", "tox")]),
+        ({"noxfile.py": "", "conftest.py": ""}, [("nox", "nox")]),
+        ({"setup.cfg": "[tool:pytest]\n", "ruff.toml": ""}, [("pytest", "pytest -q"), ("ruff", "ruff check .")]),
+        ({"pyproject.toml": '[project]\nname = "x"\noptional-dependencies = { test = ["pytest>=8"] }\n'},
+         [("pytest", "pytest -q")]),
+        ({"pyproject.toml": '[project]\nname = "x"\ndependencies = ["pytest-timeout"]\n'}, []),
+        ({"package.json": '{"scripts": {"test": "echo \\"Error: no test specified\\" && exit 1"}}'}, []),
+        ({"package.json": '{"scripts": {"test": "vitest", "lint": "eslint ."}}', "pnpm-lock.yaml": ""},
+         [("pnpm-test", "pnpm test"), ("lint", "pnpm run lint")]),
+        ({"package.json": '{"scripts": {"test": "jest"}}', "yarn.lock": "", "eslint.config.js": ""},
+         [("yarn-test", "yarn test"), ("eslint", "npx --no-install eslint .")]),
+        ({"Makefile": "build:\n\tcc x.c\n\ntest: build\n\t./run-tests\n", "go.mod": "module x\n", "conftest.py": ""},
+         [("make-test", "make test")]),
+        ({"Makefile": "TEST := 1\n", "Cargo.toml": "[package]\n", "go.mod": "module x\n"},
+         [("cargo-test", "cargo test"), ("go-test", "go test ./...")]),
+    ],
+)  # fmt: skip
+def test_detection_per_ecosystem(tmp_path: Path, files: dict[str, str], expected: list[tuple[str, str]]) -> None:
+    from agentreview.setup.detect import detect_checks
+
+    for rel, text in files.items():
+        (tmp_path / rel).write_text(text)
+    assert [(c.id, c.run) for c in detect_checks(tmp_path)] == expected
+
+
+def test_a_symbolic_link_is_never_written_through(git_repo: GitRepoFactory, tmp_path: Path) -> None:
+    """Attack: the repository's REVIEW.md is a link to a file elsewhere, and .github a link to a
+    folder elsewhere; even with --force, init writes neither the link's target nor outside the tree."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "victim").write_text("keep me\n")
+    repo = git_repo(files=PY_FILES)
+    (repo / "REVIEW.md").symlink_to(outside / "victim")
+    (repo / ".github").symlink_to(outside)
+    proc = ar(repo, "init", "--ci", "github", "--force", "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert {"REVIEW.md", ".github/workflows/agentreview.yml"} <= set(report["skipped"])
+    assert "symbolic link" in report["reasons"][".github/workflows/agentreview.yml"]
+    assert (outside / "victim").read_text() == "keep me\n" and (repo / "REVIEW.md").is_symlink()
+    assert sorted(p.name for p in outside.iterdir()) == ["victim"]
