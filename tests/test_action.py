@@ -81,7 +81,7 @@ def run_verify_step(gate: GateRepo, tmp: Path, given: dict[str, str] | None = No
         ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
         cwd=gate.root, env=runner_env, capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL,
     )
-    values = dict(line.split("=", 1) for line in outputs.read_text().splitlines())
+    values = dict(line.split("=", 1) for line in outputs.read_text().splitlines() if "=" in line)
     return proc.returncode, values, summary.read_text() if summary.exists() else proc.stdout + proc.stderr
 
 
