@@ -105,4 +105,32 @@ class ForeignStore:
                 yield att
 
 
-__all__ = ["FOREIGN_DIR", "ForeignStore", "LedgerError"]
+def _obj(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def foreign_row(att: dict[str, Any], host: dict[str, Any]) -> dict[str, Any]:
+    """A ``ledger`` row for a foreign entry: the usual members plus ``foreign: {remote, principal}``."""
+    target, attestor, meta = _obj(att.get("target")), _obj(att.get("attestor")), _obj(host.get("foreign"))
+    lanes = [lane for lane in att.get("lanes") or [] if isinstance(lane, dict)]
+    row: dict[str, Any] = {
+        "runId": att.get("runId"),
+        "reviewId": att.get("reviewId"),
+        "binding": att.get("binding"),
+        "verdict": att.get("verdict"),
+        "repoRemote": target.get("repoRemote"),
+        "baseSha": target.get("baseSha"),
+        "headSha": target.get("headSha"),
+        "rangeSha": att.get("rangeSha"),
+        "manifestSha": att.get("manifestSha"),
+        "createdAt": att.get("createdAt"),
+        "signed": isinstance(attestor.get("signature"), dict),
+        "lanes": [{"id": ln.get("id"), "status": ln.get("status"), "blocking": ln.get("blocking")} for ln in lanes],
+        "foreign": {"remote": meta.get("remote"), "principal": meta.get("principal")},
+    }
+    if att.get("dirty") is True:
+        row["dirty"] = True
+    return row
+
+
+__all__ = ["FOREIGN_DIR", "ForeignStore", "LedgerError", "foreign_row"]
