@@ -1,6 +1,7 @@
 """Step 8: serve the run from the ledger cache, or join an identical run in flight.
 
-The cache rule is the ledger's (:meth:`Ledger.lookup_cached`); this module decides when
+The cache rule is the ledger's (:meth:`Ledger.lookup_cached`), applied to a teammate's signed
+attestation too when team trust is on (:func:`serve_foreign`); this module decides when
 to ask (not ``--no-cache``, not headless, not a dirty tree) and how to wait for an identical
 run: the per-request file lock of :mod:`agentreview.engine.coordination`, taken without
 waiting when free, else waited for (cancellable, bounded), after which the attestation one
@@ -54,9 +55,33 @@ def serve_cached(plan: RunPlan, ledger: Ledger, reporter: Reporter) -> RunResult
         return None
     cached = ledger.lookup_cached(*plan.key, plan.rubrics, plan.packs)
     if cached is None:
-        return None
+        return serve_foreign(plan, ledger, reporter)
     reporter.phase(f"cache hit: {cached.runId} ({cached.verdict})")
     return finish_cached(plan, cached, ledger, reporter, joined=False)
+
+
+def serve_foreign(plan: RunPlan, ledger: Ledger, reporter: Reporter) -> RunResult | None:
+    """A teammate's attestation for the same key, when team trust is on and its signature verifies
+    (:mod:`agentreview.share.trust`): the same cache rule as for this host's own entries, plus the
+    same base. The attestation is served as it is — never re-signed, never copied into this host's
+    own entries — and the result names whose it is (``cachedFrom``)."""
+    from agentreview.share.trust import trusted_foreign
+    from agentreview.store.cache import servable
+
+    key = plan.key
+    for found in trusted_foreign(plan.host.home, plan.registry, key.repo_remote, key.manifest_sha, key.binding):
+        att = found.attestation
+        if att.rangeSha != key.range_sha or att.target.baseSha != plan.base_sha:
+            continue
+        if not servable(att, plan.rubrics, plan.packs):
+            continue
+        reporter.phase(
+            f"cache hit: {att.runId} ({att.verdict}) from {found.principal}"
+            + (f" via {found.remote}" if found.remote else "")
+            + " (team trust)"
+        )
+        return finish_cached(plan, att, ledger, reporter, joined=False, foreign=found)
+    return None
 
 
 def serve_joined(plan: RunPlan, ledger: Ledger, waited: JoinWait, reporter: Reporter) -> RunResult | None:

@@ -1,8 +1,9 @@
 """Composition: an agent lane reuses a prior passing attestation and reviews only the delta.
 
-Candidates come only from this host's own ledger (same repository, manifest and
-binding, newest first); the first that satisfies all six rules of the spec is
-used. Command lanes never compose.
+Candidates come from this host's own ledger (same repository, manifest and binding,
+newest first), then — only under team trust — from teammates' attestations whose
+signature verifies against the team file; the first that satisfies all six rules of the
+spec is used. Command lanes never compose.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 Prepare steps may change the tree (they are the only ``effects: true`` checks), so the
 head and the tree's dirtiness are read only after they finish; from then on the range
 is frozen and every lane sees the same ``{head}``. An agent lane may compose: reuse a
-prior passing attestation from this host's ledger and review only the delta.
+prior passing attestation from this host's ledger (or, under team trust, a teammate's signed
+one: :mod:`agentreview.share.trust`) and review only the delta.
 """
 
 from __future__ import annotations
@@ -95,6 +96,7 @@ def plan_lanes(plan: RunPlan, frozen: FrozenRange, ledger: Ledger, reporter: Rep
                 if candidates is None:
                     key = plan.key
                     candidates = list(ledger.candidates(key.repo_remote, key.manifest_sha, key.binding))
+                    candidates += _team_priors(plan)
                 lane.delta = find_prior(
                     candidates,
                     base_sha=plan.base_sha,
@@ -110,3 +112,15 @@ def plan_lanes(plan: RunPlan, frozen: FrozenRange, ledger: Ledger, reporter: Rep
                     )
         lanes.append(lane)
     return lanes
+
+
+def _team_priors(plan: RunPlan) -> list[Attestation]:
+    """Teammates' attestations whose signature verifies against the team file (team trust, off by
+    default), after this host's own: find_prior applies the same six rules to them."""
+    from agentreview.share.trust import trusted_foreign
+
+    key = plan.key
+    return [
+        found.attestation
+        for found in trusted_foreign(plan.host.home, plan.registry, key.repo_remote, key.manifest_sha, key.binding)
+    ]

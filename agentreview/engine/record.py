@@ -4,7 +4,8 @@ Signing is best effort (an unsigned attestation carries ``signingError``, it nev
 fails the review). A run cancelled while signing records nothing. Every attestation a
 run ends with — fresh, served from cache or joined — leaves through :func:`export_result`,
 so ``--export`` behaves the same for all three; a composed attestation is exported with
-the priors its ``composedFrom`` chain pins, taken from the ledger, so the set verifies.
+the priors its ``composedFrom`` chain pins, taken from the ledger, so the set verifies
+(a teammate's prior, under team trust, from the foreign entries).
 
 Recording that fails (a full disk, a quota, a read-only file system) ends the run with one
 line naming the file and the fix (exit 3), and leaves no temporary file behind.
@@ -28,6 +29,7 @@ from agentreview.model.errors import AgentreviewError
 from agentreview.report.progress import Reporter
 
 if TYPE_CHECKING:  # pragma: no cover
+    from agentreview.share.trust import TrustedForeign
     from agentreview.store.ledger import Ledger, LedgerKey
 
 
@@ -46,6 +48,7 @@ def fold(plan: RunPlan, frozen: FrozenRange, lanes: Sequence[LaneResult]) -> Att
     author = git.commit_author(plan.repo_root, frozen.head_sha)
     if author:
         requester["gitAuthor"] = {"name": author[0], "email": author[1]}
+    lanes = _name_foreign_priors(plan, lanes)
     return Attestation.build(
         run_id=plan.run_id,
         review_id=plan.review_id,
@@ -62,6 +65,36 @@ def fold(plan: RunPlan, frozen: FrozenRange, lanes: Sequence[LaneResult]) -> Att
         requester=requester or None,
         pr=plan.flags.pr,
     )
+
+
+def _foreign_priors(plan: RunPlan, shas: set[str]) -> dict[str, TrustedForeign]:
+    """The trusted foreign attestations (by digest) among ``shas``; empty when team trust is off."""
+    if not shas:
+        return {}
+    from agentreview.share.trust import trusted_foreign
+
+    key = plan.key
+    found = trusted_foreign(plan.host.home, plan.registry, key.repo_remote, key.manifest_sha, key.binding)
+    return {sha: f for f in found if (sha := f.attestation.attestation_sha256()) in shas}
+
+
+def _name_foreign_priors(plan: RunPlan, lanes: Sequence[LaneResult]) -> Sequence[LaneResult]:
+    """A lane composed on a teammate's attestation names its principal: ``composedFrom.principal``
+    (an additive member, signed with the rest)."""
+    pinned = {lane.composedFrom.attestationSha256 for lane in lanes if lane.composedFrom is not None}
+    foreign = _foreign_priors(plan, pinned)
+    if not foreign:
+        return lanes
+    named: list[LaneResult] = []
+    for lane in lanes:
+        prior = foreign.get(lane.composedFrom.attestationSha256) if lane.composedFrom is not None else None
+        if prior is None:
+            named.append(lane)
+            continue
+        data = lane.to_json_dict()
+        data["composedFrom"]["principal"] = prior.principal
+        named.append(LaneResult.model_validate(data))
+    return named
 
 
 def record_run(
@@ -98,8 +131,25 @@ def record_run(
     return result
 
 
-def finish_cached(plan: RunPlan, att: Attestation, ledger: Ledger, reporter: Reporter, *, joined: bool) -> RunResult:
-    """The result of a run served from the ledger: a cache hit, or an identical run just joined."""
+def finish_cached(
+    plan: RunPlan,
+    att: Attestation,
+    ledger: Ledger,
+    reporter: Reporter,
+    *,
+    joined: bool,
+    foreign: TrustedForeign | None = None,
+) -> RunResult:
+    """The result of a run served from the ledger: a cache hit, or an identical run just joined.
+
+    A hit on a teammate's attestation (``foreign``) returns that attestation untouched: it is
+    not re-signed and not copied into this host's own entries (it stays a foreign entry, used
+    only while its signer is trusted); the result names its principal and remote."""
+    if foreign is not None:
+        result = RunResult.done(att, foreign.path, cached=True)
+        result.cached_from = {"principal": foreign.principal, "remote": foreign.remote}
+        export_result(plan, result, reporter, ledger)
+        return result
     _link_pr(plan, ledger, plan.key)
     result = RunResult.done(att, ledger.entry_path(*plan.key), cached=not joined, joined=joined)
     export_result(plan, result, reporter, ledger)
@@ -129,7 +179,8 @@ def export_result(plan: RunPlan, result: RunResult, reporter: Reporter, ledger: 
     try:
         result.export_path = write_export(att, target)
         reporter.phase(f"exported {result.export_path}")
-        priors, missing = composition_priors(att, lambda range_sha: _recorded(ledger, att, range_sha))
+        foreign = _foreign_priors(plan, _pinned(att))
+        priors, missing = composition_priors(att, lambda range_sha: _recorded(ledger, att, range_sha, foreign))
         for prior in priors:
             written = write_prior(prior, target.parent)
             if written is not None:
@@ -140,7 +191,16 @@ def export_result(plan: RunPlan, result: RunResult, reporter: Reporter, ledger: 
         reporter.phase(f"export: {line}; verify will not find it")
 
 
-def _recorded(ledger: Ledger, att: Attestation, range_sha: str) -> Attestation | None:
-    """The attestation the ledger holds for ``range_sha`` under ``att``'s repository, manifest and binding."""
+def _pinned(att: Attestation) -> set[str]:
+    return {lane.composedFrom.attestationSha256 for lane in att.lanes if lane.composedFrom is not None}
+
+
+def _recorded(
+    ledger: Ledger, att: Attestation, range_sha: str, foreign: dict[str, TrustedForeign] | None = None
+) -> Attestation | None:
+    """The attestation the ledger holds for ``range_sha`` under ``att``'s repository, manifest and
+    binding; else a trusted teammate's attestation for it that ``att`` pins (team trust)."""
     entry = ledger.get(att.target.repoRemote, att.manifestSha, att.binding, range_sha)
-    return entry.attestation if entry is not None else None
+    if entry is not None or not foreign:
+        return entry.attestation if entry is not None else None
+    return next((f.attestation for f in foreign.values() if f.attestation.rangeSha == range_sha), None)

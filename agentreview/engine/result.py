@@ -30,6 +30,8 @@ class RunResult:
     error: str | None = None
     superseded_by: str | None = None
     exit_code: int = EXIT_ERROR
+    # a cache hit served from a teammate's signed attestation (team trust): {principal, remote}
+    cached_from: dict[str, str] | None = None
 
     @classmethod
     def done(
@@ -84,6 +86,8 @@ class RunResult:
         }
         if self.joined:
             data["joined"] = True
+        if self.cached_from:
+            data["cachedFrom"] = dict(self.cached_from)
         if self.error:
             data["error"] = self.error
         if self.superseded_by:

@@ -1,0 +1,155 @@
+"""Team trust (AIP-62 open question 2; beyond v1, off by default): teammates' signed reviews reused.
+
+With ``[team] allowed_signers = "<path>"`` in ``$AGENTREVIEW_HOME/config.toml``, a foreign
+attestation (imported by ``agentreview fetch`` into :class:`~agentreview.store.foreign.ForeignStore`)
+whose signature verifies against that file may serve as a cache hit or a composition prior, under
+exactly the rules this host's own entries obey. Without the setting nothing foreign is ever used.
+
+Why it is safe: the notes a fetch imports are unsigned transport (anyone with push rights can
+write them), so trust comes only from the signature, checked here at use time by the signer that
+declares the attestation's ``alg`` — never from the principal the store recorded at import. The
+team file is the host owner's: a path inside a git work tree (the reviewed change could edit it)
+is refused. A foreign document whose verdict or rangeSha does not follow from its own lanes and
+target is never used, signed or not.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agentreview.model.errors import AgentreviewError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agentreview.model.attestation import Attestation
+    from agentreview.plugins.registry import Registry
+
+
+@dataclass(frozen=True)
+class TrustedForeign:
+    """A foreign attestation whose signature verified against the team file just now."""
+
+    attestation: Attestation
+    principal: str  # the principal the signature verified as (not the one stored at import)
+    remote: str  # the git remote it was fetched from (host metadata, never exported)
+    path: Path  # its foreign entry file
+
+
+def team_signers_path(home: Path) -> Path | None:
+    """The configured team allowed_signers file, or None when team trust is off.
+
+    Bad configuration is one line naming config.toml, the field and the fix."""
+    from agentreview.host.home import load_config
+
+    config_file = home / "config.toml"
+    team = load_config(home).get("team")
+    if team is None:
+        return None
+    if not isinstance(team, dict) or "allowed_signers" not in team:
+        raise AgentreviewError(f"{config_file}: [team] needs allowed_signers = \"<path>\" — add it or remove [team]")
+    value = team["allowed_signers"]
+    if not isinstance(value, str) or not value.strip():
+        raise AgentreviewError(f"{config_file}: [team].allowed_signers must be a path string — fix it")
+    path = Path(value).expanduser()
+    path = (path if path.is_absolute() else home / path).resolve()
+    inside = _work_tree_of(path)
+    if inside is not None:
+        raise AgentreviewError(
+            f"{config_file}: [team].allowed_signers {path} is inside the git repository {inside}; the team file "
+            "must be the host owner's, outside any repository — copy it to $AGENTREVIEW_HOME and point there"
+        )
+    return path
+
+
+def _work_tree_of(path: Path) -> Path | None:
+    for parent in path.parents:
+        if (parent / ".git").exists():
+            return parent
+    return None
+
+
+def _read_signers(path: Path, home: Path) -> bytes:
+    from agentreview.host.files import read_regular_file
+
+    try:
+        return read_regular_file(path)
+    except Exception as exc:  # missing, a FIFO, unreadable: one line naming the setting
+        raise AgentreviewError(
+            f"{home / 'config.toml'}: [team].allowed_signers {path} cannot be read: {exc} — fix the path"
+        ) from exc
+
+
+def _consistent(att: Attestation) -> bool:
+    """A verdict that follows from the lanes and a rangeSha that follows from the target."""
+    from agentreview.model.digests import range_sha
+
+    try:
+        return att.refold() == att.verdict and att.rangeSha == range_sha(att.target.baseSha, att.target.headSha)
+    except Exception:
+        return False
+
+
+def trusted_foreign(
+    home: Path,
+    registry: Registry,
+    repo_remote: str,
+    manifest_sha: str,
+    binding: str,
+    *,
+    warn: Callable[[str], None] | None = None,
+) -> Iterator[TrustedForeign]:
+    """Foreign entries under the key's repository, manifest and binding whose signature verifies
+    against the team file, newest first. Nothing when team trust is off."""
+    signers = team_signers_path(home)
+    if signers is None:
+        return
+    data = _read_signers(signers, home)
+    from agentreview.host.home import ledger_root
+    from agentreview.model.attestation import Attestation
+    from agentreview.model.contracts import SignatureInvalidError
+    from agentreview.signing.signers import verify_signature
+    from agentreview.store.foreign import ForeignStore
+
+    note = warn or (lambda _msg: None)
+    store = ForeignStore(ledger_root(home), warn=note)
+    rows = [
+        (raw, host)
+        for raw, host in store.all(repo_remote)
+        if raw.get("manifestSha") == manifest_sha and raw.get("binding") == binding
+    ]
+    if not rows:
+        return
+    with tempfile.TemporaryDirectory(prefix="agentreview-team-") as tmp:
+        copy = Path(tmp) / "allowed_signers"  # a private copy: the file is read once per use
+        copy.write_bytes(data)
+        for raw, host in rows:
+            try:
+                principal = verify_signature(raw, copy, registry)
+                att = Attestation.read(raw)
+            except SignatureInvalidError as exc:
+                why = str(exc).replace(str(copy), str(signers))
+                note(f"foreign attestation {str(raw.get('runId'))[:40]} not used: {why}")
+                continue
+            except ValueError:
+                continue
+            if not _consistent(att):
+                note(f"foreign attestation {att.runId} not used: its verdict or rangeSha does not follow from it")
+                continue
+            yield TrustedForeign(att, principal, _remote(host), _entry_path(store.root, att))
+
+
+def _remote(host: dict[str, Any]) -> str:
+    foreign = host.get("foreign")
+    remote = foreign.get("remote") if isinstance(foreign, dict) else None
+    return remote if isinstance(remote, str) else ""
+
+
+def _entry_path(root: Path, att: Attestation) -> Path:
+    from agentreview.store.foreign import FOREIGN_DIR
+    from agentreview.store.layout import ledger_slug
+
+    return root / ledger_slug(att.target.repoRemote) / FOREIGN_DIR / f"{att.attestation_sha256()}.json"
+
