@@ -44,3 +44,37 @@ def resolve(
     parsed = parse_review(path.read_bytes(), path)
     ctx = PackLoadContext(repo_root=repo, manifest_dir=path.parent, home=home or repo.parent / "home")
     return resolve_review(parsed, registry=registry, ctx=ctx)
+
+
+# A consumer that imports one pack (its ref substituted for PACK_REF) with one agent check,
+# shared by the verify tests of pack digests and of the order of verification.
+PACK_CONSUMER = """---
+kind: review
+id: demo
+target: { kind: git-range, base: main }
+checks:
+  - id: types
+    kind: command
+    run: "true"
+uses:
+  - pack: "PACK_REF"
+    as: core
+    preset: kimi
+bindings:
+  default:
+    checks: [types, core/correctness]
+verdict:
+  exportDir: .reviews
+---
+"""
+PACK_MD = """---
+kind: review-pack
+id: core
+version: 1.2.3
+checks:
+  - id: correctness
+    kind: agent
+    rubric: ./rubrics/correctness.md
+---
+"""
+PACK_RUBRIC = "# pack correctness\n"

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pack_helpers import PACK_CONSUMER, PACK_MD, PACK_RUBRIC
 from verify_helpers import (  # noqa: F401  (isolated_env, keys_fixture, repo_fixture: fixtures)
     PRINCIPAL,
     Key,
@@ -572,36 +573,6 @@ def test_composed_from_chain_depth_is_bounded() -> None:
 
 # --------------------------------------------------------------------------- pack digests
 
-PACK_CONSUMER = """---
-kind: review
-id: demo
-target: { kind: git-range, base: main }
-checks:
-  - id: types
-    kind: command
-    run: "true"
-uses:
-  - pack: "PACK_REF"
-    as: core
-    preset: kimi
-bindings:
-  default:
-    checks: [types, core/correctness]
-verdict:
-  exportDir: .reviews
----
-"""
-PACK_MD = """---
-kind: review-pack
-id: core
-version: 1.2.3
-checks:
-  - id: correctness
-    kind: agent
-    rubric: ./rubrics/correctness.md
----
-"""
-PACK_RUBRIC = "# pack correctness\n"
 
 
 def _pack_repo(tmp_path: Path, ref: str = "./packs/core") -> tuple[Repo, dict[str, Any]]:

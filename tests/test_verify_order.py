@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 from https_git_server import GitHttpsServer, https_git_server, tls_material  # noqa: F401 - fixtures
+from pack_helpers import PACK_CONSUMER, PACK_MD, PACK_RUBRIC
 from verify_helpers import (  # noqa: F401  (isolated_env, keys_fixture: fixtures)
     Key,
     Repo,
@@ -35,36 +36,6 @@ from verify_helpers import (  # noqa: F401  (isolated_env, keys_fixture: fixture
 
 from agentreview.model.digests import pack_digest_sha256
 
-CONSUMER = """---
-kind: review
-id: demo
-target: { kind: git-range, base: main }
-checks:
-  - id: types
-    kind: command
-    run: "true"
-uses:
-  - pack: "PACK_REF"
-    as: core
-    preset: kimi
-bindings:
-  default:
-    checks: [types, core/correctness]
-verdict:
-  exportDir: .reviews
----
-"""
-PACK_MD = """---
-kind: review-pack
-id: core
-version: 1.2.3
-checks:
-  - id: correctness
-    kind: agent
-    rubric: ./rubrics/correctness.md
----
-"""
-PACK_RUBRIC = "# pack correctness\n"
 LOCAL_REF = "./packs/core"
 LANES: list[dict[str, Any]] = [
     {"id": "types", "kind": "command", "status": "pass", "blocking": True, "findings": [], "durationMs": 1},
@@ -88,7 +59,7 @@ def served(https_git_server: GitHttpsServer) -> tuple[GitHttpsServer, str]:  # n
 
 def _repo(tmp_path: Path, ref: str) -> Repo:
     files = {"packs/core/REVIEW.md": PACK_MD, "packs/core/rubrics/correctness.md": PACK_RUBRIC}
-    return Repo(tmp_path / "repo", manifest=CONSUMER.replace("PACK_REF", ref), files=files)
+    return Repo(tmp_path / "repo", manifest=PACK_CONSUMER.replace("PACK_REF", ref), files=files)
 
 
 def _trusted(tmp_path: Path, keys: dict[str, Key]) -> Path:
@@ -145,7 +116,7 @@ def test_a_signed_export_beside_an_edited_uses_makes_no_request(
     server, ref = served
     repo = _repo(tmp_path, LOCAL_REF)
     repo.export(sign(repo.attestation(lanes=LANES, packs=[_record(LOCAL_REF)]), keys["trusted"]))
-    (repo.root / "REVIEW.md").write_text(CONSUMER.replace("PACK_REF", ref))
+    (repo.root / "REVIEW.md").write_text(PACK_CONSUMER.replace("PACK_REF", ref))
     proc = _verify(repo, "--require-signed", "--allowed-signers", str(_trusted(tmp_path, keys)))
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "✓ signature" in proc.stdout
