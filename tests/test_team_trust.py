@@ -183,7 +183,7 @@ def test_a_team_file_inside_a_repository_is_refused(
     (repo.path / "team_signers").write_text(alice.signers_line + "\n")
     bob.configure(str(repo.path / "team_signers"))
     proc = repo.run(env=bob.env)
-    assert proc.returncode != 0
+    assert proc.returncode == 3, proc.stdout + proc.stderr
     out = proc.stdout + proc.stderr
     assert "[team].allowed_signers" in out and "inside the git repository" in out
     assert "Traceback" not in out

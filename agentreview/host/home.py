@@ -9,6 +9,9 @@ the git pack cache (``review-packs/``), user presets (``presets.toml``) and ``co
     principal = "ci@example.com"   # the identity the host key vouches for
     signer = "ssh"                 # which registered signer to use
 
+    [team]                         # team trust (beyond v1, off by default; docs/sharing.md)
+    allowed_signers = "team_signers"  # relative to this home; never a path inside a repository
+
 Nothing here is ever read from the reviewed repository.
 """
 
