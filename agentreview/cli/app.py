@@ -30,6 +30,8 @@ COMMAND_MODULES = [
     "agentreview.cli.check_cmd",
     "agentreview.cli.ledger_cmd",
     "agentreview.cli.export_cmd",
+    "agentreview.cli.publish_cmd",
+    "agentreview.cli.fetch_cmd",
     "agentreview.cli.pr_cmd",
     "agentreview.cli.key_cmd",
     "agentreview.cli.presets_cmd",

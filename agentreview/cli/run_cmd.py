@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from agentreview.model.errors import UsageError
+from agentreview.model.errors import EXIT_ERROR, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentreview.engine.result import RunResult
@@ -153,6 +153,10 @@ def register(app: typer.Typer) -> None:
         ] = False,
         export: Annotated[bool, typer.Option("--export", help="Write the export to verdict.exportDir.")] = False,
         export_to: Annotated[Path | None, typer.Option("--export-to", help="Write the export to PATH.")] = None,
+        publish: Annotated[
+            bool,
+            typer.Option("--publish", help="Then add the attestation to refs/notes/agentreview and push it to origin."),
+        ] = False,
         as_json: Annotated[bool, typer.Option("--json", help="Print one JSON result object on stdout.")] = False,
         annotate: Annotated[str | None, typer.Option("--annotate", help="Emit CI annotations: 'github'.")] = None,
         pr: Annotated[str | None, typer.Option("--pr", help="Pull request URL known at review time.")] = None,
@@ -193,7 +197,7 @@ def register(app: typer.Typer) -> None:
             args = _detached_args(
                 cwd=cwd, manifest=manifest, binding=binding, base=base, head=head, export_to=export_to, pr=pr,
                 flags={"--no-cache": no_cache, "--no-compose": no_compose, "--headless": headless,
-                       "--supersede": supersede, "--export": export},
+                       "--supersede": supersede, "--export": export, "--publish": publish},
             )
             return _detach(args, cwd, as_json)
         options = RunOptions(
@@ -214,13 +218,17 @@ def register(app: typer.Typer) -> None:
         )
         reporter = make_reporter(quiet=as_json)
         result = run_review(options, reporter)
+        published, publish_error = _publish(result, cwd) if publish else (None, None)
         if annotate == "github":
             from agentreview.report.annotate import github_annotations
 
             for line in github_annotations(result):
                 sys.stdout.write(line + "\n")
         if as_json:
-            sys.stdout.write(json.dumps(result.to_json(), indent=2, ensure_ascii=False) + "\n")
+            body = result.to_json()
+            if publish:
+                body["published"] = published
+            sys.stdout.write(json.dumps(body, indent=2, ensure_ascii=False) + "\n")
         else:
             from agentreview.report.progress import LiveReporter
 
@@ -232,7 +240,30 @@ def register(app: typer.Typer) -> None:
 
                 summary = neutralize(f"agentreview run: {result.error}")
             stream.write(summary + "\n")
-        return _write_reports(result, cwd, sarif, summary_to, background=run_id is not None)
+            if published is not None:
+                sys.stdout.write(f"published: the note of {str(published['commit'])[:12]} ({published['pushed']})\n")
+        if publish_error is not None:
+            sys.stderr.write(f"agentreview run: {publish_error}\n")
+        code = _write_reports(result, cwd, sarif, summary_to, background=run_id is not None)
+        return EXIT_ERROR if publish_error is not None and code == 0 else code
+
+
+def _publish(result: RunResult, cwd: Path) -> tuple[dict[str, object] | None, str | None]:
+    """``--publish``: share a recorded attestation through git notes; ``(report, error)``.
+
+    A failure (no ``origin``, a push refused every time) is reported and turns a passing run's
+    exit into 3; the attestation stays recorded and can be published later (``agentreview publish``).
+    """
+    if result.attestation is None or result.ledger_path is None:
+        return None, None
+    from agentreview.cli.publish_cmd import publish_attestation
+    from agentreview.host.git import GitError, repo_root
+    from agentreview.model.errors import AgentreviewError
+
+    try:
+        return publish_attestation(result.attestation, repo_root(cwd), "origin"), None
+    except (AgentreviewError, GitError) as exc:
+        return None, f"{exc} — the attestation is recorded; publish it later with 'agentreview publish'"
 
 
 def _write_reports(result: RunResult, cwd: Path, sarif: Path | None, summary: Path | None, *, background: bool) -> int:

@@ -70,6 +70,14 @@ def register(app: typer.Typer) -> None:
                 "valid), not one level deep as the spec's step 5.",
             ),
         ] = False,
+        notes: Annotated[
+            bool,
+            typer.Option(
+                "--notes",
+                help="Find the attestation in the refs/notes/agentreview note of the head commit (see "
+                "'agentreview publish'), not in export files: no export commit, no HEAD^ rule.",
+            ),
+        ] = False,
         as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
         sarif: Annotated[
             Path | None,
@@ -100,6 +108,7 @@ def register(app: typer.Typer) -> None:
                 policy_from=policy_from,
                 require_signed=require_signed,
                 full_chain=full_chain,
+                notes=notes,
             )
         )
         if result.error:
@@ -137,7 +146,7 @@ def _write_reports(result: VerifyResult, base_dir: Path, sarif: Path | None, sum
 def _anchor(result: VerifyResult, base_dir: Path) -> str | None:
     """Where code scanning shows verify's results: the export, when it lies in the repository
     (else REVIEW.md, the policy that asked for it)."""
-    if result.path is not None:
+    if result.path is not None and not result.path.as_posix().startswith("refs/notes/"):
         try:
             return result.path.resolve().relative_to(base_dir.resolve()).as_posix()
         except ValueError:

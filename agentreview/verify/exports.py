@@ -198,6 +198,8 @@ def locate(
     directory. Raises :class:`VerifyStop` for not found, not exported, usage and a named file
     that is no attestation (invalid). Skipped export files and the ``HEAD^`` retry are
     appended to ``notes`` as they happen, so they are reported even when the search fails."""
+    if options.notes:
+        return locate_in_notes(options, root, base_sha, head_sha, notes=notes)
     if options.path is not None:
         given = absolute(options.path)
         if not given.is_dir():
@@ -256,4 +258,71 @@ def locate(
             "not_found",
             f"no attestation for {base_sha[:10]}..{head_sha[:10]}{binding} in {directory}",
         )
+    return Located(found, docs, base_sha, head_sha)
+
+
+# --------------------------------------------------------------------------- step 3 from git notes
+
+MAX_NOTE_COMMITS = 256  # composedFrom chains followed through notes, at most this many notes read
+
+
+def _note_docs(root: Path, commit: str, notes: list[str]) -> list[ExportDoc]:
+    """The attestations in the note of ``commit``: pseudo-paths name the ref, commit and line."""
+    from agentreview.share.exchange import note_attestations
+    from agentreview.share.notes import NOTES_REF
+
+    raws, skipped = note_attestations(root, commit)
+    notes.extend(skipped)
+    docs = []
+    for number, raw in enumerate(raws, start=1):
+        if _nesting_depth(raw) > MAX_JSON_DEPTH:
+            notes.append(f"skipped {NOTES_REF} note of {commit[:12]} entry {number}: nested too deep")
+            continue
+        docs.append(ExportDoc(Path(f"{NOTES_REF}@{commit}#{number:06d}"), raw))
+    return docs
+
+
+def _prior_heads(raw: dict[str, Any]) -> list[str]:
+    lanes = raw.get("lanes")
+    heads: list[str] = []
+    if not isinstance(lanes, list):
+        return heads
+    for lane in lanes:
+        prior = lane.get("composedFrom") if isinstance(lane, dict) else None
+        head = prior.get("headSha") if isinstance(prior, dict) else None
+        if isinstance(head, str) and len(head) in (40, 64) and all(c in "0123456789abcdef" for c in head):
+            heads.append(head)
+    return heads
+
+
+def locate_in_notes(options: VerifyOptions, root: Path, base_sha: str, head_sha: str, *, notes: list[str]) -> Located:
+    """Step 3 from ``refs/notes/agentreview``: the newest attestation for the range in the note of
+    the head commit, matched exactly as in an export directory. No ``HEAD^`` rule: a note is not a
+    commit, so the reviewed head is the head. Priors are looked up in the notes of their heads."""
+    from agentreview.share.notes import NOTES_REF
+
+    if options.path is not None:
+        raise VerifyStop(EXIT_USAGE, "usage", "--notes reads the attestation from git notes: give no PATH with it")
+    docs = _note_docs(root, head_sha, notes)
+    found = find_for_range(docs, base_sha, head_sha, options.binding)
+    if found is None:
+        binding = f" (binding '{options.binding}')" if options.binding else ""
+        raise VerifyStop(
+            EXIT_NOT_FOUND,
+            "not_found",
+            f"no attestation for {base_sha[:10]}..{head_sha[:10]}{binding} in the {NOTES_REF} note of "
+            f"{head_sha[:10]} — publish it ('agentreview publish') and fetch the notes "
+            f"('git fetch origin {NOTES_REF}:{NOTES_REF}' or 'agentreview fetch')",
+        )
+    seen = {head_sha}
+    pending = _prior_heads(found.raw)
+    while pending and len(seen) < MAX_NOTE_COMMITS:
+        head = pending.pop()
+        if head in seen:
+            continue
+        seen.add(head)
+        more = _note_docs(root, head, notes)
+        docs.extend(more)
+        for doc in more:
+            pending.extend(_prior_heads(doc.raw))
     return Located(found, docs, base_sha, head_sha)

@@ -37,6 +37,7 @@ class VerifyOptions:
     full_chain: bool = False  # follow composedFrom to the end of the chain, not one level (spec step 5)
     registry: Registry | None = None  # default: the installed plugins
     home: Path | None = None  # default: AGENTREVIEW_HOME (the git pack cache lives there)
+    notes: bool = False  # find the attestation in refs/notes/agentreview of the head, not in exports
 
 
 @dataclass(frozen=True)

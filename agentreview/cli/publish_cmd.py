@@ -1,0 +1,75 @@
+"""``agentreview publish``: share a recorded attestation through git notes.
+
+The entry is picked as ``agentreview export`` picks it (RUN_ID, or ``--range`` and ``--binding``).
+Its canonical JSON is added to the note of its head commit under ``refs/notes/agentreview``
+(lines merge as a set), then that ref is pushed to ``--remote`` (default ``origin``) unless
+``--no-push``. Exit codes: 0, 3 no such entry or a git failure, 64 usage.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from agentreview.model.errors import AgentreviewError, UsageError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agentreview.model.attestation import Attestation
+
+
+def publish_attestation(att: Attestation, repo: Path, remote: str | None) -> dict[str, object]:
+    """Publish ``att`` from the repository at ``repo``; the JSON report (shared with ``run --publish``)."""
+    from agentreview.host.gitrun import GitError
+    from agentreview.share.exchange import publish
+    from agentreview.share.notes import NotesError
+
+    try:
+        done = publish(repo, att, remote=remote)
+    except (NotesError, GitError) as exc:
+        raise AgentreviewError(f"publish {att.runId}: {exc}") from exc
+    return {"runId": att.runId, "commit": done.commit, "added": done.changed, "pushed": done.pushed,
+            "ref": "refs/notes/agentreview"}  # fmt: skip
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("publish")
+    def publish_cmd(
+        run_id: Annotated[str | None, typer.Argument(help="The run to publish (see 'agentreview ledger').")] = None,
+        range_: Annotated[
+            str | None, typer.Option("--range", help="BASE..HEAD (refs resolved in --cwd) or a 64-hex rangeSha.")
+        ] = None,
+        binding: Annotated[str | None, typer.Option("--binding", help="Which binding, when several match.")] = None,
+        cwd: Annotated[Path | None, typer.Option("--cwd", help="The repository whose notes receive it.")] = None,
+        remote: Annotated[
+            str | None, typer.Option("--remote", help="Push the notes ref here (default origin).")
+        ] = None,
+        no_push: Annotated[bool, typer.Option("--no-push", help="Add the note locally; push nothing.")] = False,
+        as_json: Annotated[bool, typer.Option("--json", help="Print {runId, commit, added, pushed, ref}.")] = False,
+    ) -> int:
+        """Add a recorded attestation to the git note of its head commit and push the notes ref."""
+        from agentreview.cli.export_cmd import _pick
+        from agentreview.cli.warnings import print_warning
+        from agentreview.host.home import ledger_root
+        from agentreview.store.ledger import Ledger
+
+        if not run_id and not range_:
+            raise UsageError("give a RUN_ID or --range BASE..HEAD (see 'agentreview ledger')")
+        if no_push and remote is not None:
+            raise UsageError("--remote and --no-push exclude each other")
+        with Ledger(ledger_root(), warn=print_warning) as led:
+            row = _pick(led, run_id, range_, binding, cwd)
+            entry = led.get(*row.key)
+        if entry is None:
+            raise AgentreviewError(f"ledger entry {row.path} cannot be read — re-run the review")
+        repo = cwd or Path(entry.host.repo_root)
+        report = publish_attestation(entry.attestation, repo, None if no_push else (remote or "origin"))
+        if as_json:
+            typer.echo(json.dumps(report, indent=2))
+        else:
+            state = "added to" if report["added"] else "already in"
+            pushed = f", pushed to {report['pushed']}" if report["pushed"] else ""
+            typer.echo(f"{report['runId']} {state} the note of {str(report['commit'])[:12]}{pushed}")
+        return 0

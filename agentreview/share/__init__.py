@@ -1,0 +1,1 @@
+"""Sharing attestations between hosts through git notes (``refs/notes/agentreview``)."""

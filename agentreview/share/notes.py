@@ -1,0 +1,146 @@
+"""Attestations in git notes: ``refs/notes/agentreview``, one canonical-JSON attestation per line.
+
+Why notes: they are data about a commit that is not in the commit, replicated by the git every
+user already runs, so sharing a review needs no export commit. The note of a head commit is a
+*set* of lines: adding merges (sorted, unique, as git's ``cat_sort_uniq``), so publishing the same
+attestation twice changes nothing and two hosts that publish to the same head both keep their
+line. A push the remote rejects (someone published first) is retried after a fetch and merge.
+
+Every git call goes through the hardened :func:`agentreview.host.gitrun.run_git`. What a note
+holds is untrusted: lines longer than :data:`MAX_LINE_BYTES`, lines that are not JSON objects and
+blank lines are skipped with a note, never a crash; the caller validates what it keeps.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from agentreview.host.gitrun import GitError, run_git
+
+NOTES_REF = "refs/notes/agentreview"
+INCOMING_REF = "refs/notes/agentreview-incoming"
+MAX_LINE_BYTES = 1024 * 1024
+MAX_NOTE_BYTES = 64 * 1024 * 1024
+PUSH_ATTEMPTS = 5
+_FALLBACK_IDENT = {"user.name": "agentreview", "user.email": "agentreview@localhost"}
+
+
+class NotesError(Exception):
+    """A notes operation that cannot be done (no such remote, a push rejected every time, git failed)."""
+
+
+def _ident(cwd: Path) -> dict[str, str]:
+    """Notes are commits: a host without a configured identity (a CI runner) uses a neutral one."""
+    proc = run_git(["var", "GIT_COMMITTER_IDENT"], cwd, check=False)
+    return {} if proc.returncode == 0 else dict(_FALLBACK_IDENT)
+
+
+def _notes(cwd: Path, args: list[str], *, check: bool = True, input_bytes: bytes | None = None) -> Any:
+    return run_git(["notes", f"--ref={NOTES_REF}", *args], cwd, check=check, input_bytes=input_bytes,
+                   config=_ident(cwd))  # fmt: skip
+
+
+def read_note(cwd: Path, commit: str, ref: str = NOTES_REF) -> bytes:
+    """The raw note of ``commit`` under ``ref`` (empty when there is none)."""
+    proc = run_git(["notes", f"--ref={ref}", "show", "--end-of-options", commit], cwd, check=False)
+    if proc.returncode != 0:
+        return b""
+    if len(proc.stdout) > MAX_NOTE_BYTES:
+        raise NotesError(f"the note of {commit} is larger than {MAX_NOTE_BYTES} bytes — refusing to read it")
+    data: bytes = proc.stdout
+    return data
+
+
+def parse_note(data: bytes, where: str = "note") -> tuple[list[dict[str, Any]], list[str]]:
+    """The JSON objects of a note, one per line, and a message for every line skipped."""
+    from agentreview.model.digests import loads_strict
+
+    out: list[dict[str, Any]] = []
+    skipped: list[str] = []
+    for number, line in enumerate(data.split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        if len(line) > MAX_LINE_BYTES:
+            skipped.append(f"{where}: line {number} is larger than {MAX_LINE_BYTES} bytes — skipped")
+            continue
+        try:
+            value = loads_strict(line)
+        except (ValueError, UnicodeDecodeError) as exc:
+            skipped.append(f"{where}: line {number} is not JSON ({str(exc)[:120]}) — skipped")
+            continue
+        if not isinstance(value, dict):
+            skipped.append(f"{where}: line {number} is not a JSON object — skipped")
+            continue
+        out.append(value)
+    return out, skipped
+
+
+def merge_lines(*notes: bytes) -> bytes:
+    """The union of the lines of ``notes``, sorted and unique (git's ``cat_sort_uniq``)."""
+    lines = {ln for note in notes for ln in note.split(b"\n") if ln.strip()}
+    return b"".join(ln + b"\n" for ln in sorted(lines))
+
+
+def add_lines(cwd: Path, commit: str, lines: Iterable[bytes]) -> bool:
+    """Merge ``lines`` into the note of ``commit``; True when the note changed."""
+    old = read_note(cwd, commit)
+    new = merge_lines(old, b"\n".join(lines))
+    if new == merge_lines(old) and old:
+        return False
+    _notes(cwd, ["add", "-f", "-F", "-", "--end-of-options", commit], input_bytes=new)
+    return True
+
+
+def _rev(cwd: Path, ref: str) -> str | None:
+    proc = run_git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"], cwd, check=False)
+    return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
+
+
+def fetch_and_merge(cwd: Path, remote: str) -> bool:
+    """Fetch the remote's notes ref and merge it into ours as a set; False when the remote has none."""
+    run_git(["update-ref", "-d", INCOMING_REF], cwd, check=False)
+    proc = run_git(["fetch", "--quiet", "--no-tags", "--end-of-options", remote, f"+{NOTES_REF}:{INCOMING_REF}"],
+                   cwd, check=False, timeout=120)  # fmt: skip
+    if proc.returncode != 0:
+        message = proc.stderr.decode("utf-8", "replace")
+        if "couldn't find remote ref" in message or "could not find remote ref" in message:
+            return False
+        last = [ln for ln in message.splitlines() if ln.strip()]
+        raise NotesError(f"git fetch {remote}: {last[-1] if last else 'failed'}")
+    incoming = _rev(cwd, INCOMING_REF)
+    if incoming is None:
+        return False
+    local = _rev(cwd, NOTES_REF)
+    if local is None:
+        run_git(["update-ref", NOTES_REF, incoming], cwd)
+    elif local != incoming:
+        _notes(cwd, ["merge", "--quiet", "-s", "cat_sort_uniq", INCOMING_REF])
+    return True
+
+
+def push(cwd: Path, remote: str, *, attempts: int = PUSH_ATTEMPTS) -> None:
+    """Push our notes ref; on a rejection fetch, merge and retry (at most ``attempts`` times)."""
+    last = ""
+    for _ in range(attempts):
+        proc = run_git(["push", "--quiet", "--no-verify", "--end-of-options", remote, f"{NOTES_REF}:{NOTES_REF}"],
+                       cwd, check=False, timeout=120)  # fmt: skip
+        if proc.returncode == 0:
+            return
+        lines = [ln for ln in proc.stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
+        last = lines[-1] if lines else f"git push exited with {proc.returncode}"
+        text = "\n".join(lines)
+        if "rejected" not in text and "fetch first" not in text and "non-fast-forward" not in text:
+            raise NotesError(f"git push {remote}: {last}")
+        fetch_and_merge(cwd, remote)
+    raise NotesError(f"git push {remote}: rejected {attempts} times ({last}) — run it again")
+
+
+def head_commit(cwd: Path, rev: str = "HEAD") -> str:
+    try:
+        proc = run_git(["rev-parse", "--verify", "--end-of-options", f"{rev}^{{commit}}"], cwd)
+    except GitError as exc:
+        raise NotesError(f"{os.fspath(cwd)}: {exc}") from exc
+    return proc.stdout.decode().strip()
