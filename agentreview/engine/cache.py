@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agentreview.engine.execute import Cancelled
 from agentreview.engine.plan import RunPlan
@@ -69,7 +69,12 @@ def serve_foreign(plan: RunPlan, ledger: Ledger, reporter: Reporter) -> RunResul
     from agentreview.store.cache import servable
 
     key = plan.key
-    for found in trusted_foreign(plan.host.home, plan.registry, key.repo_remote, key.manifest_sha, key.binding):
+    home = plan.host.home
+
+    def same_range(raw: dict[str, Any]) -> bool:  # only these are worth a signature check
+        return raw.get("rangeSha") == key.range_sha
+
+    for found in trusted_foreign(home, plan.registry, key.repo_remote, key.manifest_sha, key.binding, want=same_range):
         att = found.attestation
         if att.rangeSha != key.range_sha or att.target.baseSha != plan.base_sha:
             continue

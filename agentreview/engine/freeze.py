@@ -13,7 +13,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agentreview.engine.compose import find_prior
 from agentreview.engine.execute import LaneContext, LanePlan, run_prepare
@@ -120,7 +120,12 @@ def _team_priors(plan: RunPlan) -> list[Attestation]:
     from agentreview.share.trust import trusted_foreign
 
     key = plan.key
-    return [
-        found.attestation
-        for found in trusted_foreign(plan.host.home, plan.registry, key.repo_remote, key.manifest_sha, key.binding)
-    ]
+
+    def could_be_prior(raw: dict[str, Any]) -> bool:  # find_prior decides; this only spares signature checks
+        target = raw.get("target")
+        return raw.get("verdict") == "pass" and isinstance(target, dict) and target.get("baseSha") == plan.base_sha
+
+    found = trusted_foreign(
+        plan.host.home, plan.registry, key.repo_remote, key.manifest_sha, key.binding, want=could_be_prior
+    )
+    return [f.attestation for f in found]

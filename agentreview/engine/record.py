@@ -71,10 +71,17 @@ def _foreign_priors(plan: RunPlan, shas: set[str]) -> dict[str, TrustedForeign]:
     """The trusted foreign attestations (by digest) among ``shas``; empty when team trust is off."""
     if not shas:
         return {}
+    from agentreview.model.digests import attestation_sha256_of
     from agentreview.share.trust import trusted_foreign
 
+    def pinned(raw: dict[str, Any]) -> bool:
+        try:
+            return attestation_sha256_of(raw) in shas
+        except Exception:  # not canonical-JSON-able: never a prior
+            return False
+
     key = plan.key
-    found = trusted_foreign(plan.host.home, plan.registry, key.repo_remote, key.manifest_sha, key.binding)
+    found = trusted_foreign(plan.host.home, plan.registry, key.repo_remote, key.manifest_sha, key.binding, want=pinned)
     return {sha: f for f in found if (sha := f.attestation.attestation_sha256()) in shas}
 
 

@@ -99,10 +99,14 @@ def trusted_foreign(
     manifest_sha: str,
     binding: str,
     *,
+    want: Callable[[dict[str, Any]], bool] | None = None,
     warn: Callable[[str], None] | None = None,
 ) -> Iterator[TrustedForeign]:
     """Foreign entries under the key's repository, manifest and binding whose signature verifies
-    against the team file, newest first. Nothing when team trust is off."""
+    against the team file, newest first. Nothing when team trust is off.
+
+    ``want`` picks, from the raw documents, the few worth a signature check (one signer process
+    each), so a large foreign store costs a run only the entries that could be used."""
     signers = team_signers_path(home)
     if signers is None:
         return
@@ -118,7 +122,7 @@ def trusted_foreign(
     rows = [
         (raw, host)
         for raw, host in store.all(repo_remote)
-        if raw.get("manifestSha") == manifest_sha and raw.get("binding") == binding
+        if raw.get("manifestSha") == manifest_sha and raw.get("binding") == binding and (want is None or want(raw))
     ]
     if not rows:
         return
