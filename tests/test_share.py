@@ -319,3 +319,28 @@ def test_run_publish_shares_the_recorded_attestation(tmp_path: Path) -> None:
     failed = repo.run("--publish")
     assert failed.returncode == 3, failed.stderr
     assert json.loads(failed.stdout)["ledgerPath"] and "publish it later" in failed.stderr
+
+
+def test_an_oversized_note_is_refused_before_it_is_read(
+    hosts: Hosts, keys: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A note larger than the bound is skipped with a note (its size is asked before any byte is read)."""
+    from agentreview.share import exchange, notes
+
+    raw = sign(hosts.a.attestation(), keys["trusted"])
+    record(hosts.home_a, hosts.a.root, raw)
+    assert cli(hosts.home_a, hosts.a.root, "publish", raw["runId"], "--remote", "shared").returncode == 0
+    monkeypatch.setattr(notes, "MAX_NOTE_BYTES", 512)
+    reads: list[list[str]] = []
+    real = notes.run_git
+
+    def spy(args: list[str], *a: Any, **kw: Any) -> Any:
+        reads.append(list(args))
+        return real(args, *a, **kw)
+
+    monkeypatch.setattr(notes, "run_git", spy)
+    store = ForeignStore(hosts.tmp / "b-ledger")
+    result = exchange.fetch(hosts.b, store, remote="shared")
+    assert result.new == 0 and any("larger than 512 bytes" in n for n in result.notes), result.notes
+    # nothing that prints the note's bytes ran (neither `cat-file blob` nor `notes show`)
+    assert not any(args[:2] == ["cat-file", "blob"] or "show" in args for args in reads), reads

@@ -44,13 +44,19 @@ def _notes(cwd: Path, args: list[str], *, check: bool = True, input_bytes: bytes
 
 
 def read_note(cwd: Path, commit: str, ref: str = NOTES_REF) -> bytes:
-    """The raw note of ``commit`` under ``ref`` (empty when there is none)."""
-    proc = run_git(["notes", f"--ref={ref}", "show", "--end-of-options", commit], cwd, check=False)
-    if proc.returncode != 0:
+    """The raw note of ``commit`` under ``ref`` (empty when there is none).
+
+    Its size is asked first: a note is written by whoever can push, and one of gigabytes must
+    be refused before it is read, not after it filled this host's memory.
+    """
+    listed = run_git(["notes", f"--ref={ref}", "list", "--end-of-options", commit], cwd, check=False)
+    blob = listed.stdout.decode("ascii", "replace").strip() if listed.returncode == 0 else ""
+    if not blob:
         return b""
-    if len(proc.stdout) > MAX_NOTE_BYTES:
-        raise NotesError(f"the note of {commit} is larger than {MAX_NOTE_BYTES} bytes — refusing to read it")
-    data: bytes = proc.stdout
+    size = run_git(["cat-file", "-s", "--end-of-options", blob], cwd).stdout.decode().strip()
+    if not size.isdigit() or int(size) > MAX_NOTE_BYTES:
+        raise NotesError(f"the note of {commit[:12]} is larger than {MAX_NOTE_BYTES} bytes — refusing to read it")
+    data: bytes = run_git(["cat-file", "blob", "--end-of-options", blob], cwd).stdout
     return data
 
 
