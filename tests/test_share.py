@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from https_git_server import GitHttpsServer, https_git_server, tls_material  # noqa: F401
 from verify_helpers import (  # noqa: F401  (isolated_env, keys_fixture, repo_fixture: fixtures)
     REMOTE,
     REMOTE_URL,
@@ -81,18 +82,20 @@ def record(home: Path, repo_root: Path, raw: dict[str, Any]) -> None:
 class Hosts:
     """Host A (the repository ``repo``), a bare remote ``shared`` and host B, a clone of that remote."""
 
-    def __init__(self, repo: Repo, tmp: Path):
+    def __init__(self, repo: Repo, tmp: Path, bare: Path | None = None, url: str | None = None):
         self.a, self.tmp = repo, tmp
-        self.bare = tmp / "remote.git"
+        self.bare = bare or tmp / "remote.git"
         git(tmp, "init", "-q", "--bare", str(self.bare))
-        git(repo.root, "remote", "add", "shared", self.bare.as_uri())
+        git(self.bare, "config", "http.receivepack", "true")  # pushes over smart HTTP (the HTTPS variant)
+        self.url = url or self.bare.as_uri()
+        git(repo.root, "remote", "add", "shared", self.url)
         git(repo.root, "push", "-q", "shared", "main", "feature")
         self.b = tmp / "b"
-        git(tmp, "clone", "-q", "-b", "feature", self.bare.as_uri(), str(self.b))
+        git(tmp, "clone", "-q", "-b", "feature", self.url, str(self.b))
         git(self.b, "config", "user.email", "b@example.com")
         git(self.b, "config", "user.name", "B")
         git(self.b, "remote", "set-url", "origin", REMOTE_URL)  # the same repository identity as A's
-        git(self.b, "remote", "add", "shared", self.bare.as_uri())
+        git(self.b, "remote", "add", "shared", self.url)
         git(self.b, "branch", "-q", "main", "origin/main")
         self.home_a, self.home_b = tmp / "home-a", tmp / "home-b"
 
@@ -110,6 +113,51 @@ def hosts_fixture(tmp_path: Path, keys: dict) -> Hosts:
     """A's repository trusts the organisation's key on main (``.agentproto/allowed_signers``)."""
     repo = Repo(tmp_path / "repo", files={".agentproto/allowed_signers": signers_line(keys["trusted"])})
     return Hosts(repo, tmp_path)
+
+
+@pytest.fixture(name="https_hosts")
+def https_hosts_fixture(tmp_path: Path, keys: dict, https_git_server: GitHttpsServer) -> Hosts:  # noqa: F811
+    """As ``hosts``, but the shared remote is served by the real smart-HTTP git server over TLS."""
+    repo = Repo(tmp_path / "repo", files={".agentproto/allowed_signers": signers_line(keys["trusted"])})
+    bare = https_git_server.project_root / "shared.git"
+    return Hosts(repo, tmp_path, bare, https_git_server.url("shared"))
+
+
+def test_over_https_publish_fetch_verify_and_concurrent_publishers(
+    https_hosts: Hosts, https_git_server: GitHttpsServer, keys: dict  # noqa: F811
+) -> None:
+    hosts = https_hosts
+    raw_a = sign(hosts.a.attestation(created_at="2026-01-01T00:00:00.000Z"), keys["trusted"])
+    raw_b = sign(hosts.a.attestation(created_at="2026-01-02T00:00:00.000Z"), keys["trusted"])
+    record(hosts.home_a, hosts.a.root, raw_a)
+    record(hosts.home_b, hosts.b, raw_b)
+    results: dict[str, subprocess.CompletedProcess[str]] = {}
+    start = threading.Barrier(2)
+
+    def go(name: str, home: Path, cwd: Path, run_id: str) -> None:
+        start.wait()
+        results[name] = cli(home, cwd, "publish", run_id, "--remote", "shared")
+
+    threads = [threading.Thread(target=go, args=("a", hosts.home_a, hosts.a.root, raw_a["runId"])),
+               threading.Thread(target=go, args=("b", hosts.home_b, hosts.b, raw_b["runId"]))]  # fmt: skip
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results["a"].returncode == 0, results["a"].stderr
+    assert results["b"].returncode == 0, results["b"].stderr
+    assert any("git-receive-pack" in hit for hit in https_git_server.hits)
+    assert len(hosts.remote_note(hosts.a.head)) == 2
+    got = cli(hosts.home_b, hosts.b, "fetch", "--remote", "shared", "--json")
+    assert got.returncode == 0, got.stderr
+    assert json.loads(got.stdout)["found"] == 2
+    rows = json.loads(cli(hosts.home_b, hosts.b, "ledger", "--json").stdout)
+    assert {r["createdAt"] for r in rows if "foreign" in r} == {raw_a["createdAt"], raw_b["createdAt"]}
+    gate = cli(hosts.home_b, hosts.b, "verify", "--notes", "--policy-from", "main", "--require-signed", "--json")
+    assert gate.returncode == 0, (gate.stdout, gate.stderr)
+    lines = [json.loads(ln) for ln in hosts.remote_note(hosts.a.head)]
+    newest = 1 + next(i for i, doc in enumerate(lines) if doc["createdAt"] == raw_b["createdAt"])
+    assert json.loads(gate.stdout)["path"] == f"{NOTES}@{hosts.a.head}#{newest:06d}"  # the newest line
 
 
 def test_publish_then_fetch_shows_a_foreign_entry(hosts: Hosts, keys: dict) -> None:
