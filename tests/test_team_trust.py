@@ -237,3 +237,30 @@ def test_a_forged_teammate_review_is_never_a_prior(
     base = att["target"]["baseSha"]
     assert reviewed(tmp_path, bob.home) == [f"{base}..{second_head}"]
     assert "composedFrom" not in att["lanes"][1]
+
+
+def test_through_publish_and_fetch_a_trusted_review_is_a_hit_in_another_clone(
+    repo: Repo, tmp_path: Path, alice: Host, bob: Host
+) -> None:
+    """A publishes to a bare remote over git notes; B, in its own clone, fetches and reuses it."""
+    bare = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    repo.git("remote", "add", "origin", f"file://{bare}")
+    repo.git("push", "-q", "origin", "main", "feature")
+    published = alice.run("--publish")
+    assert published["attestation"]["attestor"]["signature"]["principal"] == A
+    clone = Repo.__new__(Repo)
+    clone.path, clone.home = tmp_path / "clone", bob.home
+    subprocess.run(["git", "clone", "-q", "-b", "feature", f"file://{bare}", str(clone.path)], check=True)
+    clone.git("branch", "-q", "main", "origin/main")
+    bob.repo = clone
+    fetched = subprocess.run([*AGENTREVIEW, "fetch", "--json"], cwd=clone.path, env=bob.env, capture_output=True,
+                             text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert fetched.returncode == 0, fetched.stdout + fetched.stderr
+    assert json.loads(fetched.stdout)["new"] == 1
+    assert bob.run()["cached"] is False  # fetched but not trusted: lanes ran
+    bob.own_entries()[0].unlink()  # forget Bob's own review, keep the foreign entry
+    bob.trust(alice)
+    result = bob.run()
+    assert result["cached"] is True and result["cachedFrom"] == {"principal": A, "remote": "origin"}
+    assert result["attestation"] == published["attestation"]
