@@ -65,7 +65,7 @@ def test_the_site_builds_strict_and_renders_every_nav_page(tmp_path: Path) -> No
     pages = _nav_pages()
     assert set(pages) == {
         "Home", "Getting started", "Concepts", "Commands", "Plugins", "Providers", "Security",
-        "Architecture", "Performance",
+        "Sharing reviews", "Architecture", "Performance",
     }
     for title, page in pages.items():
         html_file = _rendered(site, page)

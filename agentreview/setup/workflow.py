@@ -47,6 +47,11 @@ jobs:
         run: python -m pip install "agentreview=={__version__}"
       - name: verify the signed review under the base branch's policy
         run: {VERIFY_RUN}
+      # Reviews shared through git notes (`agentreview run --publish`) need no export commit:
+      # replace the step above with
+      #   run: |
+      #     git fetch origin refs/notes/agentreview:refs/notes/agentreview
+      #     {VERIFY_RUN} --notes
 """
 
 

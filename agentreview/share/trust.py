@@ -107,10 +107,6 @@ def trusted_foreign(
 
     ``want`` picks, from the raw documents, the few worth a signature check (one signer process
     each), so a large foreign store costs a run only the entries that could be used."""
-    signers = team_signers_path(home)
-    if signers is None:
-        return
-    data = _read_signers(signers, home)
     from agentreview.host.home import ledger_root
     from agentreview.model.attestation import Attestation
     from agentreview.model.contracts import SignatureInvalidError
@@ -124,8 +120,12 @@ def trusted_foreign(
         for raw, host in store.all(repo_remote)
         if raw.get("manifestSha") == manifest_sha and raw.get("binding") == binding and (want is None or want(raw))
     ]
-    if not rows:
+    if not rows:  # nothing foreign could serve: the configuration is not even read
         return
+    signers = team_signers_path(home)
+    if signers is None:
+        return
+    data = _read_signers(signers, home)
     with tempfile.TemporaryDirectory(prefix="agentreview-team-") as tmp:
         copy = Path(tmp) / "allowed_signers"  # a private copy: the file is read once per use
         copy.write_bytes(data)
