@@ -56,7 +56,7 @@ def register(app: typer.Typer) -> None:
         """Write a recorded attestation as an export file (two-space JSON)."""
         from agentreview.cli.warnings import print_warning
         from agentreview.host.home import ledger_root
-        from agentreview.store.export import confined_export_dir, export_path, write_export
+        from agentreview.store.export import recorded_export_target, write_export
         from agentreview.store.ledger import Ledger
 
         if not run_id and not range_:
@@ -69,14 +69,14 @@ def register(app: typer.Typer) -> None:
         att = entry.attestation
         if to is not None:
             target = to if to.is_absolute() else (cwd or Path.cwd()) / to
-        elif entry.host.export_dir:
+        else:
             try:
-                directory = confined_export_dir(Path(entry.host.repo_root), entry.host.export_dir)
-                target = export_path(att, directory)
+                recorded = recorded_export_target(entry)
             except ValueError as exc:
                 raise AgentreviewError(f"{exc} — pass --to PATH") from exc
-        else:
-            raise UsageError("`--to` is required (the manifest declares no `verdict.exportDir`)")
+            if recorded is None:
+                raise UsageError("`--to` is required (the manifest declares no `verdict.exportDir`)")
+            target = recorded
         try:
             path = write_export(att, target.resolve())
         except OSError as exc:

@@ -66,7 +66,7 @@ def review_export(
     """Write a recorded attestation as an export file (reference-notes 2.14); ``{path, runId, verdict}``."""
     from agentreview.host.git import normalize_remote
     from agentreview.host.home import ledger_root
-    from agentreview.store.export import confined_export_dir, export_path, write_export
+    from agentreview.store.export import recorded_export_target, write_export
     from agentreview.store.ledger import Ledger
 
     root = args.directory(cwd)
@@ -97,13 +97,14 @@ def review_export(
     if out_path:
         given = Path(out_path).expanduser()
         target = given if given.is_absolute() else (root or Path(entry.host.repo_root)) / given
-    elif entry.host.export_dir:
+    else:
         try:
-            target = export_path(att, confined_export_dir(Path(entry.host.repo_root), entry.host.export_dir))
+            recorded = recorded_export_target(entry)
         except ValueError as exc:
             raise ToolFailure(f"{exc}; pass outPath") from exc
-    else:
-        raise ToolFailure("`outPath` is required (the manifest declares no `verdict.exportDir`)")
+        if recorded is None:
+            raise ToolFailure("`outPath` is required (the manifest declares no `verdict.exportDir`)")
+        target = recorded
     try:
         path = write_export(att, target.resolve())
     except OSError as exc:

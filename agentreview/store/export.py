@@ -22,6 +22,7 @@ from agentreview.host.files import UnreadableFileError, atomic_write_text, read_
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentreview.model.attestation import Attestation
+    from agentreview.store.entries import LedgerEntry
 
 # As deep as verify follows a chain (agentreview.verify.composition.MAX_CHAIN_DEPTH).
 MAX_PRIOR_DEPTH = 64
@@ -54,6 +55,16 @@ def confined_export_dir(repo_root: Path, export_dir: str | Path) -> Path:
             f"verdict.exportDir {str(export_dir)!r} resolves to {real}, outside the repository {root_real}"
         )
     return Path(real)
+
+
+def recorded_export_target(entry: LedgerEntry) -> Path | None:
+    """Where a recorded entry exports by default: its attestation's file in the manifest's
+    ``verdict.exportDir`` as recorded, confined to the repository; ``None`` when the manifest
+    declared none. Raises ``ValueError`` (naming the fix) for a directory or name that escapes."""
+    if not entry.host.export_dir:
+        return None
+    directory = confined_export_dir(Path(entry.host.repo_root), entry.host.export_dir)
+    return export_path(entry.attestation, directory)
 
 
 def write_export(att: Attestation, path: Path) -> Path:
