@@ -73,6 +73,14 @@ class Repo:
         return [p for p in root.rglob("*.json") if "runs" not in p.parts and "inflight" not in p.parts]
 
 
+def feature_repo(tmp_path: Path) -> Repo:
+    """A repository with one commit on main, switched to a new ``feature`` branch; its home beside it."""
+    repo = Repo(tmp_path / "repo", tmp_path / "home")
+    repo.commit("initial", **{"README.md": "hello\n"})
+    repo.git("switch", "-q", "-c", "feature")
+    return repo
+
+
 def manifest(checks: str, bindings: str = "", extra: str = "") -> str:
     text = "---\nkind: review\nid: demo\ntarget: { kind: git-range, base: main }\nchecks:\n" + checks
     if bindings:

@@ -26,7 +26,7 @@ import anyio
 import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from reviewrepo import AGENTREVIEW, Repo, manifest, processes_matching
+from reviewrepo import AGENTREVIEW, Repo, feature_repo, manifest, processes_matching
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -40,10 +40,7 @@ TOOLS = {"review_run", "review_status", "review_cancel", "review_ledger", "revie
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Repo:
-    r = Repo(tmp_path / "repo", tmp_path / "home")
-    r.commit("initial", **{"README.md": "hello\n"})
-    r.git("switch", "-q", "-c", "feature")
-    return r
+    return feature_repo(tmp_path)
 
 
 def start_feature(repo: Repo, text: str = PASSING) -> str:

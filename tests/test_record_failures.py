@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from reviewrepo import AGENTREVIEW, Repo, manifest
+from reviewrepo import AGENTREVIEW, Repo, feature_repo, manifest
 
 # Runs "$@" with a fresh tmpfs at $FS_DIR: "full" fills it first, "ro" makes it read-only, "lane"
 # leaves the filling to the review's own lane. What is left on it is listed before it vanishes.
@@ -85,9 +85,7 @@ def on_small_fs(repo: Repo, fs_dir: Path, mode: str, *args: str, env: dict[str, 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Repo:
-    r = Repo(tmp_path / "repo", tmp_path / "home")
-    r.commit("initial", **{"README.md": "hello\n"})
-    r.git("switch", "-q", "-c", "feature")
+    r = feature_repo(tmp_path)
     # the signing key exists before the ledger's file system fills up
     subprocess.run([*AGENTREVIEW, "key"], cwd=r.path, env=r.env, capture_output=True, check=True, timeout=60)
     return r

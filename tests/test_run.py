@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from reviewrepo import AGENTREVIEW, Repo, manifest, processes_matching, wait_for
+from reviewrepo import AGENTREVIEW, Repo, feature_repo, manifest, processes_matching, wait_for
 
 PASSING = manifest(
     "  - id: ok\n    kind: command\n    run: 'true'\n"
@@ -34,10 +34,7 @@ def no_agent(repo: Repo) -> dict[str, str]:
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Repo:
-    r = Repo(tmp_path / "repo", tmp_path / "home")
-    r.commit("initial", **{"README.md": "hello\n"})
-    r.git("switch", "-q", "-c", "feature")
-    return r
+    return feature_repo(tmp_path)
 
 
 def start_feature(repo: Repo, text: str = PASSING) -> str:

@@ -20,15 +20,12 @@ import time
 from pathlib import Path
 
 import pytest
-from reviewrepo import AGENTREVIEW, Repo, manifest, processes_matching, wait_for
+from reviewrepo import AGENTREVIEW, Repo, feature_repo, manifest, processes_matching, wait_for
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Repo:
-    r = Repo(tmp_path / "repo", tmp_path / "home")
-    r.commit("initial", **{"README.md": "hello\n"})
-    r.git("switch", "-q", "-c", "feature")
-    return r
+    return feature_repo(tmp_path)
 
 
 def env_of(repo: Repo, **extra: str) -> dict[str, str]:
