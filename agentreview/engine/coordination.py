@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agentreview.host.files import FileWriteError, UnreadableFileError, atomic_write_text, read_regular_file
+from agentreview.host.locks import is_held
 from agentreview.model.digests import sha256_hex
 from agentreview.model.errors import AgentreviewError
 
@@ -119,22 +120,7 @@ class InflightRegistry:
             (self.dir / f"{run_id}.superseded").unlink()
 
     def _alive(self, run_id: str) -> bool:
-        lock_path = self.dir / f"{run_id}.lock"
-        try:
-            fd = os.open(lock_path, os.O_RDWR | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except OSError:  # gone, or a symlink planted here: not a live run
-            return False
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO or device: not a lock a run made
-                return False
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        else:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            return False
-        finally:
-            os.close(fd)
+        return is_held(self.dir / f"{run_id}.lock")
 
     def running(self) -> list[InflightRun]:
         runs: list[InflightRun] = []

@@ -96,3 +96,29 @@ class FileLock:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.release()
+
+
+def is_held(lock_file: str | os.PathLike[str]) -> bool:
+    """Whether some process holds an exclusive ``flock`` on ``lock_file`` right now.
+
+    How a live run is told from a dead one (its record, pid and all, may outlive it): the kernel
+    drops the lock with the process. A missing file, a symlink, or anything but a regular file
+    (a FIFO or device planted in its place) is never a lock a run made: not held. Never blocks.
+    """
+    try:
+        fd = os.open(lock_file, os.O_RDWR | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except (OSError, ValueError):
+        return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)

@@ -39,6 +39,7 @@ from typing import Any
 
 from agentreview.host.files import UnreadableFileError, atomic_write_text, read_regular_file
 from agentreview.host.home import runs_dir
+from agentreview.host.locks import is_held
 
 RUN_ID = re.compile(r"^review-[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 ENV_LOCK_FD = "AGENTREVIEW_RUN_LOCK_FD"  # a detached run's inherited lock (see module doc)
@@ -266,23 +267,7 @@ class RunRegistry:
         """Whether the run's process still holds its lock."""
         if run_id in self._locks:
             return True
-        try:
-            fd = os.open(self.lock_path(run_id), os.O_RDWR | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except (OSError, ValueError):
-            return False
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                return False
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        except OSError:
-            return False
-        else:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            return False
-        finally:
-            os.close(fd)
+        return is_held(self.lock_path(run_id))
 
     def record(self, run_id: str) -> dict[str, Any] | None:
         """The stored record, with ``running`` turned into ``failed`` when its process is gone."""
