@@ -3,7 +3,8 @@
 ``$AGENTREVIEW_HOME`` (default ``~/.agentproto``) holds the ledger
 (``reviews/``), the run registry (``runs/``: every run's status record, its lock and a
 detached run's log, see :mod:`agentreview.runs.registry`), the signing key (``keys/``),
-the git pack cache (``review-packs/``), user presets (``presets.toml``) and ``config.toml``::
+the git pack cache (``review-packs/``), disposable caches (``cache/``: anything in it may be
+deleted at any time and is rebuilt), user presets (``presets.toml``) and ``config.toml``::
 
     [signing]
     principal = "ci@example.com"   # the identity the host key vouches for
@@ -46,6 +47,11 @@ def keys_dir(home: Path | None = None) -> Path:
 
 def pack_cache_dir(home: Path | None = None) -> Path:
     return (home or home_dir()) / "review-packs"
+
+
+def cache_dir(home: Path | None = None) -> Path:
+    """Disposable caches: each file in it is checked before use and rebuilt when missing or wrong."""
+    return (home or home_dir()) / "cache"
 
 
 @lru_cache(maxsize=1)
