@@ -22,7 +22,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,13 +44,18 @@ def venv_script(name: str) -> str:
 
 @dataclass(frozen=True)
 class Case:
-    """One command line to time. ``expect_rc`` guards against timing a command that failed fast."""
+    """One command line to time. ``expect_rc`` guards against timing a command that failed fast.
+
+    ``before`` runs untimed before every run (warm-up included), for a case whose input must be
+    new each time, e.g. a manifest no cache has seen.
+    """
 
     label: str
     argv: Sequence[str]
     cwd: Path | None = None
     env: Mapping[str, str] | None = None
     expect_rc: int = 0
+    before: Callable[[], object] | None = None
 
 
 @dataclass
@@ -78,22 +83,27 @@ class Result:
 def time_once(case: Case) -> float:
     """Wall time of one run of ``case``; raises when it exits with an unexpected code or hangs."""
     env = dict(os.environ if case.env is None else case.env)
+    if case.before is not None:
+        case.before()
     started = time.perf_counter()
-    proc = subprocess.run(
-        list(case.argv),
-        cwd=case.cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        timeout=PROCESS_TIMEOUT_S,
-    )
+    try:
+        proc = subprocess.run(
+            list(case.argv),
+            cwd=case.cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            timeout=PROCESS_TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired:
+        raise SystemExit(f"bench: '{case.label}' did not finish within {PROCESS_TIMEOUT_S:.0f} s") from None
     elapsed = time.perf_counter() - started
     if proc.returncode != case.expect_rc:
         stderr = proc.stderr.decode(errors="replace").strip().splitlines()
         raise SystemExit(
             f"bench: '{case.label}' exited {proc.returncode} (expected {case.expect_rc}): "
-            f"{stderr[-1] if stderr else 'no output'}"
+            + ("\n".join(stderr[-10:]) if stderr else "no output")
         )
     return elapsed
 
