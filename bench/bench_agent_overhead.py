@@ -56,7 +56,7 @@ def main() -> int:
         base = head = git(repo, "rev-parse", "HEAD")
         run_dir = root / "ledger" / "repo" / "runs" / "r1"
         run_dir.mkdir(parents=True)
-        check = AgentCheck.model_validate({"id": "lint", "kind": "agent", "preset": "instant", "rubric": "rubric.md"})
+        check = AgentCheck(id="lint", kind="agent", preset="instant", rubric="rubric.md")
         command = ["sh", "-c", SCRIPT]
         request = LaneRequest(
             check=check, review_id="bench", repo_root=repo, base_sha=base, head_sha=head, placeholders={},

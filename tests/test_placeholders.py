@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -106,14 +107,14 @@ def test_compile_accepts_bound_names_and_skips_agents_and_unknown_refs() -> None
         "gen": _cmd("gen", "gen {base} {changed} {{head}}", effects=True),
         "t": _cmd("t", "t {base} {head} {changed}"),
         "a": agent,
-        "core/w": ResolvedCheck(check=_cmd("w", "w {head}").model_copy(update={"id": "core/w"}), rubric_base=Path(".")),
+        "core/w": ResolvedCheck(check=replace(_cmd("w", "w {head}"), id="core/w"), rubric_base=Path(".")),
     }
     binding = Binding(prepare=["gen"], checks=["t", "a", "core/w", "core/missing"])
     assert compile_checks(binding, checks) == []
 
 
 def test_compile_sees_through_resolved_checks() -> None:
-    wrapped = ResolvedCheck(check=_cmd("w", "w {oops}").model_copy(update={"id": "core/w"}), rubric_base=Path("."))
+    wrapped = ResolvedCheck(check=replace(_cmd("w", "w {oops}"), id="core/w"), rubric_base=Path("."))
     problems = compile_checks(Binding(checks=["core/w"]), {"core/w": wrapped})
     assert len(problems) == 1 and "{oops}" in problems[0].message
 

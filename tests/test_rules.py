@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from agentreview.manifest.parse import ManifestError, parse_review
@@ -207,11 +209,11 @@ def test_a_malformed_check_does_not_cascade() -> None:
 
 
 def _cmd(cid: str, **kw) -> CommandCheck:
-    return CommandCheck(id="x", kind="command", run=kw.pop("run", "true"), **kw).model_copy(update={"id": cid})
+    return replace(CommandCheck(id="x", kind="command", run=kw.pop("run", "true"), **kw), id=cid)
 
 
 def test_finalize_bindings_over_merged_checks() -> None:
-    agent = AgentCheck(id="c", kind="agent", preset="p", rubric="r.md").model_copy(update={"id": "core/c"})
+    agent = replace(AgentCheck(id="c", kind="agent", preset="p", rubric="r.md"), id="core/c")
     checks = [_cmd("lint"), agent, _cmd("core/run", run="x {head}")]
     final = finalize_bindings(checks, {"b": Binding(checks=["lint", "core/c", "core/run"])})
     assert list(final) == ["b"]

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from agentreview.manifest.parse import load_frontmatter
 from agentreview.model.attestation import Attestation
 from agentreview.model.manifest import ReviewManifest, ReviewPack
+from agentreview.model.manifest_fields import validate as validate_record
 from agentreview.model.schemas import DOCUMENTS, JSON_SCHEMA_DIALECT, UnknownDocumentError, schema_for, schema_text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -185,7 +186,7 @@ def model_accepts(name: str, doc: Any) -> bool:
         if name == "attestation":
             Attestation.read(copy.deepcopy(doc))
         else:
-            MODELS[name].model_validate(copy.deepcopy(doc))
+            validate_record(MODELS[name], copy.deepcopy(doc))
     except ValidationError:
         return False
     return True

@@ -38,7 +38,7 @@ _EXPORTS: dict[str, str] = {
     "FallbackAttempt": "agentreview.model.contracts",
     "DeltaRange": "agentreview.model.contracts",
     # check kinds a plugin contributes (the model its lane executor declares as check_model)
-    "CheckModel": "agentreview.model.manifest",
+    "CheckModel": "agentreview.model.check_model",
     # pack loaders
     "PackLoader": "agentreview.model.contracts",
     "PackLoadContext": "agentreview.model.contracts",
@@ -202,6 +202,7 @@ if TYPE_CHECKING:  # pragma: no cover - static names for type checkers and IDEs
     from agentreview.host.home import home_dir, load_config, pack_cache_dir
     from agentreview.host.locks import FileLock, LockTimeout
     from agentreview.host.procs.group import ProcessResult, run_process_group
+    from agentreview.model.check_model import CheckModel
     from agentreview.model.contracts import (
         DeltaRange,
         FallbackAttempt,
@@ -228,7 +229,6 @@ if TYPE_CHECKING:  # pragma: no cover - static names for type checkers and IDEs
         SigningError,
     )
     from agentreview.model.digests import loads_strict, sha256_hex
-    from agentreview.model.manifest import CheckModel
     from agentreview.model.packref import GitPackRefError, parse_git_pack_ref
     from agentreview.packs.confine import PACK_MANIFEST, read_confined, read_pack_manifest
     from agentreview.reviewers.attempt import attempt_dir, fresh_dir, link_if_exists, remove_path, user_dir

@@ -18,7 +18,14 @@ from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
 if TYPE_CHECKING:  # pragma: no cover
     from agentreview.plugins.registry import Registry
 
-__all__ = ["BUILTIN_CHECK_KINDS", "PluginKinds", "check_adapter", "find_plugin_kinds", "review_model"]
+__all__ = [
+    "BUILTIN_CHECK_KINDS",
+    "PluginKinds",
+    "check_adapter",
+    "find_plugin_kinds",
+    "review_adapter",
+    "review_model",
+]
 
 # The spec's kinds: validated by the built-in models, never looked up among plugins.
 BUILTIN_CHECK_KINDS = ("command", "agent")
@@ -79,7 +86,7 @@ def find_plugin_kinds(raw_checks: Any, registry: Registry | None = None) -> Plug
             broken[kind] = (f"check kind '{kind}' (plugin '{entry.plugin}') {reason}", _FIX)
     if models:
         try:
-            review_model(tuple(models[k] for k in sorted(models)))
+            review_adapter(tuple(models[k] for k in sorted(models)))
         except Exception as exc:  # a model pydantic cannot combine: one line, never a traceback
             text = " ".join(str(exc).split())[:200]
             for kind in models:
@@ -90,7 +97,8 @@ def find_plugin_kinds(raw_checks: Any, registry: Registry | None = None) -> Plug
 
 def model_problem(kind: str, model: Any) -> str | None:
     """Why ``model`` cannot validate checks of ``kind`` (None when it can)."""
-    from agentreview.model.manifest import ID_PATTERN, CheckModel
+    from agentreview.model.check_model import CheckModel
+    from agentreview.model.manifest import ID_PATTERN
 
     if re.fullmatch(ID_PATTERN, kind) is None or len(kind) > 64:
         return "is not a usable kind name (lowercase letters, digits and '-', starting with a letter)"
@@ -125,19 +133,44 @@ def _check_union(models: tuple[type[Any], ...]) -> Any:
 
 
 @functools.lru_cache(maxsize=8)
-def review_model(models: tuple[type[Any], ...] = ()) -> Any:
-    """The review manifest model whose ``checks`` also accept ``models`` (the spec's model when none)."""
+def review_model(models: tuple[type[Any], ...] = ()) -> type[Any]:
+    """The review manifest record whose ``checks`` also accept ``models`` (the spec's record when none).
+
+    With plugin models it is a dataclass subclass of ``ReviewManifest`` (so every reader of a
+    parsed manifest sees the record it knows) whose one changed field names the wider union.
+    """
     from agentreview.model.manifest import ReviewManifest
 
     if not models:
         return ReviewManifest
+    from dataclasses import make_dataclass
     from typing import Annotated
 
-    from pydantic import Field, create_model
+    from pydantic import Field, Strict
+
+    import agentreview.model.manifest_fields  # noqa: F401  # the base's field types resolve (its publish step)
 
     union = _check_union(models)
-    checks: Any = Annotated[list[union], Field(min_length=1)]  # type: ignore[valid-type]  # built at run time
-    return create_model("ReviewManifest", __base__=ReviewManifest, checks=(checks, ...))
+    checks: Any = Annotated[list[union], Strict(), Field(min_length=1)]  # type: ignore[valid-type]  # built at run time
+    return make_dataclass(
+        "ReviewManifest",
+        [("checks", checks)],
+        bases=(ReviewManifest,),
+        namespace={"__module__": __name__},
+        frozen=True,
+        kw_only=True,
+        slots=True,
+    )
+
+
+@functools.lru_cache(maxsize=8)
+def review_adapter(models: tuple[type[Any], ...] = ()) -> Any:
+    """The validator of a whole review manifest whose ``checks`` also accept ``models``, built once."""
+    from pydantic import TypeAdapter
+
+    from agentreview.model.manifest_fields import adapter
+
+    return TypeAdapter(review_model(models)) if models else adapter(review_model())
 
 
 @functools.lru_cache(maxsize=8)
@@ -145,8 +178,8 @@ def check_adapter(is_pack: bool, models: tuple[type[Any], ...] = ()) -> Any:
     """One validator per check union, built once: building it costs milliseconds per call."""
     from pydantic import TypeAdapter
 
-    from agentreview.model.manifest import Check, PackCheck
+    from agentreview.model.manifest_fields import Check, PackCheck, adapter
 
     if is_pack:
-        return TypeAdapter(PackCheck)
-    return TypeAdapter(_check_union(models) if models else Check)
+        return adapter(PackCheck)
+    return TypeAdapter(_check_union(models)) if models else adapter(Check)

@@ -85,7 +85,7 @@ def parse_review(source: bytes, path: Path | None = None, *, registry: Registry 
     """
     from pydantic import ValidationError
 
-    from agentreview.manifest.kinds import find_plugin_kinds, review_model
+    from agentreview.manifest.kinds import find_plugin_kinds, review_adapter
 
     path = Path(path).absolute() if path is not None else None
     front = load_frontmatter(source, path)
@@ -109,7 +109,7 @@ def parse_review(source: bytes, path: Path | None = None, *, registry: Registry 
     problems: list[Problem] = []
     manifest = None
     try:
-        manifest = review_model(models).model_validate(data)
+        manifest = review_adapter(models).validate_python(data)
     except ValidationError as exc:
         problems += schema_problems(exc, schema)
     cross, bindings = _review_rules(data, models)
@@ -192,11 +192,13 @@ def _uses_chain_problems(raw_uses: list[Any]) -> list[Problem]:
     return problems
 
 
-def _try(model: Any, raw: Any) -> Any:
+def _try(record: type[Any], raw: Any) -> Any:
     from pydantic import ValidationError
 
+    from agentreview.model.manifest_fields import validate
+
     try:
-        return model.model_validate(raw)
+        return validate(record, raw)
     except ValidationError:
         return None
 
@@ -261,6 +263,7 @@ def parse_pack(source: bytes, path: Path | None = None) -> ReviewPack:
 
     from agentreview.manifest import rules
     from agentreview.model.manifest import ReviewPack
+    from agentreview.model.manifest_fields import validate
 
     path = Path(path).absolute() if path is not None else None
     front = load_frontmatter(source, path)
@@ -281,9 +284,9 @@ def parse_pack(source: bytes, path: Path | None = None) -> ReviewPack:
     problems: list[Problem] = []
     pack = None
     try:
-        pack = ReviewPack.model_validate(data)
+        pack = validate(ReviewPack, data)
     except ValidationError as exc:
-        # The model's own duplicate-id check duplicates rule 1 below; keep the located one.
+        # The record's own duplicate-id check duplicates rule 1 below; keep the located one.
         translated = schema_problems(exc, Schema(data, is_pack=True))
         problems += [p for p in translated if "more than once" not in p.message]
     raw_checks = _list(data.get("checks"))

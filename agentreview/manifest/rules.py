@@ -22,7 +22,8 @@ from agentreview.model.errors import AgentreviewError
 from agentreview.model.problems import ManifestError, Problem
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agentreview.model.manifest import AgentCheck, Binding, CheckModel, CommandCheck
+    from agentreview.model.check_model import CheckModel
+    from agentreview.model.manifest import AgentCheck, Binding, CommandCheck
 
     AnyCheck = CommandCheck | AgentCheck | CheckModel
 

@@ -167,6 +167,13 @@ def _model_at(loc: tuple[Any, ...], schema: Schema) -> Any:
 
 
 def _allowed_keys(model: Any) -> str:
+    """The keys a record (a manifest dataclass) or a plugin's check model accepts, in declaration order."""
+    import dataclasses
+
+    from agentreview.model.manifest import input_key
+
+    if dataclasses.is_dataclass(model):
+        return ", ".join(input_key(f.name) for f in dataclasses.fields(model))
     return ", ".join(f.alias or name for name, f in model.model_fields.items())
 
 
@@ -183,6 +190,12 @@ def _shown(value: Any) -> str:
     text = text if len(text) <= 40 else text[:37] + "..."
     return f"{'string' if isinstance(value, str) else type(value).__name__} {text}"
 
+
+# pydantic names the same mistake differently for a model (a plugin's check kind) and for a
+# dataclass (the built-in records); each group is worded once.
+_MISSING = ("missing", "missing_argument", "missing_keyword_only_argument")
+_UNKNOWN_KEY = ("extra_forbidden", "unexpected_keyword_argument", "unexpected_positional_argument")
+_NOT_A_MAPPING = ("dict_type", "model_type", "model_attributes_type", "dataclass_type", "dataclass_args_type")
 
 _PATTERN_TEXT = {
     "ID": ("is not a valid id", "use lowercase letters, digits and '-', starting with a letter (at most 64)"),
@@ -223,9 +236,9 @@ def _translate(err: Any, schema: Schema) -> Problem:
     parent = _at(data, loc[:-1]) if loc else None
     in_agent = isinstance(parent, dict) and parent.get("kind") == "agent" and len(loc) == 3 and loc[0] == "checks"
 
-    if kind == "missing":
+    if kind in _MISSING:
         return Problem(where, "is required but missing", f"add '{last}'")
-    if kind == "extra_forbidden":
+    if kind in _UNKNOWN_KEY:
         model = _model_at(loc[:-1], schema)
         allowed = f" (allowed here: {_allowed_keys(model)})" if model else ""
         if is_pack and loc[:-1] == () and last in ("target", "bindings", "prepare", "uses", "name", "verdict"):
@@ -245,7 +258,7 @@ def _translate(err: Any, schema: Schema) -> Problem:
         )
     if last == "effects" and is_pack and kind == "literal_error":
         return Problem(where, "a pack check may not set 'effects: true'", "remove 'effects' from the pack check")
-    if loc == ("target",) and kind in ("model_type", "dict_type", "model_attributes_type"):
+    if loc == ("target",) and kind in _NOT_A_MAPPING:
         return Problem(where, f"must be 'git-range' or a mapping, got {_shown(value)}", "write target: git-range")
     if len(loc) == 3 and loc[0] == "uses" and last == "pack" and isinstance(value, str) and value.startswith("git+"):
         try:
@@ -269,7 +282,7 @@ def _translate(err: Any, schema: Schema) -> Problem:
         return Problem(where, f"must be a whole number, got {_shown(value)}", "write digits only, without quotes")
     if kind in ("list_type", "tuple_type"):
         return Problem(where, f"must be a list, got {_shown(value)}", "write [a, b] or one '- item' per line")
-    if kind in ("dict_type", "model_type", "model_attributes_type"):
+    if kind in _NOT_A_MAPPING:
         return Problem(where, f"must be a mapping, got {_shown(value)}", "write 'key: value' entries")
     if kind == "string_too_short":
         return Problem(where, "must not be empty", "give it a value or remove the key")

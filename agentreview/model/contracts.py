@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agentreview.model.manifest import AgentCheck, CheckModel, CommandCheck
+    from agentreview.model.check_model import CheckModel
+    from agentreview.model.manifest import AgentCheck, CommandCheck
 
 
 # --------------------------------------------------------------------------- lanes

@@ -1,19 +1,68 @@
 """Field shapes of the two manifest kinds: ``kind: review`` and ``kind: review-pack``.
 
-Strict at every level (an unknown key is an error) and strict in type (YAML
+Plain frozen dataclasses: importing this module and building its records costs next to
+nothing, so a command that only reads a manifest's conclusions (a memoized parse, a plan, a
+cache hit) never imports pydantic. The field types are written as names of constrained types
+(``Id``, ``TimeoutMs``, ``Flag``...) that :mod:`agentreview.model.manifest_fields` defines;
+pydantic reads them only when a manifest is validated, through that module's adapters.
+
+Validation is strict at every level (an unknown key is an error) and strict in type (YAML
 ``"true"`` is not a boolean, ``"5"`` is not an integer). Cross-field rules live in
-``agentreview.manifest.rules``; these models express shapes and defaults only, exactly as
-reference-notes 1.1 and 1.2 give them.
+``agentreview.manifest.rules``; these records express shapes and defaults only, exactly as
+reference-notes 1.1 and 1.2 give them. Constructing a record directly (pack resolution, tests)
+does not validate: only parsing does.
 """
 
 from __future__ import annotations
 
-import re
-from typing import Annotated, Any, Final, Literal
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+if TYPE_CHECKING:  # pragma: no cover - pydantic's view of these names: agentreview.model.manifest_fields
+    from agentreview.model.manifest_fields import (
+        AsId,
+        Bindings,
+        Flag,
+        Id,
+        IdList,
+        Names,
+        NonEmpty,
+        Overrides,
+        PackChecks,
+        PackRef,
+        RefList,
+        RefList1,
+        ReviewChecks,
+        Semver,
+        TargetIn,
+        Text,
+        TimeoutMs,
+        UsesList,
+    )
 
-from agentreview.model.packref import PACK_REF_PATTERN, parse_git_pack_ref
+__all__ = [
+    "DEFAULT_AGENT_TIMEOUT_MS",
+    "DEFAULT_BASE",
+    "DEFAULT_COMMAND_TIMEOUT_MS",
+    "ID_PATTERN",
+    "MAX_TIMEOUT_MS",
+    "QUORUM",
+    "REF_PATTERN",
+    "SEMVER_PATTERN",
+    "AgentCheck",
+    "Binding",
+    "CommandCheck",
+    "Override",
+    "PackAgentCheck",
+    "PackCommandCheck",
+    "ReviewManifest",
+    "ReviewPack",
+    "Severity",
+    "Target",
+    "UsesEntry",
+    "VerdictConfig",
+    "input_key",
+]
 
 ID_PATTERN = r"^[a-z][a-z0-9-]*$"
 REF_PATTERN = r"^[a-z][a-z0-9-]*(?:/[a-z][a-z0-9-]*)?$"
@@ -27,181 +76,150 @@ MAX_TIMEOUT_MS = 24 * 60 * 60_000
 DEFAULT_BASE = "origin/main"
 QUORUM: Final = "all-blocking-pass"
 
-Id = Annotated[str, Field(pattern=ID_PATTERN, max_length=64)]
-Ref = Annotated[str, Field(pattern=REF_PATTERN, max_length=129)]
-NonEmpty = Annotated[str, Field(min_length=1)]
-TimeoutMs = Annotated[int, Field(gt=0, le=MAX_TIMEOUT_MS)]
 Severity = Literal["high", "medium", "low"]
 
+# pydantic's configuration of every record: an unknown key is an error. Strictness in type is
+# per field (each scalar alias carries Strict()): `strict` here would make pydantic demand a
+# dataclass instance where the manifest has a mapping.
+_CLOSED: Final[dict[str, Any]] = {"extra": "forbid"}
+# `as` is a Python keyword, so UsesEntry's field is `as_`; only the spelling `as` is accepted as input.
+_CLOSED_BY_ALIAS: Final[dict[str, Any]] = {**_CLOSED, "validate_by_name": False, "validate_by_alias": True}
 
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, populate_by_name=True)
+
+def input_key(name: str) -> str:
+    """The manifest key of a record field: ``as_`` is read as ``as`` (a Python keyword), others as named."""
+    return "as" if name == "as_" else name
 
 
-class CommandCheck(Strict):
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CommandCheck:
+    __pydantic_config__ = _CLOSED
+
     id: Id
     kind: Literal["command"]
-    description: str | None = None
+    description: Text | None = None
     run: NonEmpty
     cwd: NonEmpty | None = None
-    blocking: bool = True
+    blocking: Flag = True
     timeoutMs: TimeoutMs = DEFAULT_COMMAND_TIMEOUT_MS
-    effects: bool = False
+    effects: Flag = False
 
 
-class AgentCheck(Strict):
+@dataclass(frozen=True, kw_only=True, slots=True)
+class AgentCheck:
+    __pydantic_config__ = _CLOSED
+
     id: Id
     kind: Literal["agent"]
-    description: str | None = None
+    description: Text | None = None
     preset: NonEmpty
-    fallbackPresets: list[NonEmpty] = Field(default_factory=list)
+    fallbackPresets: Names = field(default_factory=list)
     rubric: NonEmpty
     blockOn: Severity = "high"
-    blocking: bool = True
+    blocking: Flag = True
     timeoutMs: TimeoutMs = DEFAULT_AGENT_TIMEOUT_MS
     effects: Literal[False] = False
 
 
-Check = Annotated[CommandCheck | AgentCheck, Field(discriminator="kind")]
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Binding:
+    __pydantic_config__ = _CLOSED
 
-
-class CheckModel(Strict):
-    """The base of a check kind a plugin contributes (``agentreview.api.CheckModel``).
-
-    A lane executor for a new kind declares ``check_model``: a subclass that narrows ``kind``
-    to its own literal and adds its own fields, for example::
-
-        class NotebookCheck(CheckModel):
-            kind: Literal["notebook"]
-            path: str
-
-    The parser validates such a check with that model, as strictly as the built-in kinds
-    (unknown keys are errors, YAML ``"true"`` is not a boolean), and reports its errors with
-    location and line like the rest. ``command`` and ``agent`` are the spec's kinds and keep
-    their own models; a plugin cannot replace them. A plugin check never has ``effects``: only
-    a command check may run in ``prepare``.
-    """
-
-    id: Id
-    kind: str
-    description: str | None = None
-    blocking: bool = True
-    timeoutMs: TimeoutMs = DEFAULT_COMMAND_TIMEOUT_MS
-
-
-class Binding(Strict):
     on: NonEmpty | None = None
-    prepare: list[Ref] = Field(default_factory=list)
-    checks: Annotated[list[Ref], Field(min_length=1)]
+    prepare: RefList = field(default_factory=list)
+    checks: RefList1
     quorum: Literal["all-blocking-pass"] = QUORUM
 
 
-class Override(Strict):
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Override:
+    __pydantic_config__ = _CLOSED
+
     blockOn: Severity | None = None
-    blocking: bool | None = None
+    blocking: Flag | None = None
     timeoutMs: TimeoutMs | None = None
     preset: NonEmpty | None = None
-    fallbackPresets: list[NonEmpty] | None = None
+    fallbackPresets: Names | None = None
 
 
-def _pack_ref(value: str) -> str:
-    # The pattern needs a look-ahead, which pydantic's default (Rust) regex engine lacks;
-    # fullmatch keeps Python's `$` from accepting a trailing newline.
-    if re.fullmatch(PACK_REF_PATTERN, value) is None:
-        if value.startswith("git+"):
-            parse_git_pack_ref(value)  # raises with the message that names the fix
-        raise ValueError(f"pack reference {value!r} must be an npm name, a path or git+https://<url>#<sha>")
-    return value
-
-
-PackRef = Annotated[str, AfterValidator(_pack_ref)]
-
-
-class UsesEntry(Strict):
-    # `as` is a Python keyword, so the field is `as_`; only the spelling `as` is accepted as input.
-    model_config = ConfigDict(validate_by_name=False, validate_by_alias=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
+class UsesEntry:
+    __pydantic_config__ = _CLOSED_BY_ALIAS
 
     pack: PackRef
-    as_: Id = Field(alias="as")
-    checks: list[Id] | None = None
+    as_: AsId
+    checks: IdList | None = None
     preset: NonEmpty | None = None
-    fallbackPresets: list[NonEmpty] | None = None
-    overrides: dict[Id, Override] = Field(default_factory=dict)
-    allowCommands: bool = False
+    fallbackPresets: Names | None = None
+    overrides: Overrides = field(default_factory=dict)
+    allowCommands: Flag = False
 
 
-class Target(Strict):
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Target:
+    __pydantic_config__ = _CLOSED
+
     kind: Literal["git-range"]
     base: NonEmpty = DEFAULT_BASE
 
 
-class VerdictConfig(Strict):
+@dataclass(frozen=True, kw_only=True, slots=True)
+class VerdictConfig:
+    __pydantic_config__ = _CLOSED
+
     exportDir: NonEmpty | None = None
 
 
-class ReviewManifest(Strict):
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ReviewManifest:
+    __pydantic_config__ = _CLOSED
+
     kind: Literal["review"]
     id: Id
     name: NonEmpty | None = None
-    description: str | None = None
-    target: Target
-    checks: Annotated[list[Check], Field(min_length=1)]
-    bindings: dict[Id, Binding] | None = None
-    uses: list[UsesEntry] = Field(default_factory=list)
-    verdict: VerdictConfig = Field(default_factory=VerdictConfig)
-
-    @field_validator("target", mode="before")
-    @classmethod
-    def _string_target(cls, value: Any) -> Any:
-        # `target: git-range` is the string form of `{kind: git-range}`.
-        if value == "git-range":
-            return {"kind": "git-range"}
-        return value
+    description: Text | None = None
+    target: TargetIn  # `target: git-range` is the string form of `{kind: git-range}`
+    checks: ReviewChecks
+    bindings: Bindings | None = None
+    uses: UsesList = field(default_factory=list)
+    verdict: VerdictConfig = field(default_factory=VerdictConfig)
 
 
-class _PackStrict(Strict):
-    # Pack models are built on first use: a review without packs (most runs) never pays for them.
-    model_config = ConfigDict(**Strict.model_config, defer_build=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PackCommandCheck:
+    __pydantic_config__ = _CLOSED
 
-
-class PackCommandCheck(_PackStrict):
     id: Id
     kind: Literal["command"]
-    description: str | None = None
+    description: Text | None = None
     run: NonEmpty
-    cwd: str | None = None
-    blocking: bool = True
+    cwd: Text | None = None
+    blocking: Flag = True
     timeoutMs: TimeoutMs = DEFAULT_COMMAND_TIMEOUT_MS
     effects: Literal[False] = False
 
 
-class PackAgentCheck(_PackStrict):
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PackAgentCheck:
+    __pydantic_config__ = _CLOSED
+
     id: Id
     kind: Literal["agent"]
-    description: str | None = None
+    description: Text | None = None
     preset: NonEmpty | None = None
     rubric: NonEmpty
     blockOn: Severity = "high"
-    blocking: bool = True
+    blocking: Flag = True
     timeoutMs: TimeoutMs = DEFAULT_AGENT_TIMEOUT_MS
     effects: Literal[False] = False
 
 
-PackCheck = Annotated[PackCommandCheck | PackAgentCheck, Field(discriminator="kind")]
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ReviewPack:
+    __pydantic_config__ = _CLOSED
 
-
-class ReviewPack(_PackStrict):
     kind: Literal["review-pack"]
     id: Id
-    version: Annotated[str, Field(pattern=SEMVER_PATTERN)]
-    description: str | None = None
-    checks: Annotated[list[PackCheck], Field(min_length=1)]
-
-    @model_validator(mode="after")
-    def _unique_ids(self) -> ReviewPack:
-        seen: set[str] = set()
-        for check in self.checks:
-            if check.id in seen:
-                raise ValueError(f"checks[] lists '{check.id}' more than once")
-            seen.add(check.id)
-        return self
+    version: Semver
+    description: Text | None = None
+    checks: PackChecks  # each id once (a validator of the list)

@@ -87,7 +87,12 @@ def _closed_key_patterns(node: Any) -> None:
 def schema_for(name: str) -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of the document ``name``: review, review-pack or attestation."""
     model = _model(name)
-    generated = model.model_json_schema(by_alias=True, mode="validation")
+    if name == "attestation":
+        generated = model.model_json_schema(by_alias=True, mode="validation")
+    else:
+        from agentreview.model.manifest_fields import adapter
+
+        generated = adapter(model).json_schema(by_alias=True, mode="validation")
     if name == "review":
         _allow_string_target(generated)
         _pack_ref_pattern(generated)

@@ -307,7 +307,7 @@ class _PackResolver:
                 "pack's agent checks with checks: [...]",
             )
             return None
-        return CommandCheck.model_construct(
+        return CommandCheck(
             id=f"{entry.as_}/{check.id}",
             kind="command",
             description=check.description,
@@ -343,7 +343,7 @@ class _PackResolver:
             fallbacks = entry.fallbackPresets or []
         chain = validate_reviewer_chain(f"{label}: agent check '{check.id}'", preset, fallbacks)
         self.problems.extend(chain)
-        return AgentCheck.model_construct(
+        return AgentCheck(
             id=f"{entry.as_}/{check.id}",
             kind="agent",
             description=check.description,

@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
@@ -15,6 +15,7 @@ from agentreview_agent.executor import AgentLaneExecutor
 
 from agentreview.model.contracts import DeltaRange, LaneRequest, PresetSpec
 from agentreview.model.manifest import AgentCheck
+from agentreview.model.manifest_fields import validate
 
 
 def git(repo: Path, *args: str) -> str:
@@ -76,7 +77,7 @@ class Lane:
         data = {"id": "correctness", "kind": "agent", "preset": "bot", "rubric": "./rubrics/correctness.md"}
         data.update(fields)
         check_id = data.pop("id")
-        return AgentCheck.model_validate({**data, "id": "placeholder"}).model_copy(update={"id": check_id})
+        return replace(validate(AgentCheck, {**data, "id": "placeholder"}), id=check_id)
 
     def request(self, check: AgentCheck | None = None, *, delta: DeltaRange | None = None, rubric="default"):
         return LaneRequest(

@@ -24,11 +24,11 @@ DRIVER = textwrap.dedent(
     from agentreview.host.procs import watchdog
     from agentreview.model.contracts import LaneRequest, PresetSpec
     from agentreview.model.manifest import AgentCheck
+    from agentreview.model.manifest_fields import validate
 
     cfg = json.loads(sys.argv[1])
-    check = AgentCheck.model_validate(
-        {"id": "correctness", "kind": "agent", "preset": cfg["preset"], "rubric": "r.md", "timeoutMs": 300000}
-    )
+    fields = {"id": "correctness", "kind": "agent", "preset": cfg["preset"], "rubric": "r.md", "timeoutMs": 300000}
+    check = validate(AgentCheck, fields)
     presets = {
         "claude": PresetSpec(name="claude", provider="claude", builtin=True),
         "hang": PresetSpec(name="hang", provider="exec", options={"command": cfg["command"]}),

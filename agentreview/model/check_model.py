@@ -1,0 +1,43 @@
+"""The base of a check kind a plugin contributes (``agentreview.api.CheckModel``).
+
+A pydantic model, unlike the built-in records of :mod:`agentreview.model.manifest`: plugins
+subclass it and declare their fields the pydantic way, and the parser checks that a subclass
+is as strict as the built-in kinds before it validates a check with it. Importing this module
+imports pydantic, which only a manifest that uses a plugin's check kind (or a plugin that
+declares one) pays for.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from agentreview.model.manifest import DEFAULT_COMMAND_TIMEOUT_MS
+from agentreview.model.manifest_fields import Id, TimeoutMs
+
+__all__ = ["CheckModel"]
+
+
+class CheckModel(BaseModel):
+    """The base of a check kind a plugin contributes (``agentreview.api.CheckModel``).
+
+    A lane executor for a new kind declares ``check_model``: a subclass that narrows ``kind``
+    to its own literal and adds its own fields, for example::
+
+        class NotebookCheck(CheckModel):
+            kind: Literal["notebook"]
+            path: str
+
+    The parser validates such a check with that model, as strictly as the built-in kinds
+    (unknown keys are errors, YAML ``"true"`` is not a boolean), and reports its errors with
+    location and line like the rest. ``command`` and ``agent`` are the spec's kinds and keep
+    their own records; a plugin cannot replace them. A plugin check never has ``effects``: only
+    a command check may run in ``prepare``.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, populate_by_name=True)
+
+    id: Id
+    kind: str
+    description: str | None = None
+    blocking: bool = True
+    timeoutMs: TimeoutMs = DEFAULT_COMMAND_TIMEOUT_MS

@@ -1,0 +1,153 @@
+"""pydantic's side of the manifest records: the constrained field types and the validators.
+
+:mod:`agentreview.model.manifest` declares its records as plain dataclasses whose field types
+are names (``Id``, ``TimeoutMs``, ``Flag``...) written as strings, so importing the records
+never imports pydantic. This module gives those names their meaning and is imported only when
+a manifest is validated (a parse, a JSON Schema): pydantic validates the dataclasses through
+:func:`adapter` and honours each record's ``__pydantic_config__`` (``extra: forbid``).
+
+Strictness is carried by each type, not by the records' configuration: every scalar is
+``Strict()`` (YAML ``"true"`` is not a boolean, ``"5"`` or ``5.0`` is not an integer) and so is
+every list and mapping; a record-level ``strict`` would make pydantic demand a dataclass
+instance where a manifest has a mapping. ``Literal`` types need no marker (pydantic matches
+literals the same way in both modes).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BeforeValidator, Field, Strict, TypeAdapter
+
+from agentreview.model import manifest
+from agentreview.model.manifest import (
+    ID_PATTERN,
+    MAX_TIMEOUT_MS,
+    REF_PATTERN,
+    SEMVER_PATTERN,
+    AgentCheck,
+    Binding,
+    CommandCheck,
+    Override,
+    PackAgentCheck,
+    PackCommandCheck,
+    Target,
+    UsesEntry,
+)
+from agentreview.model.packref import PACK_REF_PATTERN, parse_git_pack_ref
+
+__all__ = ["ALIASES", "Check", "PackCheck", "adapter", "validate"]
+
+
+def _pack_ref(value: str) -> str:
+    # The pattern needs a look-ahead, which pydantic's default (Rust) regex engine lacks;
+    # fullmatch keeps Python's `$` from accepting a trailing newline.
+    if re.fullmatch(PACK_REF_PATTERN, value) is None:
+        if value.startswith("git+"):
+            parse_git_pack_ref(value)  # raises with the message that names the fix
+        raise ValueError(f"pack reference {value!r} must be an npm name, a path or git+https://<url>#<sha>")
+    return value
+
+
+def _string_target(value: Any) -> Any:
+    # `target: git-range` is the string form of `{kind: git-range}`.
+    if value == "git-range":
+        return {"kind": "git-range"}
+    return value
+
+
+def _unique_ids(checks: list[Any]) -> list[Any]:
+    seen: set[str] = set()
+    for check in checks:
+        if check.id in seen:
+            raise ValueError(f"checks[] lists '{check.id}' more than once")
+        seen.add(check.id)
+    return checks
+
+
+# --------------------------------------------------------------------------- scalars
+
+Text = Annotated[str, Strict()]
+NonEmpty = Annotated[str, Strict(), Field(min_length=1)]
+Id = Annotated[str, Strict(), Field(pattern=ID_PATTERN, max_length=64)]
+Ref = Annotated[str, Strict(), Field(pattern=REF_PATTERN, max_length=129)]
+Semver = Annotated[str, Strict(), Field(pattern=SEMVER_PATTERN)]
+Flag = Annotated[bool, Strict()]
+TimeoutMs = Annotated[int, Strict(), Field(gt=0, le=MAX_TIMEOUT_MS)]
+PackRef = Annotated[str, Strict(), AfterValidator(_pack_ref)]
+AsId = Annotated[Id, Field(alias="as")]
+
+# --------------------------------------------------------------------------- collections and records
+
+Names = Annotated[list[NonEmpty], Strict()]
+IdList = Annotated[list[Id], Strict()]
+RefList = Annotated[list[Ref], Strict()]
+RefList1 = Annotated[list[Ref], Strict(), Field(min_length=1)]
+Overrides = Annotated[dict[Id, Override], Strict()]
+Bindings = Annotated[dict[Id, Binding], Strict()]
+UsesList = Annotated[list[UsesEntry], Strict()]
+TargetIn = Annotated[Target, BeforeValidator(_string_target)]
+Check = Annotated[CommandCheck | AgentCheck, Field(discriminator="kind")]
+ReviewChecks = Annotated[list[Check], Strict(), Field(min_length=1)]
+PackCheck = Annotated[PackCommandCheck | PackAgentCheck, Field(discriminator="kind")]
+PackChecks = Annotated[list[PackCheck], Strict(), Field(min_length=1), AfterValidator(_unique_ids)]
+
+# The names the records' annotations use; agentreview.model.manifest imports the same list
+# under TYPE_CHECKING (a test checks that every annotation resolves).
+ALIASES = (
+    "AsId",
+    "Bindings",
+    "Flag",
+    "Id",
+    "IdList",
+    "Names",
+    "NonEmpty",
+    "Overrides",
+    "PackChecks",
+    "PackRef",
+    "RefList",
+    "RefList1",
+    "ReviewChecks",
+    "Semver",
+    "TargetIn",
+    "Text",
+    "TimeoutMs",
+    "UsesList",
+)
+
+
+def _publish() -> None:
+    """Make the records' string annotations resolvable: the one step before any schema is built.
+
+    pydantic evaluates a dataclass's string annotations in the globals of the dataclass's
+    module. The records' module names these types only for type checkers (importing them
+    there would import pydantic), so this module, which every validation goes through,
+    places them in that namespace once, when it is imported.
+    """
+    namespace = vars(manifest)
+    for name in ALIASES:
+        namespace[name] = globals()[name]
+
+
+_publish()
+
+
+_ADAPTERS: dict[object, TypeAdapter[Any]] = {}
+
+
+def adapter(record: Any) -> TypeAdapter[Any]:
+    """The validator of ``record`` (a manifest record, or a union of them), built once per process.
+
+    Building one costs milliseconds (pydantic generates its schema); the few records and
+    unions validated are all module-level objects, so this cache stays as small as they are.
+    """
+    built = _ADAPTERS.get(record)
+    if built is None:
+        built = _ADAPTERS[record] = TypeAdapter(record)
+    return built
+
+
+def validate(record: type[Any], data: Any) -> Any:
+    """``data`` (a parsed YAML or JSON mapping) validated into ``record``; raises pydantic's ValidationError."""
+    return adapter(record).validate_python(data)
