@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 import stat
 from pathlib import Path
 
@@ -151,7 +150,7 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o600) -> Path:
     """
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.tmp.{os.getpid()}.{secrets.token_hex(6)}")
+        tmp = path.with_name(f"{path.name}.tmp.{os.getpid()}.{os.urandom(6).hex()}")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), mode)
     except OSError as exc:
         raise FileWriteError(path, exc) from exc

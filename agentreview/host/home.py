@@ -19,7 +19,6 @@ Nothing here is ever read from the reviewed repository.
 from __future__ import annotations
 
 import os
-import tomllib
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -67,6 +66,8 @@ def load_config(home: Path | None = None) -> dict[str, Any]:
     Read with the bounded regular-file reader, so a FIFO or device planted in its place is
     refused at once instead of hanging every command that signs.
     """
+    import tomllib  # here, not at the top: most commands never read the configuration
+
     from agentreview.host.files import MissingFileError, read_regular_file
 
     path = (home or home_dir()) / "config.toml"
