@@ -194,7 +194,7 @@ def register(app: typer.Typer) -> None:
         """Build a throw-away repository and walk through run, sign, export and verify."""
         from agentreview.plugins.registry import load_registry
 
-        registry = load_registry()
+        registry = load_registry(cache=False)  # the caller's home stays untouched, even by a cache
         if "command" not in registry.lane_executors:
             raise AgentreviewError("the demo needs the agentreview-command plugin (pip install agentreview-command)")
         with_agent = "agent" in registry.lane_executors and "exec" in registry.providers

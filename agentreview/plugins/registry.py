@@ -9,6 +9,11 @@ hook implementation no hook specification knows (a misspelt hook name, never cal
 are one warning each. Two plugins registering the same lane kind, pack form, provider
 or signer name, or two signers declaring the same signature alg, is a
 :class:`PluginConflictError`.
+
+Which entry points exist comes from :mod:`agentreview.plugins.discovery` (a cache of
+importlib.metadata's answer while the environment is unchanged). A listing from the cache that
+names a module that cannot be imported may be one installed no longer: the real scan is asked
+once, and only what fails on its listing is a warning.
 """
 
 from __future__ import annotations
@@ -17,7 +22,6 @@ import difflib
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from importlib.metadata import EntryPoint, entry_points
 from types import ModuleType
 from typing import Any
 
@@ -25,9 +29,9 @@ import pluggy
 
 from agentreview.model.errors import AgentreviewError
 from agentreview.model.signature_alg import is_signature_alg
-from agentreview.plugins import hookspecs
+from agentreview.plugins import discovery, hookspecs
+from agentreview.plugins.discovery import GROUP, PluginEntry
 
-GROUP = "agentreview"
 ENV_ONLY = "AGENTREVIEW_PLUGINS"
 ENV_DISABLE = "AGENTREVIEW_DISABLE_PLUGINS"
 
@@ -111,8 +115,8 @@ def _normalize(name: str) -> str:
     return name.lower().replace("_", "-")
 
 
-def _selected(ep: EntryPoint, only: set[str], blocked: set[str]) -> bool:
-    dist = _normalize(ep.dist.name) if ep.dist else ""
+def _selected(ep: PluginEntry, only: set[str], blocked: set[str]) -> bool:
+    dist = _normalize(ep.distribution) if ep.distribution else ""
     names = {_normalize(ep.name), dist}
     if names & {_normalize(b) for b in blocked}:
         return False
@@ -125,42 +129,25 @@ def make_plugin_manager(
     blocked: Iterable[str] | None = None,
     extra_plugins: Iterable[tuple[str, ModuleType | object]] = (),
     load_entry_points: bool = True,
+    cache: bool = True,
 ) -> tuple[pluggy.PluginManager, list[PluginInfo], list[str]]:
     """Build a fresh plugin manager with the selected entry points registered.
 
     ``only`` and ``blocked`` default to the environment variables. ``extra_plugins``
-    registers in-process objects (tests, embedding applications).
+    registers in-process objects (tests, embedding applications). ``cache=False`` asks
+    importlib.metadata and keeps nothing under the home (see :mod:`agentreview.plugins.discovery`).
     Returns the manager, what was loaded, and one warning per plugin that failed.
     """
-    pm = pluggy.PluginManager(GROUP)
-    pm.add_hookspecs(hookspecs)
     only_set = set(only) if only is not None else _split_env(os.environ.get(ENV_ONLY))
     blocked_set = set(blocked) if blocked is not None else _split_env(os.environ.get(ENV_DISABLE))
-    infos: list[PluginInfo] = []
-    warnings: list[str] = []
-    if load_entry_points:
-        seen: dict[str, EntryPoint] = {}
-        # Sorted by name, stably: of two distributions declaring one name, the one earlier on
-        # sys.path is loaded, as Python would import it.
-        for ep in sorted(entry_points(group=GROUP), key=lambda e: e.name):
-            if not _selected(ep, only_set, blocked_set):
-                continue
-            if ep.name in seen:
-                warnings.append(_duplicate_warning(seen[ep.name], ep))
-                continue
-            seen[ep.name] = ep
-            dist_name = ep.dist.name if ep.dist else "?"
-            dist_version = ep.dist.version if ep.dist else "?"
-            try:
-                module = ep.load()
-                pm.register(module, name=ep.name)
-            except (Exception, SystemExit) as exc:  # a broken plugin must not take the others down
-                warnings.append(
-                    f"plugin '{ep.name}' ({dist_name} {dist_version}) failed to load and was skipped: "
-                    f"{_one_line(exc)}"
-                )
-                continue
-            infos.append(PluginInfo(ep.name, dist_name, dist_version, ep.value))
+    listing = discovery.discover(cache=cache) if load_entry_points else discovery.Listing((), from_cache=False)
+    pm, infos, warnings, import_failed = _entry_point_manager(listing.entries, only_set, blocked_set)
+    if import_failed and listing.from_cache:
+        # The cached listing names a module that is not there: perhaps uninstalled in a way the
+        # fingerprint could not see. Ask importlib.metadata once; if its answer differs, start over from it.
+        fresh = discovery.discover(rescan=True)
+        if fresh.entries != listing.entries:
+            pm, infos, warnings, _ = _entry_point_manager(fresh.entries, only_set, blocked_set)
     for name, obj in extra_plugins:
         pm.register(obj, name=name)
         infos.append(PluginInfo(name, "(in-process)", "", getattr(obj, "__name__", repr(obj))))
@@ -173,11 +160,47 @@ def make_plugin_manager(
     return pm, infos, warnings
 
 
-def _dist_label(ep: EntryPoint) -> str:
-    return f"{ep.dist.name} {ep.dist.version}" if ep.dist else "an unknown distribution"
+def _entry_point_manager(
+    entries: Iterable[PluginEntry], only: set[str], blocked: set[str]
+) -> tuple[pluggy.PluginManager, list[PluginInfo], list[str], bool]:
+    """A manager with the selected entry points registered, what loaded, the warnings, and whether
+    an entry failed with ImportError (its module, or one it imports, is not installed)."""
+    pm = pluggy.PluginManager(GROUP)
+    pm.add_hookspecs(hookspecs)
+    infos: list[PluginInfo] = []
+    warnings: list[str] = []
+    import_failed = False
+    seen: dict[str, PluginEntry] = {}
+    # Sorted by name, stably: of two distributions declaring one name, the one earlier on
+    # sys.path is loaded, as Python would import it.
+    for ep in sorted(entries, key=lambda e: e.name):
+        if not _selected(ep, only, blocked):
+            continue
+        if ep.name in seen:
+            warnings.append(_duplicate_warning(seen[ep.name], ep))
+            continue
+        seen[ep.name] = ep
+        dist_name = ep.distribution or "?"
+        dist_version = ep.version or "?"
+        try:
+            module = discovery.load(ep)
+            pm.register(module, name=ep.name)
+        except (Exception, SystemExit) as exc:  # a broken plugin must not take the others down
+            import_failed = import_failed or isinstance(exc, ImportError)
+            warnings.append(
+                f"plugin '{ep.name}' ({dist_name} {dist_version}) failed to load and was skipped: "
+                f"{_one_line(exc)}"
+            )
+            continue
+        infos.append(PluginInfo(ep.name, dist_name, dist_version, ep.value))
+    return pm, infos, warnings, import_failed
 
 
-def _duplicate_warning(loaded: EntryPoint, skipped: EntryPoint) -> str:
+def _dist_label(ep: PluginEntry) -> str:
+    return f"{ep.distribution} {ep.version}" if ep.distribution else "an unknown distribution"
+
+
+def _duplicate_warning(loaded: PluginEntry, skipped: PluginEntry) -> str:
     """Two distributions declare one entry-point name: pluggy registers a plugin once per
     name, so the second is skipped, and saying so is the difference from a silent shadow."""
     return (
@@ -294,10 +317,11 @@ def load_registry(
     blocked: Iterable[str] | None = None,
     extra_plugins: Iterable[tuple[str, ModuleType | object]] = (),
     load_entry_points: bool = True,
+    cache: bool = True,
 ) -> Registry:
     """Discover plugins and collect what they register (the one call most code needs)."""
     pm, infos, warnings = make_plugin_manager(
-        only=only, blocked=blocked, extra_plugins=extra_plugins, load_entry_points=load_entry_points
+        only=only, blocked=blocked, extra_plugins=extra_plugins, load_entry_points=load_entry_points, cache=cache
     )
     return build_registry(pm, infos, warnings)
 
