@@ -8,16 +8,21 @@ from __future__ import annotations
 
 import copy
 import json
+import pickle
 import re
+import subprocess
+import sys
 from typing import Any
 
 import pytest
-from pydantic import ValidationError
 
 from agentreview.model.attestation import (
     Attestation,
     AttestationInconsistentError,
+    AttestationShapeError,
     LaneResult,
+    PullRequest,
+    Target,
     now_iso,
 )
 from agentreview.model.digests import canonical_json, range_sha, sha256_hex
@@ -148,7 +153,7 @@ def test_created_at_defaults_to_now_with_milliseconds() -> None:
 
 @pytest.mark.parametrize("bad", ["2025-01-31", "2025-01-31T12:00:00", "yesterday", "2025-13-01T00:00:00Z"])
 def test_created_at_must_be_a_datetime_with_zone(bad: str) -> None:
-    with pytest.raises(ValidationError, match="createdAt"):
+    with pytest.raises(AttestationShapeError, match="createdAt"):
         build(created_at=bad)
 
 
@@ -163,57 +168,109 @@ def test_created_at_accepts_offsets(good: str) -> None:
 def test_validating_a_verdict_that_differs_from_the_fold_raises() -> None:
     doc = build([lane("fail")]).to_json_dict()
     doc["verdict"] = "pass"
-    with pytest.raises(ValidationError, match="does not follow from its lanes"):
-        Attestation.model_validate(doc)
-    with pytest.raises(ValidationError, match="does not follow from its lanes"):
+    with pytest.raises(AttestationInconsistentError, match="does not follow from its lanes"):
+        Attestation.from_json(doc)
+    with pytest.raises(AttestationInconsistentError, match="does not follow from its lanes"):
         Attestation(**doc)
-    with pytest.raises(ValidationError, match="does not follow from its lanes"):
-        Attestation.model_validate_json(json.dumps(doc))
+    with pytest.raises(AttestationInconsistentError, match="does not follow from its lanes"):
+        Attestation.from_json(json.loads(json.dumps(doc)))
+    # A document read for verification keeps the lie, but every copy of it is a new document.
+    with pytest.raises(AttestationInconsistentError, match="does not follow from its lanes"):
+        Attestation.read(doc).replace()
 
 
 def test_validating_a_range_sha_that_is_not_the_targets_raises() -> None:
     doc = build().to_json_dict()
     doc["rangeSha"] = range_sha(BASE, "3" * 40)
-    with pytest.raises(ValidationError, match="rangeSha"):
-        Attestation.model_validate(doc)
+    with pytest.raises(AttestationInconsistentError, match="rangeSha"):
+        Attestation.from_json(doc)
 
 
-def test_model_copy_cannot_set_a_verdict() -> None:
+def test_replace_cannot_set_a_verdict() -> None:
     att = build([lane("fail")])
     with pytest.raises(AttestationInconsistentError):
-        att.model_copy(update={"verdict": "pass"})
+        att.replace(verdict="pass")
     with pytest.raises(AttestationInconsistentError):
-        att.model_copy(update={"lanes": [LaneResult.model_validate(lane("pass"))]}, deep=True)
+        att.replace(lanes=[LaneResult.from_json(lane("pass"))])
     with pytest.raises(AttestationInconsistentError):
-        att.model_copy(update={"target": att.target.model_copy(update={"headSha": "f" * 40})})
-    assert att.model_copy().verdict == "block"
-    consistent = att.model_copy(update={"lanes": [LaneResult.model_validate(lane("pass"))], "verdict": "pass"})
+        att.replace(target=att.target.replace(headSha="f" * 40))
+    with pytest.raises(AttestationInconsistentError):
+        att.replace(rangeSha=range_sha(BASE, "f" * 40))
+    assert att.replace().verdict == "block"
+    assert copy.copy(att).verdict == "block" and copy.deepcopy(att).verdict == "block"
+    consistent = att.replace(lanes=[LaneResult.from_json(lane("pass"))], verdict="pass")
     assert consistent.verdict == "pass"
+    assert att.verdict == "block"  # the original is untouched
 
 
-def test_model_construct_forgery_cannot_be_serialized() -> None:
+def test_a_forgery_made_behind_the_constructors_cannot_be_serialized() -> None:
     att = build([lane("fail")])
-    forged = Attestation.model_construct(**{**dict(att), "verdict": "pass"})
+    # The one way to skip the checks is the private constructor: what it makes cannot be written.
+    forged = Attestation._of({**att.to_json_dict(), "verdict": "pass"})
     for serialize in (forged.signed_bytes, forged.attestation_sha256, forged.export_text, forged.to_json_dict):
-        with pytest.raises(AttestationInconsistentError):
+        with pytest.raises(AttestationInconsistentError, match="does not follow"):
             serialize()
-    with pytest.raises(Exception, match="does not follow"):
-        forged.model_dump()
-    with pytest.raises(Exception, match="does not follow"):
-        forged.model_dump_json()
+    with pytest.raises(AttestationInconsistentError):
+        forged.with_signature(SIG)
+    with pytest.raises(AttestationInconsistentError):  # nor smuggled through pickle
+        pickle.loads(pickle.dumps(forged))
 
 
-def test_mutating_lanes_after_build_cannot_be_signed() -> None:
-    att = build([lane("pass")])
-    att.lanes.append(LaneResult.model_validate(lane("fail")))
+def test_reaching_into_the_private_members_cannot_be_signed() -> None:
+    att = build([lane("fail")])
+    att._data["verdict"] = "pass"
     with pytest.raises(AttestationInconsistentError):
         att.signed_bytes()
+    with pytest.raises(AttestationInconsistentError):
+        att.export_text()
+    att = build([lane("pass")])
+    att._data["lanes"].append(lane("fail"))
+    with pytest.raises(AttestationInconsistentError):
+        att.attestation_sha256()
+
+
+def test_mutating_lanes_after_build_is_impossible() -> None:
+    att = build([lane("pass")])
+    with pytest.raises(AttributeError):
+        att.lanes.append(LaneResult.from_json(lane("fail")))  # type: ignore[attr-defined]
+    with pytest.raises(TypeError):
+        att.lanes[0] = LaneResult.from_json(lane("fail"))  # type: ignore[index]
+    with pytest.raises(AttributeError):
+        att.lanes[0].status = "fail"  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        att.attestor.presets.append("x")  # type: ignore[attr-defined]
+    assert att.verdict == "pass" and att.inconsistency() is None
 
 
 def test_frozen_fields_cannot_be_assigned() -> None:
     att = build([lane("fail")])
-    with pytest.raises(ValidationError):
+    with pytest.raises(AttributeError, match="read-only"):
         att.verdict = "pass"  # type: ignore[misc]
+    with pytest.raises(AttributeError, match="read-only"):
+        del att.verdict
+    with pytest.raises(AttributeError, match="read-only"):
+        att._read = True
+    with pytest.raises(AttributeError):
+        att.target.headSha = "f" * 40  # type: ignore[misc]
+    assert att.verdict == "block"
+
+
+def test_to_json_dict_is_a_copy_and_a_read_keeps_none_of_the_callers_objects() -> None:
+    att = build([lane("fail")])
+    out = att.to_json_dict()
+    out["verdict"] = "pass"
+    out["lanes"][0]["status"] = "pass"
+    lane_out = att.lanes[0].to_json_dict()
+    lane_out["status"] = "pass"
+    assert att.verdict == "block" and att.lanes[0].status == "fail"
+    assert att.to_json_dict()["lanes"][0]["status"] == "fail"
+    doc = full_document()
+    read = Attestation.read(doc)
+    before = read.signed_bytes()
+    doc["verdict"] = "block"
+    doc["lanes"][0]["status"] = "fail"
+    doc["attestor"]["presets"].append("x")
+    assert read.signed_bytes() == before and read.verdict == "pass" and read.lanes[0].status == "pass"
 
 
 def test_with_signature_keeps_the_verdict_checked() -> None:
@@ -242,11 +299,11 @@ def test_read_reports_instead_of_refusing_a_tampered_verdict() -> None:
 def test_read_still_checks_shapes() -> None:
     doc = full_document()
     doc["lanes"][0]["status"] = "passed"
-    with pytest.raises(ValidationError):
+    with pytest.raises(AttestationShapeError, match=r"^lanes\.0\.status: must be one of"):
         Attestation.read(doc)
     doc = full_document()
     doc["schema"] = "agentproto.review.attestation/v2"
-    with pytest.raises(ValidationError):
+    with pytest.raises(AttestationShapeError, match=r"^schema: "):
         Attestation.read(doc)
 
 
@@ -255,7 +312,7 @@ def test_every_member_round_trips() -> None:
     att = Attestation.read(copy.deepcopy(doc))
     assert att.inconsistency() is None
     assert att.to_json_dict() == doc
-    assert Attestation.model_validate(copy.deepcopy(doc)).to_json_dict() == doc  # consistent, so it validates
+    assert Attestation.from_json(copy.deepcopy(doc)).to_json_dict() == doc  # consistent, so it validates
     assert json.loads(att.export_text()) == doc
     assert Attestation.read_json(att.export_text()).to_json_dict() == doc
     assert att.signed_bytes() == canonical_json({**doc, "attestor": {k: v for k, v in doc["attestor"].items()
@@ -377,5 +434,143 @@ def test_read_json_refuses_non_json_number_constants(constant: str) -> None:
 
 
 def test_infinite_duration_is_refused_by_the_model() -> None:
-    with pytest.raises(ValidationError, match="durationMs"):
-        LaneResult.model_validate(lane(durationMs=float("inf")))
+    with pytest.raises(AttestationShapeError, match="durationMs"):
+        LaneResult.from_json(lane(durationMs=float("inf")))
+
+
+# --------------------------------------------------------------------------- the strict reader
+
+
+@pytest.mark.parametrize(
+    ("where", "change"),
+    [
+        ("lanes.0.durationMs", lambda d: d["lanes"][0].update(durationMs="5")),
+        ("lanes.0.durationMs", lambda d: d["lanes"][0].update(durationMs=True)),
+        ("lanes.0.blocking", lambda d: d["lanes"][0].update(blocking="true")),
+        ("lanes.0.blocking", lambda d: d["lanes"][0].update(blocking=1)),
+        ("lanes.0.findings.0.line", lambda d: d["lanes"][0]["findings"][0].update(line=3.0)),
+        ("lanes.0.findings.0.line", lambda d: d["lanes"][0]["findings"][0].update(line="3")),
+        ("lanes.1.exitCode", lambda d: d["lanes"][1].update(exitCode=1.0)),
+        ("pr.number", lambda d: d["pr"].update(number=True)),
+        ("pr.number", lambda d: d["pr"].update(number="7")),
+        ("dirty", lambda d: d.update(dirty=1)),
+        ("lanes", lambda d: d.update(lanes=tuple(d["lanes"]))),
+        ("manifestSha", lambda d: d.update(manifestSha="a" * 64 + "\n")),
+        ("runId", lambda d: d.update(runId="review-\n")),
+        ("attestor.signature.keyFingerprint", lambda d: d["attestor"]["signature"].update(keyFingerprint="SHA256:\r")),
+        ("createdAt", lambda d: d.update(createdAt="٢٠٢٥-01-31T12:00:00Z")),
+        ("createdAt", lambda d: d.update(createdAt="2025-01-31T12:00:00Z\n")),
+        ("futureTop", lambda d: d.update(futureTop=float("nan"))),
+        ("futureTop.a", lambda d: d.update(futureTop={"a": [1, float("inf")]})),
+    ],
+)
+def test_the_reader_coerces_nothing(where: str, change: Any) -> None:
+    """What a lax validator would have converted ("5" for 5, 1 for true, 3.0 for 3) is refused."""
+    doc = full_document()
+    change(doc)
+    with pytest.raises(AttestationShapeError) as caught:
+        Attestation.read(doc)
+    first, _message = caught.value.problems[0]
+    assert ".".join(map(str, first)).startswith(where), caught.value.problems
+
+
+def test_a_shape_error_reports_every_problem_each_on_one_line() -> None:
+    doc = full_document()
+    del doc["runId"]
+    doc["lanes"][0]["status"] = "passed"
+    doc["attestor"]["presets"] = ["a", "a"]
+    doc["weird\nkey"] = float("nan")
+    with pytest.raises(AttestationShapeError) as caught:
+        Attestation.read(doc)
+    lines = caught.value.lines()
+    assert lines == [
+        "runId: is required",
+        "lanes.0.status: must be one of 'pass', 'fail', 'skipped', 'timeout', not \"passed\"",
+        "attestor.presets: must not repeat a preset",
+        '"weird\\nkey": must be a finite number (NaN and infinities are not JSON)',
+    ]
+    assert all("\n" not in line for line in lines)
+    assert str(caught.value) == "runId: is required (and 3 more problem(s))"
+    assert isinstance(caught.value, ValueError)
+    with pytest.raises(AttestationShapeError, match=r"^\(document\): must be an object, not an array$"):
+        Attestation.read([])
+
+
+def test_build_names_the_lane_that_is_wrong() -> None:
+    with pytest.raises(AttestationShapeError, match=r"^lanes\.1\.status: must be one of"):
+        build([lane("pass"), lane("passed")])
+
+
+def test_a_read_document_round_trips_to_the_same_bytes_through_its_export() -> None:
+    doc = full_document()
+    doc["lanes"][0]["exitCode"] = None
+    doc["lanes"][1]["futureLane"] = {"nested": [None, 1.5, "x"]}
+    doc["requester"] = None
+    doc["zFuture"] = None
+    att = Attestation.read(copy.deepcopy(doc))
+    again = Attestation.read_json(att.export_text())
+    assert again.signed_bytes() == att.signed_bytes() == canonical_json(
+        {**doc, "attestor": {k: v for k, v in doc["attestor"].items() if k != "signature"}}
+    )
+    assert again.attestation_sha256() == att.attestation_sha256() == sha256_hex(canonical_json(doc))
+    assert pickle.loads(pickle.dumps(att)).signed_bytes() == att.signed_bytes()
+    # A copy with changes is a new document of this host: its null members are unset.
+    fresh = att.replace(reviewId="other")
+    assert "requester" not in fresh.to_json_dict() and "exitCode" not in fresh.to_json_dict()["lanes"][0]
+    assert "zFuture" not in fresh.to_json_dict()
+    assert fresh.to_json_dict()["lanes"][1]["futureLane"] == {"nested": [None, 1.5, "x"]}
+
+
+def test_members_come_out_in_the_schemas_order_unknown_ones_last() -> None:
+    doc = full_document()
+    reordered = {"zExtra": 1, **{key: doc[key] for key in reversed(list(doc))}}
+    reordered["lanes"] = [{"aExtra": 2, **{k: v for k, v in reversed(list(lane.items()))}} for lane in doc["lanes"]]
+    out = Attestation.read(reordered).to_json_dict()
+    assert list(out) == [*doc, "zExtra"]
+    assert list(out["lanes"][0]) == [*doc["lanes"][0], "aExtra"]
+
+
+def test_every_member_is_a_typed_attribute() -> None:
+    att = Attestation.read(full_document())
+    assert att.schema_ == "agentproto.review.attestation/v1"
+    assert (att.target.baseSha, att.target.headSha, att.target.repoRemote) == (BASE, HEAD, "github.com/o/r")
+    assert att.attestor.signature is not None and att.attestor.signature.keyFingerprint == "SHA256:abc"
+    assert att.attestor.presets == ("claude",)
+    first = att.lanes[0]
+    assert (first.findings[0].severity, first.findings[0].line, first.findings[1].file) == ("low", 3, None)
+    assert first.fallbacks is not None and first.fallbacks[0].preset == "codex"
+    assert first.composedFrom is not None and first.composedFrom.headSha == "3" * 40
+    assert first.durationMs == 1234.5 and att.lanes[1].durationMs == 0 and att.lanes[1].exitCode == 1
+    assert att.packs is not None and att.packs[0].alg == "agentproto-pack-digest/v1"
+    assert att.requester is not None and att.requester.gitAuthor is not None
+    assert att.requester.gitAuthor.email == "a@example.com"
+    assert att.pr == PullRequest.from_json(full_document()["pr"]) and att.pr.number == 7
+    assert att.rubrics[0].check == "core/correctness" and att.dirty is True
+    assert att.target == Target(repoRemote="github.com/o/r", baseSha=BASE, headSha=HEAD)
+    assert Attestation.read(full_document()) == att
+
+
+IMPORT_CHECK = """
+import sys
+from agentreview.model.attestation import Attestation
+att = Attestation.build(
+    run_id="review-1", review_id="r", manifest_sha="a" * 64, binding="ci", repo_remote="local:/r",
+    base_sha="1" * 40, head_sha="2" * 40, daemon="d",
+    lanes=[{"id": "t", "kind": "command", "status": "pass", "blocking": True, "findings": [], "durationMs": 1}],
+).with_signature({"alg": "ssh-ed25519", "keyFingerprint": "SHA256:x", "principal": "p",
+                  "signedAt": "2025-01-31T12:00:00Z", "sig": "S"})
+again = Attestation.read_json(att.export_text())
+assert again.signed_bytes() == att.signed_bytes() and again.attestation_sha256() == att.attestation_sha256()
+assert again.inconsistency() is None and again.lanes[0].status == "pass"
+print(sorted(m for m in ("pydantic", "pydantic_core", "yaml", "importlib.metadata") if m in sys.modules))
+"""
+
+
+def test_the_document_is_plain_python() -> None:
+    """Importing, building, reading, signing bytes and digests import no validation library."""
+    for program in ("import agentreview.model.attestation; import sys; print(sorted(m for m in "
+                    "('pydantic', 'pydantic_core', 'yaml', 'importlib.metadata') if m in sys.modules))",
+                    IMPORT_CHECK):  # fmt: skip
+        proc = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.strip() == "[]"

@@ -257,7 +257,7 @@ def _gauge(**fields: Any) -> GaugeCheck:
 
 def test_an_exited_plugin_lane_passes_only_on_zero() -> None:
     passed = to_lane_result(_gauge(), LaneOutcome.exited(0), 5)
-    assert (passed.kind, passed.status, passed.exitCode, passed.findings) == ("gauge", "pass", 0, [])
+    assert (passed.kind, passed.status, passed.exitCode, passed.findings) == ("gauge", "pass", 0, ())
     failed = to_lane_result(_gauge(blocking=False), LaneOutcome.exited(2, "too big"), 5)
     assert (failed.status, failed.exitCode, failed.blocking) == ("fail", 2, False)
     assert failed.findings[0].title == "'size' exited with code 2" and failed.findings[0].detail == "too big"
@@ -292,11 +292,11 @@ def test_the_attestation_records_a_plugin_kind_and_refuses_a_kind_that_is_not_an
         run_id="review-1", review_id="demo", manifest_sha="a" * 64, binding="default", repo_remote="local:/r",
         base_sha="1" * 40, head_sha="2" * 40, lanes=[lane], daemon="d",
     )  # fmt: skip
-    again = Attestation.model_validate(att.to_json_dict())
+    again = Attestation.from_json(att.to_json_dict())
     assert again.lanes[0].kind == "gauge" and again.verdict == "pass"
     for bad in ("Gauge", "", "a" * 65, "two words"):
         with pytest.raises(ValueError):
-            LaneResult.model_validate({**lane.to_json_dict(), "kind": bad})
+            LaneResult.from_json({**lane.to_json_dict(), "kind": bad})
 
 
 def test_a_pydantic_model_that_is_not_a_check_model_is_not_enough() -> None:

@@ -16,7 +16,7 @@ import pytest
 from pydantic import ValidationError
 
 from agentreview.manifest.parse import load_frontmatter
-from agentreview.model.attestation import Attestation
+from agentreview.model.attestation import Attestation, AttestationShapeError
 from agentreview.model.manifest import ReviewManifest, ReviewPack
 from agentreview.model.manifest_fields import validate as validate_record
 from agentreview.model.schemas import DOCUMENTS, JSON_SCHEMA_DIALECT, UnknownDocumentError, schema_for, schema_text
@@ -187,7 +187,7 @@ def model_accepts(name: str, doc: Any) -> bool:
             Attestation.read(copy.deepcopy(doc))
         else:
             validate_record(MODELS[name], copy.deepcopy(doc))
-    except ValidationError:
+    except (ValidationError, AttestationShapeError):
         return False
     return True
 

@@ -100,7 +100,7 @@ def _name_foreign_priors(plan: RunPlan, lanes: Sequence[LaneResult]) -> Sequence
             continue
         data = lane.to_json_dict()
         data["composedFrom"]["principal"] = prior.principal
-        named.append(LaneResult.model_validate(data))
+        named.append(LaneResult.from_json(data))
     return named
 
 

@@ -1,234 +1,403 @@
 """The attestation document, ``agentproto.review.attestation/v1``.
 
+A document is its JSON members, read strictly (:mod:`agentreview.model.attestation_read`) into a
+private copy, seen through read-only typed views: ``att.lanes[0].findings[0].severity``,
+``att.attestor.signature.keyFingerprint``. Plain Python: building, reading, signing bytes and
+digests import no validation library, so a ``verify`` or a cache hit does not pay for one.
+
 Two invariants are enforced by construction:
 
 * ``verdict`` is always the fold of ``lanes`` and ``rangeSha`` always the digest of
-  ``target``. :meth:`Attestation.build` computes both, and validating a document
-  whose derived members disagree raises, unless the caller reads it for verification
-  (``Attestation.read``), where the mismatch is reported as a problem instead. The
-  paths that skip validation are closed too: ``model_copy(update=...)`` re-checks,
-  and serializing (``to_json_dict``, ``signed_bytes``, ``model_dump``) a document
-  that was not read for verification re-checks, so a verdict forged by copying,
-  ``model_construct`` or mutating ``lanes`` can never be signed or exported.
+  ``target``. :meth:`Attestation.build` computes both, and every other way to make a
+  document (:meth:`Attestation.from_json`, the constructor, :meth:`~Attestation.replace`,
+  :meth:`~Attestation.with_signature`, unpickling) raises when its derived members disagree,
+  unless the caller reads it for verification (:meth:`Attestation.read`), where the mismatch
+  is reported as a problem instead. Nothing can be changed in place: every view is immutable
+  and its lists are tuples. Serializing (``to_json_dict``, ``signed_bytes``,
+  ``attestation_sha256``, ``export_text``) a document that was not read for verification
+  re-checks anyway, so a verdict forged by reaching into a private member can never be
+  signed or exported.
 * The signed bytes and the attestation digest are methods of the document, so no
   caller can hash a different serialization.
 
-Reading tolerates members this version does not know (later v1 revisions add
-optional members), and keeps them, so canonical bytes and digests of a document
-written by a newer host are computed over what that host signed.
+Reading tolerates members this version does not know (later v1 revisions add optional
+members) and keeps them, with any explicit ``null``, so canonical bytes and digests of a
+document written by another host are computed over what that host signed. A document this
+host builds omits unset members (never ``"x": null``).
 """
 
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from typing import Any, ClassVar, Generic, Literal, Self, TypeVar, overload
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    PrivateAttr,
-    SerializerFunctionWrapHandler,
-    ValidationInfo,
-    field_validator,
-    model_serializer,
-    model_validator,
-)
-
+from agentreview.model.attestation_read import SCHEMA as SCHEMA
+from agentreview.model.attestation_read import AttestationShapeError as AttestationShapeError
+from agentreview.model.attestation_read import copy_json, read_attestation, read_object
 from agentreview.model.digests import attestation_sha256_of, loads_strict, range_sha, signed_bytes_of
 from agentreview.model.fold import fold_verdict
-from agentreview.model.signature_alg import SIGNATURE_ALG_PATTERN
 
-SCHEMA = "agentproto.review.attestation/v1"
 PACK_DIGEST_ALG = "agentproto-pack-digest/v1"
 SIGNATURE_ALG = "ssh-ed25519"
 
-Hex64 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
-DateTime = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
-NonEmpty = Annotated[str, Field(min_length=1)]
 Severity = Literal["high", "medium", "low"]
 LaneStatus = Literal["pass", "fail", "skipped", "timeout"]
 Verdict = Literal["pass", "block", "incomplete"]
 
-
-_ISO_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}(?::?\d{2})?)$")
+T = TypeVar("T")
+V = TypeVar("V", bound="Member")
 
 
 class AttestationInconsistentError(ValueError):
     """A derived member (``verdict``, ``rangeSha``) does not follow from the members it is derived from."""
 
 
-def _iso(value: str) -> str:
-    # ISO 8601 date-time with a time zone ("Z" or an offset), as the reference's schema requires;
-    # fromisoformat alone would also take a bare date or a time without a zone.
-    if not _ISO_DATETIME.match(value):
-        raise ValueError(f"'{value}' is not an ISO 8601 date-time with a time zone (e.g. 2025-01-31T12:00:00.000Z)")
-    datetime.fromisoformat(value.replace("Z", "+00:00"))
+# --------------------------------------------------------------------------- views
+
+
+class _Value(Generic[T]):
+    """A JSON member seen as its value (None when absent)."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: str = "") -> None:
+        self.key = key
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        if not self.key:
+            self.key = name
+
+    @overload
+    def __get__(self, obj: None, owner: type) -> _Value[T]: ...
+    @overload
+    def __get__(self, obj: Member, owner: type) -> T: ...
+    def __get__(self, obj: Member | None, owner: type) -> _Value[T] | T:
+        if obj is None:
+            return self
+        # Absent (None) only when the member is optional, and then None is a T.
+        return obj._data.get(self.key)  # type: ignore[return-value]
+
+
+class _Views(Generic[T]):
+    """A JSON member seen as typed views (an object's view, a tuple of them), made once per document."""
+
+    __slots__ = ("key", "make")
+
+    def __init__(self, make: Callable[[Any], T]) -> None:
+        self.key = ""
+        self.make = make
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.key = name
+
+    @overload
+    def __get__(self, obj: None, owner: type) -> _Views[T]: ...
+    @overload
+    def __get__(self, obj: Member, owner: type) -> T: ...
+    def __get__(self, obj: Member | None, owner: type) -> _Views[T] | T:
+        if obj is None:
+            return self
+        views = obj._views
+        try:
+            return views[self.key]
+        except KeyError:
+            made = views[self.key] = self.make(obj._data.get(self.key))
+            return made
+
+
+def _one(cls: type[V]) -> Callable[[Any], V]:
+    return cls._of
+
+
+def _maybe_one(cls: type[V]) -> Callable[[Any], V | None]:
+    return lambda data: None if data is None else cls._of(data)
+
+
+def _many(cls: type[V]) -> Callable[[Any], tuple[V, ...]]:
+    return lambda data: tuple(cls._of(item) for item in data)
+
+
+def _maybe_many(cls: type[V]) -> Callable[[Any], tuple[V, ...] | None]:
+    return lambda data: None if data is None else tuple(cls._of(item) for item in data)
+
+
+def _strings(data: Any) -> tuple[str, ...]:
+    return tuple(data)
+
+
+def _json_of(value: Any) -> Any:
+    """A member value as JSON: a view becomes its members, a tuple a list."""
+    if isinstance(value, Member):
+        return value._data
+    if isinstance(value, list | tuple):
+        return [_json_of(item) for item in value]
+    if isinstance(value, Mapping) and not isinstance(value, dict):
+        return dict(value)
     return value
 
 
-class Member(BaseModel):
-    """Base of every attestation object: unknown members are kept, nothing is mutable."""
+def _members(data: Mapping[str, Any] | Member) -> dict[str, Any]:
+    if isinstance(data, Member):
+        return data._data
+    if not isinstance(data, Mapping):
+        return data  # the reader says what it is instead
+    return {key: _json_of(value) for key, value in data.items()}
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+
+def _restore(cls: type[Member], data: dict[str, Any], read: bool) -> Member:
+    # Unpickling goes through the same checks as any other way to make a document.
+    if read and issubclass(cls, Attestation):
+        return cls.read(data)
+    return cls.from_json(data)
+
+
+class Member:
+    """A read-only view of one object of an attestation; unknown members are kept.
+
+    Made by :meth:`from_json` (or the constructor, with the members as keywords), both
+    shape-checked; changed only into a new object by :meth:`replace`.
+    """
+
+    __slots__ = ("_data", "_views")
+    _definition: ClassVar[str] = ""
+    _data: dict[str, Any]
+    _views: dict[str, Any]
+
+    def __init__(self, **members: Any) -> None:
+        data = read_object(self._definition, _members(members), drop_nulls=True)
+        object.__setattr__(self, "_data", data)
+        object.__setattr__(self, "_views", {})
+
+    @classmethod
+    def _of(cls, data: dict[str, Any]) -> Self:
+        # ``data`` was checked by the reader, as this object or as part of its document.
+        obj = object.__new__(cls)
+        object.__setattr__(obj, "_data", data)
+        object.__setattr__(obj, "_views", {})
+        return obj
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | Member) -> Self:
+        """The object of these JSON members (views and tuples allowed), shape-checked; null members are unset."""
+        return cls._of(read_object(cls._definition, _members(data), drop_nulls=True))
+
+    def replace(self, **changes: Any) -> Self:
+        """A new object with ``changes`` applied (None unsets a member), checked as a new object is."""
+        return type(self).from_json({**self._data, **changes})
 
     def to_json_dict(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", exclude_none=True, by_alias=True)
+        """The JSON members, a fresh copy; unset members (null) left out."""
+        return read_object(self._definition, self._data, drop_nulls=True)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{type(self).__name__} is read-only: make a changed copy with replace()")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"{type(self).__name__} is read-only: make a changed copy with replace()")
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return self._data == other._data
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._data!r})"
+
+    def __copy__(self) -> Self:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Self:
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_restore, (type(self), copy_json(self._data), getattr(self, "_read", False)))
 
 
 class Finding(Member):
-    severity: Severity
-    title: str
-    detail: str
-    file: str | None = None
-    line: Annotated[int, Field(ge=1)] | None = None
+    __slots__ = ()
+    _definition = "Finding"
+    severity: _Value[Severity] = _Value()
+    title: _Value[str] = _Value()
+    detail: _Value[str] = _Value()
+    file: _Value[str | None] = _Value()
+    line: _Value[int | None] = _Value()
 
 
 class ComposedFrom(Member):
-    rangeSha: Hex64
-    headSha: NonEmpty
-    attestationSha256: Hex64
+    __slots__ = ()
+    _definition = "ComposedFrom"
+    rangeSha: _Value[str] = _Value()
+    headSha: _Value[str] = _Value()
+    attestationSha256: _Value[str] = _Value()
 
 
 class Fallback(Member):
-    preset: str
-    error: str
+    __slots__ = ()
+    _definition = "Fallback"
+    preset: _Value[str] = _Value()
+    error: _Value[str] = _Value()
 
 
 class LaneResult(Member):
-    id: str
-    # The spec's kinds, or a check kind a plugin contributes (an id-shaped name).
-    kind: Literal["command", "agent"] | Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]*$", max_length=64)]
-    status: LaneStatus
-    blocking: bool
-    findings: list[Finding]
-    # Two arms so the schema says "minimum 0" for both and an integer stays an integer.
-    durationMs: Annotated[int, Field(ge=0)] | Annotated[float, Field(ge=0, allow_inf_nan=False)]
-    error: str | None = None
-    sessionId: str | None = None
-    preset: str | None = None
-    summary: str | None = None
-    exitCode: int | None = None
-    model: str | None = None
-    fallbacks: list[Fallback] | None = None
-    composedFrom: ComposedFrom | None = None
+    __slots__ = ()
+    _definition = "LaneResult"
+    id: _Value[str] = _Value()
+    # The spec's kinds ("command", "agent"), or a check kind a plugin contributes (an id-shaped name).
+    kind: _Value[str] = _Value()
+    status: _Value[LaneStatus] = _Value()
+    blocking: _Value[bool] = _Value()
+    findings = _Views(_many(Finding))
+    durationMs: _Value[int | float] = _Value()
+    error: _Value[str | None] = _Value()
+    sessionId: _Value[str | None] = _Value()
+    preset: _Value[str | None] = _Value()
+    summary: _Value[str | None] = _Value()
+    exitCode: _Value[int | None] = _Value()
+    model: _Value[str | None] = _Value()
+    fallbacks = _Views(_maybe_many(Fallback))
+    composedFrom = _Views(_maybe_one(ComposedFrom))
 
 
 class Target(Member):
-    repoRemote: NonEmpty
-    baseSha: NonEmpty
-    headSha: NonEmpty
+    __slots__ = ()
+    _definition = "Target"
+    repoRemote: _Value[str] = _Value()
+    baseSha: _Value[str] = _Value()
+    headSha: _Value[str] = _Value()
 
 
 class Signature(Member):
+    __slots__ = ()
+    _definition = "Signature"
     # Any alg of a sane shape (model/signature_alg.py): which signer verifies it is the verifier's question.
-    alg: Annotated[str, Field(pattern=SIGNATURE_ALG_PATTERN)]
-    keyFingerprint: Annotated[str, Field(pattern=r"^SHA256:.+$")]
-    principal: str
-    signedAt: DateTime
-    sig: str
-
-    _signed_at = field_validator("signedAt")(classmethod(lambda cls, v: _iso(v)))
+    alg: _Value[str] = _Value()
+    keyFingerprint: _Value[str] = _Value()
+    principal: _Value[str] = _Value()
+    signedAt: _Value[str] = _Value()
+    sig: _Value[str] = _Value()
 
 
 class Attestor(Member):
-    daemon: str
-    presets: Annotated[list[str], Field(json_schema_extra={"uniqueItems": True})]
-    signature: Signature | None = None
-
-    @field_validator("presets")
-    @classmethod
-    def _unique(cls, value: list[str]) -> list[str]:
-        if len(set(value)) != len(value):
-            raise ValueError("attestor.presets must not repeat a preset")
-        return value
+    __slots__ = ()
+    _definition = "Attestor"
+    daemon: _Value[str] = _Value()
+    presets = _Views(_strings)
+    signature = _Views(_maybe_one(Signature))
 
 
 class RubricDigest(Member):
-    check: str
-    path: str
-    sha256: Hex64
+    __slots__ = ()
+    _definition = "RubricDigest"
+    check: _Value[str] = _Value()
+    path: _Value[str] = _Value()
+    sha256: _Value[str] = _Value()
 
 
 class PackDigest(Member):
-    ref: str
-    id: str
-    version: str
-    # Kept as a plain string when reading: an unknown recipe is a verification
-    # failure with its own message, not an unreadable document.
-    alg: str
-    sha256: Hex64
+    __slots__ = ()
+    _definition = "PackDigest"
+    ref: _Value[str] = _Value()
+    id: _Value[str] = _Value()
+    version: _Value[str] = _Value()
+    # Any string when reading: an unknown recipe is a verification failure with its own message.
+    alg: _Value[str] = _Value()
+    sha256: _Value[str] = _Value()
 
 
 class GitAuthor(Member):
-    name: str
-    email: str
+    __slots__ = ()
+    _definition = "GitAuthor"
+    name: _Value[str] = _Value()
+    email: _Value[str] = _Value()
 
 
 class Requester(Member):
-    sessionId: str | None = None
-    gitAuthor: GitAuthor | None = None
+    __slots__ = ()
+    _definition = "Requester"
+    sessionId: _Value[str | None] = _Value()
+    gitAuthor = _Views(_maybe_one(GitAuthor))
 
 
 class PullRequest(Member):
-    provider: Literal["github"]
-    repo: Annotated[str, Field(pattern=r"^[^/]+/[^/]+$")]
-    number: Annotated[int, Field(ge=1)]
-    url: str
+    __slots__ = ()
+    _definition = "PullRequest"
+    provider: _Value[Literal["github"]] = _Value()
+    repo: _Value[str] = _Value()
+    number: _Value[int] = _Value()
+    url: _Value[str] = _Value()
 
 
 class Attestation(Member):
-    schema_: Literal["agentproto.review.attestation/v1"] = Field(alias="schema")
-    runId: Annotated[str, Field(pattern=r"^review-.+$")]
-    reviewId: str
-    manifestSha: Hex64
-    binding: NonEmpty
-    target: Target
-    rangeSha: Hex64
-    lanes: list[LaneResult]
-    verdict: Verdict
-    attestor: Attestor
-    rubrics: list[RubricDigest]
-    packs: Annotated[list[PackDigest], Field(min_length=1)] | None = None
-    dirty: Literal[True] | None = None
-    requester: Requester | None = None
-    pr: PullRequest | None = None
-    createdAt: DateTime
+    """The whole document. Made by :meth:`build`, :meth:`read` (for verification) or :meth:`from_json`."""
 
-    model_config = ConfigDict(extra="allow", frozen=True, populate_by_name=True)
-
+    __slots__ = ("_read",)
+    _definition = "Attestation"
     # True only for a document read for verification: its derived members are whatever the
     # file says, and the verifier reports a mismatch instead of refusing to read it.
-    _read_for_verification: bool = PrivateAttr(default=False)
+    _read: bool
 
-    _created_at = field_validator("createdAt")(classmethod(lambda cls, v: _iso(v)))
+    schema_: _Value[Literal["agentproto.review.attestation/v1"]] = _Value("schema")
+    runId: _Value[str] = _Value()
+    reviewId: _Value[str] = _Value()
+    manifestSha: _Value[str] = _Value()
+    binding: _Value[str] = _Value()
+    target = _Views(_one(Target))
+    rangeSha: _Value[str] = _Value()
+    lanes = _Views(_many(LaneResult))
+    verdict: _Value[Verdict] = _Value()
+    attestor = _Views(_one(Attestor))
+    rubrics = _Views(_many(RubricDigest))
+    packs = _Views(_maybe_many(PackDigest))
+    dirty: _Value[Literal[True] | None] = _Value()
+    requester = _Views(_maybe_one(Requester))
+    pr = _Views(_maybe_one(PullRequest))
+    createdAt: _Value[str] = _Value()
 
-    @model_validator(mode="after")
-    def _derived_members_follow(self, info: ValidationInfo) -> Attestation:
-        if info.context and info.context.get("reading"):
-            self._read_for_verification = True
-            return self
+    def __init__(self, **members: Any) -> None:
+        """A new document from its members; its verdict and rangeSha must follow from them."""
+        super().__init__(**members)
+        object.__setattr__(self, "_read", False)
         self._require_consistent()
-        return self
 
-    @model_serializer(mode="wrap")
-    def _serialize_consistent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # Every dump path (model_dump, model_dump_json, to_json_dict) passes here, including
-        # those of a document made without validation (model_construct) or mutated after it.
-        if not self._read_for_verification:
-            self._require_consistent()
-        return handler(self)
+    @classmethod
+    def _of(cls, data: dict[str, Any], read: bool = False) -> Self:
+        obj = super()._of(data)
+        object.__setattr__(obj, "_read", read)
+        return obj
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | Member) -> Self:
+        """A new document from its JSON members: shapes checked, null members unset, and its
+        verdict and rangeSha must follow (:class:`AttestationInconsistentError` otherwise)."""
+        att = cls._of(read_attestation(_members(data), drop_nulls=True))
+        att._require_consistent()
+        return att
+
+    @classmethod
+    def read(cls, data: Any) -> Self:
+        """Read a document for verification: shapes are checked, the fold is not (a verifier
+        reports a verdict that does not follow from the lanes as a problem); every member is
+        kept as the file has it, unknown ones and explicit nulls included."""
+        return cls._of(read_attestation(data), read=True)
+
+    @classmethod
+    def read_json(cls, text: str | bytes) -> Self:
+        """Parse and read; ``NaN``/``Infinity`` (which Python's json accepts) and duplicate keys are refused."""
+        return cls.read(loads_strict(text))
+
+    # ------------------------------------------------------------------ consistency
 
     def inconsistency(self) -> str | None:
         """Why ``verdict`` or ``rangeSha`` does not follow from the document, or None."""
         expected = self.refold()
         if self.verdict != expected:
             return f"verdict '{self.verdict}' does not follow from its lanes (expected '{expected}')"
-        expected_range = range_sha(self.target.baseSha, self.target.headSha)
-        if self.rangeSha != expected_range:
+        target = self._data["target"]
+        if self.rangeSha != range_sha(target["baseSha"], target["headSha"]):
             return f"rangeSha '{self.rangeSha}' is not sha256('<baseSha>..<headSha>') of its target"
         return None
 
@@ -237,14 +406,9 @@ class Attestation(Member):
         if problem is not None:
             raise AttestationInconsistentError(problem)
 
-    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Attestation:
-        """A copy; with ``update`` it is a new document, so its derived members must follow
-        (pydantic's copy does not validate, which would let a caller set any verdict)."""
-        copied = super().model_copy(update=update, deep=deep)
-        if update:
-            copied._read_for_verification = False
-            copied._require_consistent()
-        return copied
+    def refold(self) -> Verdict:
+        """The verdict its lanes fold to (read from the members themselves, never from a cache)."""
+        return fold_verdict((lane["blocking"], lane["status"]) for lane in self._data["lanes"])
 
     # ------------------------------------------------------------------ building
 
@@ -259,26 +423,32 @@ class Attestation(Member):
         repo_remote: str,
         base_sha: str,
         head_sha: str,
-        lanes: Sequence[LaneResult | dict[str, Any]],
+        lanes: Sequence[LaneResult | Mapping[str, Any]],
         daemon: str,
-        rubrics: Sequence[RubricDigest | dict[str, Any]] = (),
-        packs: Sequence[PackDigest | dict[str, Any]] = (),
+        rubrics: Sequence[RubricDigest | Mapping[str, Any]] = (),
+        packs: Sequence[PackDigest | Mapping[str, Any]] = (),
         dirty: bool = False,
-        requester: Requester | dict[str, Any] | None = None,
-        pr: PullRequest | dict[str, Any] | None = None,
+        requester: Requester | Mapping[str, Any] | None = None,
+        pr: PullRequest | Mapping[str, Any] | None = None,
         created_at: str | None = None,
-    ) -> Attestation:
+    ) -> Self:
         """Build an attestation; the verdict and rangeSha are computed, never accepted."""
-        lane_models = [LaneResult.model_validate(lane) if isinstance(lane, dict) else lane for lane in lanes]
+        lane_data = [
+            lane._data
+            if isinstance(lane, LaneResult)
+            else read_object("LaneResult", lane, drop_nulls=True, at=("lanes", i))
+            for i, lane in enumerate(lanes)
+        ]
         presets: list[str] = []
-        for lane in lane_models:
-            if lane.preset and lane.preset not in presets:
-                presets.append(lane.preset)
+        for lane in lane_data:
+            preset = lane.get("preset")
+            if preset and preset not in presets:
+                presets.append(preset)
         for pack in packs:
-            alg = pack["alg"] if isinstance(pack, dict) else pack.alg
+            alg = pack.get("alg") if isinstance(pack, Mapping) else pack.alg
             if alg != PACK_DIGEST_ALG:
                 raise ValueError(f"pack digest alg must be '{PACK_DIGEST_ALG}', got '{alg}'")
-        req = Requester.model_validate(requester) if isinstance(requester, dict) else requester
+        req = Requester.from_json(requester) if isinstance(requester, Mapping) else requester
         if req is not None and req.sessionId is None and req.gitAuthor is None:
             req = None
         data: dict[str, Any] = {
@@ -289,69 +459,63 @@ class Attestation(Member):
             "binding": binding,
             "target": {"repoRemote": repo_remote, "baseSha": base_sha, "headSha": head_sha},
             "rangeSha": range_sha(base_sha, head_sha),
-            "lanes": [lane.to_json_dict() for lane in lane_models],
-            "verdict": fold_verdict((lane.blocking, lane.status) for lane in lane_models),
+            "lanes": lane_data,
+            "verdict": fold_verdict((lane["blocking"], lane["status"]) for lane in lane_data),
             "attestor": {"daemon": daemon, "presets": presets},
-            "rubrics": [r if isinstance(r, dict) else r.to_json_dict() for r in rubrics],
+            "rubrics": list(rubrics),
             "createdAt": created_at or now_iso(),
         }
         if packs:
-            data["packs"] = [p if isinstance(p, dict) else p.to_json_dict() for p in packs]
+            data["packs"] = list(packs)
         if dirty:
             data["dirty"] = True
         if req is not None:
-            data["requester"] = req.to_json_dict()
+            data["requester"] = req
         if pr is not None:
-            data["pr"] = pr if isinstance(pr, dict) else pr.to_json_dict()
-        return cls.model_validate(data)
+            data["pr"] = pr
+        return cls.from_json(data)
 
-    @classmethod
-    def read(cls, data: Any) -> Attestation:
-        """Validate a document for verification: shapes are checked, the fold is not
-        (a verifier reports a verdict that does not follow from the lanes as a problem)."""
-        return cls.model_validate(data, context={"reading": True})
+    def replace(self, **changes: Any) -> Self:
+        """A new document with ``changes`` applied (None unsets a member): checked as a new
+        document is, so a verdict or rangeSha that does not follow raises, and the result is
+        never one read for verification, whatever this one was."""
+        return type(self).from_json({**self._data, **changes})
 
-    @classmethod
-    def read_json(cls, text: str | bytes) -> Attestation:
-        """Parse and read; ``NaN``/``Infinity`` (which Python's json accepts) and duplicate keys are refused."""
-        return cls.read(loads_strict(text))
-
-    def with_signature(self, signature: Signature | dict[str, Any]) -> Attestation:
-        sig = Signature.model_validate(signature) if isinstance(signature, dict) else signature
-        attestor = self.attestor.model_copy(update={"signature": sig})
-        return self.model_copy(update={"attestor": attestor})
+    def with_signature(self, signature: Signature | Mapping[str, Any]) -> Self:
+        """This document with ``attestor.signature`` set (re-checked: a forged verdict cannot be signed)."""
+        sig = _json_of(signature) if isinstance(signature, Signature) else dict(signature)
+        return self.replace(attestor={**self._data["attestor"], "signature": sig})
 
     # ------------------------------------------------------------------ bytes and digests
 
+    def _document(self) -> dict[str, Any]:
+        # The members to serialize, checked again unless read for verification: whatever a
+        # caller did to a document it built, an inconsistent one is never written.
+        if not self._read:
+            self._require_consistent()
+        return self._data
+
     def to_json_dict(self) -> dict[str, Any]:
-        """The JSON members; raises :class:`AttestationInconsistentError` for a forged document.
+        """The JSON members, a fresh copy; raises :class:`AttestationInconsistentError` for a forged document.
 
         A document this host builds omits unset members (never ``"x": null``), so its bytes
         are what they always were. A document read from a file keeps exactly the members
         the file has, an explicit ``null`` included: canonical JSON keeps ``null``, so its
         signed bytes and digest (composedFrom, a re-export) are those its host signed.
         """
-        if not self._read_for_verification:
-            self._require_consistent()
-            return self.model_dump(mode="json", exclude_none=True, by_alias=True)
-        return self.model_dump(mode="json", exclude_unset=True, by_alias=True)
+        return copy_json(self._document())
 
     def signed_bytes(self) -> bytes:
         """Canonical JSON of the attestation with ``attestor.signature`` removed (what is signed)."""
-        return signed_bytes_of(self.to_json_dict())
+        return signed_bytes_of(self._document())
 
     def attestation_sha256(self) -> str:
         """SHA-256 of the canonical JSON of the whole attestation, signature included."""
-        return attestation_sha256_of(self.to_json_dict())
+        return attestation_sha256_of(self._document())
 
     def export_text(self) -> str:
-        """The export form: two-space indent, trailing newline (key order as built)."""
-        return json.dumps(self.to_json_dict(), indent=2, ensure_ascii=False) + "\n"
-
-    def refold(self) -> Verdict:
-        return fold_verdict((lane.blocking, lane.status) for lane in self.lanes)
-
-
+        """The export form: two-space indent, trailing newline (the schema's member order)."""
+        return json.dumps(self._document(), indent=2, ensure_ascii=False) + "\n"
 
 
 def now_iso() -> str:

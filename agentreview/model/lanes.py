@@ -59,17 +59,17 @@ def to_lane_result(
     }
     if outcome.kind == "exited":
         if check.kind == "agent":
-            return LaneResult.model_validate(
+            return LaneResult.from_json(
                 {**base, "status": "skipped", "error": "internal: agent lane reported a process exit"}
             )
         code = outcome.exit_code if outcome.exit_code is not None else 1
         if code == 0:
-            return LaneResult.model_validate({**base, "status": "pass", "exitCode": 0})
+            return LaneResult.from_json({**base, "status": "pass", "exitCode": 0})
         finding = {"severity": "high", "title": f"'{check.id}' exited with code {code}", "detail": tail(outcome.output)}
-        return LaneResult.model_validate({**base, "status": "fail", "exitCode": code, "findings": [finding]})
+        return LaneResult.from_json({**base, "status": "fail", "exitCode": code, "findings": [finding]})
     if outcome.kind == "reported":
         if check.kind == "command":
-            return LaneResult.model_validate(
+            return LaneResult.from_json(
                 {**base, "status": "skipped", "error": "internal: command lane reported an agent verdict"}
             )
         findings = [
@@ -95,7 +95,7 @@ def to_lane_result(
         if outcome.summary:
             result["summary"] = outcome.summary
         if check.kind != "agent":
-            return LaneResult.model_validate(result)
+            return LaneResult.from_json(result)
         result.update(_session_fields(outcome))
         if delta is not None:
             result["composedFrom"] = {
@@ -103,13 +103,13 @@ def to_lane_result(
                 "headSha": delta.prior_head_sha,
                 "attestationSha256": delta.prior_attestation_sha256,
             }
-        return LaneResult.model_validate(result)
+        return LaneResult.from_json(result)
     if outcome.kind == "timeout":
         error = outcome.error or f"exceeded {check.timeoutMs}ms and was killed"
         if outcome.output:
             error = f"{error}\n{tail(outcome.output)}"
-        return LaneResult.model_validate({**base, "status": "timeout", "error": error, **_session_fields(outcome)})
-    return LaneResult.model_validate(
+        return LaneResult.from_json({**base, "status": "timeout", "error": error, **_session_fields(outcome)})
+    return LaneResult.from_json(
         {**base, "status": "skipped", "error": outcome.error or "lane was skipped", **_session_fields(outcome)}
     )
 

@@ -4,9 +4,12 @@ The models are the single source of truth: editors, other hosts and CI linters g
 schema that cannot say something the parser does not enforce. ``docs/schemas/`` holds
 the committed copies and a test fails when they drift from the models.
 
-The attestation schema is that of the *reading* model: the shapes a verifier accepts
-(unknown members allowed). The rule that ``verdict`` is the fold of ``lanes`` cannot be
-written in JSON Schema; it is stated in the description and enforced by the verifier.
+The attestation schema is the spec's contract: the shapes a verifier accepts (unknown members
+allowed). It is no longer generated: the attestation is plain Python read by a hand-written
+reader (``model/attestation_read.py``) that a test holds to this schema, so the committed file
+ships as package data (``model/attestation.schema.json``, equal to ``docs/schemas/``'s copy).
+The rule that ``verdict`` is the fold of ``lanes`` cannot be written in JSON Schema; it is
+stated in the description and enforced by the verifier.
 """
 
 from __future__ import annotations
@@ -45,10 +48,6 @@ def _model(name: str) -> type[Any]:
         from agentreview.model.manifest import ReviewPack
 
         return ReviewPack
-    if name == "attestation":
-        from agentreview.model.attestation import Attestation
-
-        return Attestation
     raise UnknownDocumentError(f"unknown document '{name}': use one of {', '.join(DOCUMENTS)}")
 
 
@@ -86,13 +85,12 @@ def _closed_key_patterns(node: Any) -> None:
 
 def schema_for(name: str) -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of the document ``name``: review, review-pack or attestation."""
-    model = _model(name)
     if name == "attestation":
-        generated = model.model_json_schema(by_alias=True, mode="validation")
-    else:
-        from agentreview.model.manifest_fields import adapter
+        return _attestation_schema()
+    model = _model(name)
+    from agentreview.model.manifest_fields import adapter
 
-        generated = adapter(model).json_schema(by_alias=True, mode="validation")
+    generated = adapter(model).json_schema(by_alias=True, mode="validation")
     if name == "review":
         _allow_string_target(generated)
         _pack_ref_pattern(generated)
@@ -106,6 +104,14 @@ def schema_for(name: str) -> dict[str, Any]:
         "description": _DESCRIPTIONS[name],
         **generated,
     }
+
+
+def _attestation_schema() -> dict[str, Any]:
+    from importlib.resources import files
+
+    text = files("agentreview.model").joinpath("attestation.schema.json").read_text(encoding="utf-8")
+    schema: dict[str, Any] = json.loads(text)
+    return schema
 
 
 def schema_text(name: str) -> str:

@@ -71,9 +71,7 @@ def _warm_plugins() -> None:
 
 
 def _warm_attestation() -> None:
-    from pydantic import ValidationError
+    from agentreview.model.attestation import Attestation, AttestationShapeError
 
-    from agentreview.model.attestation import Attestation
-
-    with contextlib.suppress(ValidationError):
-        Attestation.model_validate({"kind": "attestation"})
+    with contextlib.suppress(AttestationShapeError):
+        Attestation.read({"kind": "attestation"})

@@ -100,8 +100,6 @@ def _annotated(cwd: Path) -> list[str]:
 def fetch(cwd: Path, store: ForeignStore, *, remote: str, registry: Registry | None = None,
           signers: Path | None = None) -> Fetched:  # fmt: skip
     """Fetch and merge ``remote``'s notes; import every attestation they hold into ``store``."""
-    from pydantic import ValidationError
-
     from agentreview.store.layout import LedgerError
 
     out = Fetched(remote)
@@ -121,7 +119,7 @@ def fetch(cwd: Path, store: ForeignStore, *, remote: str, registry: Registry | N
             try:
                 if store.add(raw, remote=remote, principal=principal):
                     out.new += 1
-            except (ValidationError, LedgerError, ValueError) as exc:
+            except (LedgerError, ValueError) as exc:  # AttestationShapeError is a ValueError
                 first = str(exc).splitlines()[0][:160]
                 out.notes.append(f"{where}: a line is not a valid attestation ({first}) — skipped")
     return out

@@ -56,9 +56,9 @@ def check_pr(pr: Any) -> dict[str, Any]:
     """A pull request reference ``{provider: github, repo, number, url}`` as JSON, or LedgerError."""
     from agentreview.model.attestation import PullRequest
 
-    data = pr.model_dump(mode="json") if hasattr(pr, "model_dump") else pr
+    data = pr.to_json_dict() if isinstance(pr, PullRequest) else pr
     try:
-        return PullRequest.model_validate(data).to_json_dict()
+        return PullRequest.from_json(data).to_json_dict()
     except Exception as exc:
         raise LedgerError(f"pr must be {{provider: github, repo: owner/name, number, url}}: {exc}") from exc
 

@@ -114,9 +114,7 @@ def entry_text(attestation: Attestation, host: HostInfo) -> str:
 
 def parse_entry(data: bytes, path: Path) -> LedgerEntry:
     """Parse an entry file with the full document model; raise ValueError saying what is wrong with it."""
-    from pydantic import ValidationError
-
-    from agentreview.model.attestation import Attestation
+    from agentreview.model.attestation import Attestation, AttestationShapeError
 
     try:
         doc = json.loads(data)
@@ -127,10 +125,8 @@ def parse_entry(data: bytes, path: Path) -> LedgerEntry:
     raw = doc["attestation"]
     try:
         att = Attestation.read(raw)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ())) or "attestation"
-        raise ValueError(f"attestation.{where}: {first.get('msg')}") from exc
+    except AttestationShapeError as exc:
+        raise ValueError(f"attestation member {exc}") from exc
     host = HostInfo.from_json(doc.get("host"))
     if att.rangeSha != range_sha(att.target.baseSha, att.target.headSha):
         raise ValueError("rangeSha does not match target.baseSha..target.headSha")

@@ -44,7 +44,7 @@ class ForeignStore:
     def add(self, attestation: dict[str, Any], *, remote: str, principal: str | None) -> bool:
         """Store ``attestation``; True when it was not here yet.
 
-        Raises :class:`ValueError` (pydantic's ValidationError is one) for a document that is not
+        Raises :class:`ValueError` (:class:`AttestationShapeError` is one) for a document that is not
         a well-formed attestation, and :class:`LedgerError` for one whose key cannot name a path.
         """
         from agentreview.model.attestation import Attestation

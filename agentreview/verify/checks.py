@@ -26,17 +26,12 @@ MAX_SHAPE_PROBLEMS = 8
 
 def shape_problems(raw: dict[str, Any]) -> list[str]:
     """Shape errors of an attestation of the known schema, one readable line each."""
-    from pydantic import ValidationError
-
-    from agentreview.model.attestation import Attestation
+    from agentreview.model.attestation import Attestation, AttestationShapeError
 
     try:
         Attestation.read(raw)
-    except ValidationError as exc:
-        lines = []
-        for err in exc.errors():
-            loc = ".".join(str(p) for p in err["loc"]) or "(document)"
-            lines.append(f"attestation member {loc}: {err['msg']}")
+    except AttestationShapeError as exc:
+        lines = [f"attestation member {line}" for line in exc.lines()]
         if len(lines) > MAX_SHAPE_PROBLEMS:
             extra = len(lines) - MAX_SHAPE_PROBLEMS
             lines = [*lines[:MAX_SHAPE_PROBLEMS], f"attestation shape: and {extra} more problem(s)"]

@@ -60,7 +60,7 @@ request = LaneRequest(
     presets=load_presets(Path({str(tmp_path)!r}), providers), providers=providers,
 )
 outcome = registry.get("lane_executors", "agent").run_lane(request)
-print(to_lane_result(check, outcome, 1).model_dump_json(exclude_none=True))
+print(json.dumps(to_lane_result(check, outcome, 1).to_json_dict()))
 """
     proc = subprocess.run(
         [sys.executable, "-c", program], capture_output=True, text=True, timeout=60, env=_env(example_site, tmp_path)
