@@ -42,6 +42,7 @@ def register(app: typer.Typer) -> None:
 
 
 def run_check(*, manifest: Path | None, cwd: Path | None, binding: str | None, as_json: bool) -> int:
+    from agentreview.host.home import home_dir
     from agentreview.manifest.parse import (
         ManifestError,
         load_frontmatter,
@@ -63,11 +64,14 @@ def run_check(*, manifest: Path | None, cwd: Path | None, binding: str | None, a
     path = path.absolute()
     try:
         source = read_manifest_bytes(path)
-        if load_frontmatter(source, path).data.get("kind") == "review-pack":
+        try:
+            parsed = parse_review(source, path, home=home_dir())  # a memo hit answers without YAML or pydantic
+        except ManifestError:
+            if load_frontmatter(source, path).data.get("kind") != "review-pack":
+                raise
             if binding is not None:
-                raise UsageError("--binding applies to a review manifest; this file is a review pack")
-            return _emit(_pack_view(parse_pack(source, path), path), as_json)
-        parsed = parse_review(source, path)
+                raise UsageError("--binding applies to a review manifest; this file is a review pack") from None
+            return _emit(_pack_view(parse_pack(source, path, home=home_dir()), path), as_json)
         view = _review_view(parsed, _resolve(parsed, root), root, binding)
     except ManifestError as exc:
         from agentreview.report.neutral import neutralize

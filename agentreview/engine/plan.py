@@ -157,7 +157,8 @@ def build_plan(run_id: str, options: RunOptions, registry: Registry | None = Non
     # 2. manifest
     manifest_path = (cwd / options.manifest).resolve() if options.manifest else root / "REVIEW.md"
     source = read_manifest_bytes(manifest_path)
-    parsed = parse_review(source, manifest_path, registry=registry)  # loads plugins for a plugin's check kind
+    # through the parse memo under the home; loads plugins for a plugin's check kind
+    parsed = parse_review(source, manifest_path, registry=registry, home=home)
     # 3. packs (every run)
     registry = registry or parsed.registry or load_registry()
     resolved = resolve_review(

@@ -71,23 +71,45 @@ class ParsedReview:
         return manifest_sha(self.source)
 
 
-def parse_review_file(path: Path, *, registry: Registry | None = None) -> ParsedReview:
-    """Read and parse a REVIEW.md from disk."""
+def parse_review_file(path: Path, *, registry: Registry | None = None, home: Path | None = None) -> ParsedReview:
+    """Read and parse a REVIEW.md from disk (with ``home``, through the parse memo)."""
     path = Path(path).absolute()
-    return parse_review(read_manifest_bytes(path), path, registry=registry)
+    return parse_review(read_manifest_bytes(path), path, registry=registry, home=home)
 
 
-def parse_review(source: bytes, path: Path | None = None, *, registry: Registry | None = None) -> ParsedReview:
+def parse_review(
+    source: bytes, path: Path | None = None, *, registry: Registry | None = None, home: Path | None = None
+) -> ParsedReview:
     """Parse a ``kind: review`` REVIEW.md; raise :class:`ManifestError` listing every problem.
 
     ``registry`` serves a check whose kind is neither ``command`` nor ``agent``; when it is
     None and such a check appears, the installed plugins are loaded (only then).
+
+    With ``home``, the parse memo under it (:mod:`agentreview.manifest.memo`) answers for bytes
+    parsed before, without YAML or pydantic, and a successful parse is stored there; the answer
+    is the same either way.
     """
+    path = Path(path).absolute() if path is not None else None
+    if home is None:
+        return _parse_review(source, path, registry)[0]
+    from agentreview.manifest import memo
+
+    hit = memo.recall_review(home, source)
+    if hit is not None:
+        manifest, bindings, body = hit
+        return ParsedReview(manifest, source, path, body, bindings, registry)
+    parsed, memoizable = _parse_review(source, path, registry)
+    if memoizable:
+        memo.remember_review(home, parsed)
+    return parsed
+
+
+def _parse_review(source: bytes, path: Path | None, registry: Registry | None) -> tuple[ParsedReview, bool]:
+    """The full parse, and whether its conclusion may be memoized (no check kind a plugin contributes)."""
     from pydantic import ValidationError
 
-    from agentreview.manifest.kinds import find_plugin_kinds, review_adapter
+    from agentreview.manifest.kinds import find_plugin_kinds, review_adapter, used_plugin_kinds
 
-    path = Path(path).absolute() if path is not None else None
     front = load_frontmatter(source, path)
     data = front.data
     if data.get("kind") == "review-pack":
@@ -112,24 +134,32 @@ def parse_review(source: bytes, path: Path | None = None, *, registry: Registry 
         manifest = review_adapter(models).validate_python(data)
     except ValidationError as exc:
         problems += schema_problems(exc, schema)
-    cross, bindings = _review_rules(data, models)
+    cross, bindings = _review_rules(data, models, manifest)
     problems += cross
     if problems:
         fail(path, problems, front.lines)
     assert manifest is not None
-    return ParsedReview(manifest, source, path, front.body, bindings, kinds.registry)
+    parsed = ParsedReview(manifest, source, path, front.body, bindings, kinds.registry)
+    return parsed, not used_plugin_kinds(data.get("checks"))
 
 
-def _review_rules(data: dict[str, Any], models: tuple[type[Any], ...]) -> tuple[list[Problem], dict[str, Binding]]:
+def _review_rules(
+    data: dict[str, Any], models: tuple[type[Any], ...], manifest: ReviewManifest | None = None
+) -> tuple[list[Problem], dict[str, Binding]]:
     """Every cross-field rule, over the parts of the manifest whose shape is valid.
 
     A check, binding or uses entry with a bad shape is left out (its schema error is
     reported already); a valid-shaped rest is still checked, so one typo never hides
-    another error.
+    another error. When the whole ``manifest`` validated, its parts are those of the
+    record (validating each part again would give the same records, at the cost of
+    building more validators).
     """
     from agentreview.manifest import rules
 
-    indexed, opaque = _valid_checks(data.get("checks"), is_pack=False, models=models)
+    if manifest is not None:
+        indexed, opaque = list(enumerate(manifest.checks)), set[str]()
+    else:
+        indexed, opaque = _valid_checks(data.get("checks"), is_pack=False, models=models)
     raw_checks = _list(data.get("checks"))
     problems = rules.duplicate_problems(_raw_ids(raw_checks, "id"), "checks", "id")
     for index, check in indexed:
@@ -140,9 +170,9 @@ def _review_rules(data: dict[str, Any], models: tuple[type[Any], ...]) -> tuple[
     problems += rules.run_placeholder_problems(indexed)
     raw_uses = _list(data.get("uses"))
     problems += rules.duplicate_problems(_raw_ids(raw_uses, "as"), "uses", "as")
-    problems += _uses_chain_problems(raw_uses)
+    problems += _uses_chain_problems(raw_uses, manifest)
     namespaces = {entry["as"] for entry in raw_uses if isinstance(entry, dict) and isinstance(entry.get("as"), str)}
-    bindings = _valid_bindings(data.get("bindings"))
+    bindings = dict(manifest.bindings or {}) if manifest is not None else _valid_bindings(data.get("bindings"))
     checks = [check for _, check in indexed]
     if data.get("uses") is not None and not isinstance(data.get("uses"), list):
         return problems, {}  # `uses` has a bad shape (reported): which refs are pack refs is unknowable
@@ -168,14 +198,14 @@ def _review_rules(data: dict[str, Any], models: tuple[type[Any], ...]) -> tuple[
     return problems + binding_problems, final
 
 
-def _uses_chain_problems(raw_uses: list[Any]) -> list[Problem]:
+def _uses_chain_problems(raw_uses: list[Any], manifest: ReviewManifest | None = None) -> list[Problem]:
     """Reviewer chains that can already be judged at parse time (the pack's own preset is unknown)."""
     from agentreview.manifest import rules
     from agentreview.model.manifest import UsesEntry
 
     problems: list[Problem] = []
-    for index, raw in enumerate(raw_uses):
-        entry = _try(UsesEntry, raw)
+    entries = manifest.uses if manifest is not None else [_try(UsesEntry, raw) for raw in raw_uses]
+    for index, entry in enumerate(entries):
         if entry is None:
             continue
         if entry.fallbackPresets is not None:
@@ -253,19 +283,33 @@ def _valid_bindings(raw: Any) -> dict[str, Binding] | None:
 # --------------------------------------------------------------------------- pack
 
 
-def parse_pack(source: bytes, path: Path | None = None) -> ReviewPack:
+def parse_pack(source: bytes, path: Path | None = None, *, home: Path | None = None) -> ReviewPack:
     """Parse a pack's REVIEW.md (``kind: review-pack``); raise :class:`ManifestError` listing every problem.
 
     A pack declares only the spec's kinds: a check kind a plugin contributes belongs in the
     consumer's REVIEW.md (pack overrides, namespacing and trust are defined for those two).
+    With ``home``, the parse memo answers for bytes parsed before (see :func:`parse_review`).
     """
+    path = Path(path).absolute() if path is not None else None
+    if home is None:
+        return _parse_pack(source, path)
+    from agentreview.manifest import memo
+
+    hit = memo.recall_pack(home, source)
+    if hit is not None:
+        return hit
+    pack = _parse_pack(source, path)
+    memo.remember_pack(home, source, pack)
+    return pack
+
+
+def _parse_pack(source: bytes, path: Path | None) -> ReviewPack:
     from pydantic import ValidationError
 
     from agentreview.manifest import rules
     from agentreview.model.manifest import ReviewPack
     from agentreview.model.manifest_fields import validate
 
-    path = Path(path).absolute() if path is not None else None
     front = load_frontmatter(source, path)
     data = front.data
     if data.get("kind") == "review":
@@ -291,7 +335,8 @@ def parse_pack(source: bytes, path: Path | None = None) -> ReviewPack:
         problems += [p for p in translated if "more than once" not in p.message]
     raw_checks = _list(data.get("checks"))
     problems += rules.duplicate_problems(_raw_ids(raw_checks, "id"), "checks", "id")
-    indexed, _ = _valid_checks(raw_checks, is_pack=True)
+    # the checks of a valid pack are its record's (validating each again would give the same)
+    indexed = list(enumerate(pack.checks)) if pack is not None else _valid_checks(raw_checks, is_pack=True)[0]
     problems += rules.run_placeholder_problems(indexed)
     if problems:
         fail(path, problems, front.lines)

@@ -17,7 +17,15 @@ from typing import Any
 
 from agentreview.model.problems import ManifestError, Problem
 
-__all__ = ["BOM", "MAX_MANIFEST_BYTES", "Frontmatter", "decode", "load_frontmatter", "read_manifest_bytes"]
+__all__ = [
+    "BOM",
+    "MAX_MANIFEST_BYTES",
+    "Frontmatter",
+    "decode",
+    "frontmatter_body",
+    "load_frontmatter",
+    "read_manifest_bytes",
+]
 
 MAX_MANIFEST_BYTES = 1 << 20
 BOM = "\ufeff"
@@ -49,9 +57,7 @@ def _unreadable(path: Path, exc: OSError) -> Problem:
         return Problem("file", "is a directory", "pass the REVIEW.md file inside it")
     reason = str(exc)
     if reason.startswith("is larger than"):
-        return Problem(
-            "file", f"is larger than {MAX_MANIFEST_BYTES} bytes", "keep the manifest small; move prose out"
-        )
+        return Problem("file", f"is larger than {MAX_MANIFEST_BYTES} bytes", "keep the manifest small; move prose out")
     if reason.startswith("is not a regular file"):
         return Problem(
             "file",
@@ -89,16 +95,12 @@ def load_frontmatter(source: bytes, path: Path | None = None) -> Frontmatter:
     """Split ``---`` / YAML / ``---`` and read the YAML strictly. A leading BOM is accepted and ignored."""
     from agentreview.manifest.yaml_safe import YamlError, load
 
-    text = decode(source, path)
-    if text.startswith(BOM):
-        text = text[1:]
-    rows = text.split("\n")
+    rows, close = _split(decode(source, path))
     if rows[0].rstrip("\r \t") != "---":
         raise ManifestError(
             path,
             [Problem("frontmatter", "missing: the file must start with a '---' line", "begin with ---, YAML, ---", 1)],
         )
-    close = next((i for i in range(1, len(rows)) if rows[i].rstrip("\r \t") == "---"), None)
     if close is None:
         raise ManifestError(
             path, [Problem("frontmatter", "is not closed: no '---' line after line 1", "end the YAML with ---", 1)]
@@ -118,3 +120,27 @@ def load_frontmatter(source: bytes, path: Path | None = None) -> Frontmatter:
             path, [Problem("frontmatter", f"must be a mapping of keys, got a {kind}", "write key: value lines", 2)]
         )
     return Frontmatter(loaded.value, loaded.lines, "\n".join(rows[close + 1 :]))
+
+
+def _split(text: str) -> tuple[list[str], int | None]:
+    """The rows of ``text`` (a leading BOM dropped) and the index of the closing ``---`` row, if any."""
+    if text.startswith(BOM):
+        text = text[1:]
+    rows = text.split("\n")
+    close = next((i for i in range(1, len(rows)) if rows[i].rstrip("\r \t") == "---"), None)
+    return rows, close
+
+
+def frontmatter_body(source: bytes) -> str | None:
+    """The markdown body :func:`load_frontmatter` would give, split without reading the YAML.
+
+    For a manifest already parsed once (the parse memo): None when ``source`` has no
+    frontmatter to split, which a parsed manifest always has.
+    """
+    try:
+        rows, close = _split(source.decode("utf-8"))
+    except UnicodeDecodeError:
+        return None
+    if close is None or rows[0].rstrip("\r \t") != "---":
+        return None
+    return "\n".join(rows[close + 1 :])

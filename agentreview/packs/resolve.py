@@ -183,7 +183,7 @@ class _PackResolver:
         from agentreview.manifest.parse import ManifestError, parse_pack
 
         try:
-            return parse_pack(loaded.source, loaded.root / "REVIEW.md")
+            return parse_pack(loaded.source, loaded.root / "REVIEW.md", home=self.ctx.home)
         except ManifestError as exc:
             prefix = f"pack '{entry.pack}' (uses '{entry.as_}') "
             raise ManifestError(exc.path, [p._replace(location=prefix + p.location) for p in exc.problems]) from None

@@ -235,6 +235,7 @@ class _Verifier:
         return policy
 
     def _read_manifest(self, root: Path) -> ParsedReview:
+        from agentreview.host.home import home_dir
         from agentreview.manifest.parse import parse_review, read_manifest_bytes
         from agentreview.model.errors import AgentreviewError
 
@@ -244,7 +245,8 @@ class _Verifier:
         # /proc name that does not exist, and the refusal must say "not a regular file".
         named = (given if given.is_absolute() else self.cwd / given) if given else path
         try:
-            parsed = parse_review(read_manifest_bytes(named), path, registry=self._registry)
+            source = read_manifest_bytes(named)
+            parsed = parse_review(source, path, registry=self._registry, home=self.o.home or home_dir())
         except (AgentreviewError, ValueError, OSError) as exc:
             raise VerifyStop(EXIT_ERROR, "error", str(exc)) from exc
         self._registry = self._registry or parsed.registry  # loaded for a plugin's check kind: reuse it

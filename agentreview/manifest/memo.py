@@ -1,0 +1,230 @@
+"""The parse memo: what a strict parse of some manifest bytes concluded, kept for the next command.
+
+Parsing a REVIEW.md means YAML and pydantic, tens of milliseconds of imports and schema builds
+before the first check runs. The conclusion depends on nothing but the bytes and the code that
+read them, so it is stored under the home, content-addressed, and a later command on the same
+bytes rebuilds the records from a small JSON document instead (no YAML, no pydantic).
+
+- Key: sha256 over :data:`FORMAT`, ``agentreview.__version__``, :func:`code_stamp` (the files
+  of the parsing code and the installed distributions: an edit or an upgrade that keeps the
+  version misses), the document kind and the exact source bytes.
+- Value: ``$AGENTREVIEW_HOME/cache/parsed/<key>.json`` holding the key again, the source's
+  sha256, and the records by field name (:mod:`agentreview.model.manifest_json`) under a sha256
+  of their own. A document whose key, source digest, payload digest or shape does not match is
+  not served.
+- Only successful parses are stored (errors are always derived again, with the caller's path);
+  a manifest that uses a check kind a plugin contributes is never stored (its validity depends
+  on the installed plugin).
+- Best effort both ways: a memo that is missing, unreadable (a FIFO, a symlink, too large),
+  corrupt, truncated, of another format or of the wrong shape is a miss, and the full parse
+  writes it again; a home that is read-only or full only means nothing is stored. A memo never
+  fails a command.
+
+The home is trusted like the signing key it holds: whoever can write there can already sign.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agentreview.manifest.parse import ParsedReview
+    from agentreview.model.manifest import Binding, ReviewManifest, ReviewPack
+
+__all__ = [
+    "FORMAT",
+    "KEEP",
+    "MAX_MEMO_BYTES",
+    "code_stamp",
+    "memo_key",
+    "memo_path",
+    "recall",
+    "recall_pack",
+    "recall_review",
+    "remember",
+    "remember_pack",
+    "remember_review",
+]
+
+FORMAT = "agentreview-parse-memo/1"
+MAX_MEMO_BYTES = 4 << 20  # a manifest is at most 1 MiB; a parse whose records take more is not stored
+KEEP = 256  # memos kept; past this the oldest go (each edit of a manifest makes a new one)
+
+# The packages whose code decides a parse: their modules' files are part of the key.
+_CODE_PACKAGES = ("manifest", "model")
+
+
+def code_stamp() -> str:
+    """The files that decide what a parse concludes, each with its ``stat``, as one string.
+
+    The parsing modules of this installation (an editable install changes them without a new
+    version) and every ``*-packages`` directory on ``sys.path`` (installing or upgrading a
+    distribution such as pydantic or PyYAML changes it). A change means a new key: a miss.
+    """
+    root = Path(__file__).resolve().parent.parent
+    parts = [sys.version, sys.prefix]
+    for package in _CODE_PACKAGES:
+        folder = root / package
+        with contextlib.suppress(OSError), os.scandir(folder) as entries:
+            names = sorted(entry.name for entry in entries if entry.name.endswith(".py"))
+            parts += [f"{package}/{name}:{_stat(folder / name)}" for name in names]
+    parts += [f"{entry}:{_stat(Path(entry))}" for entry in sys.path if entry.endswith("-packages")]
+    return "\n".join(parts)
+
+
+def _stat(path: Path) -> str:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return "-"
+    return f"{st.st_mtime_ns},{st.st_ctime_ns},{st.st_ino},{st.st_size}"
+
+
+def memo_key(kind: str, source: bytes) -> str:
+    """The content address of the parse of ``source`` as a ``kind`` document by this code."""
+    from agentreview import __version__
+
+    digest = hashlib.sha256()
+    for part in (FORMAT, __version__, code_stamp(), kind):
+        digest.update(part.encode("utf-8", "surrogateescape") + b"\0")
+    digest.update(source)
+    return digest.hexdigest()
+
+
+def memo_path(home: Path, key: str) -> Path:
+    from agentreview.host.home import cache_dir
+
+    return cache_dir(home) / "parsed" / f"{key}.json"
+
+
+def _payload_digest(payload: Any) -> str:
+    text = json.dumps(payload, separators=(",", ":"))  # in order: the order of bindings is meaningful
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def recall(home: Path, kind: str, source: bytes) -> dict[str, Any] | None:
+    """The stored payload for ``source`` parsed as ``kind``, or None (a miss) for anything short of an exact match."""
+    from agentreview.host.files import read_regular_file
+
+    try:
+        key = memo_key(kind, source)
+        raw = read_regular_file(memo_path(home, key), limit=MAX_MEMO_BYTES, follow_symlinks=False)
+        document = json.loads(raw)
+        if not isinstance(document, dict):
+            return None
+        payload = document.get("payload")
+        matches = (
+            document.get("format") == FORMAT
+            and document.get("kind") == kind
+            and document.get("key") == key
+            and document.get("sourceSha256") == hashlib.sha256(source).hexdigest()
+            and isinstance(payload, dict)
+            and document.get("payloadSha256") == _payload_digest(payload)
+        )
+    except Exception:  # absent, not a plain regular file, too large, not JSON...: a miss, never a failed command
+        return None
+    return payload if matches else None
+
+
+def remember(home: Path, kind: str, source: bytes, payload: dict[str, Any]) -> None:
+    """Store ``payload`` as the conclusion of parsing ``source`` as ``kind``; never raises."""
+    from agentreview.host.files import atomic_write_bytes
+
+    try:
+        key = memo_key(kind, source)
+        document = {
+            "format": FORMAT,
+            "kind": kind,
+            "key": key,
+            "sourceSha256": hashlib.sha256(source).hexdigest(),
+            "payloadSha256": _payload_digest(payload),
+            "payload": payload,
+        }
+        data = json.dumps(document).encode("ascii")
+        if len(data) > MAX_MEMO_BYTES:
+            return
+        path = atomic_write_bytes(memo_path(home, key), data)
+        _prune(path.parent)
+    except Exception:  # a memo is an optimisation: a read-only or full home, or a bad folder, is no error
+        pass
+
+
+def _prune(folder: Path) -> None:
+    """Keep the newest :data:`KEEP` memos (and no temporary file a killed writer left for an hour)."""
+    import time
+
+    with os.scandir(folder) as entries:
+        listed = list(entries)
+    if len(listed) <= KEEP and not any(".json.tmp." in entry.name for entry in listed):
+        return
+    found = [
+        (entry.stat(follow_symlinks=False).st_mtime, entry.path)
+        for entry in listed
+        if entry.is_file(follow_symlinks=False)
+    ]
+    memos = sorted((item for item in found if item[1].endswith(".json")), reverse=True)
+    stale = [path for mtime, path in found if ".json.tmp." in path and mtime < time.time() - 3600]
+    for _, path in memos[KEEP:]:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+    for path in stale:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+
+# --------------------------------------------------------------------------- the two documents
+
+
+def recall_review(home: Path, source: bytes) -> tuple[ReviewManifest, dict[str, Binding], str] | None:
+    """A ``kind: review`` parse of ``source`` rebuilt from its memo: manifest, bindings and body; None on a miss."""
+    from agentreview.manifest.read import frontmatter_body
+    from agentreview.model.manifest import Binding, ReviewManifest
+    from agentreview.model.manifest_json import from_json, mapping_of
+
+    payload = recall(home, "review", source)
+    if payload is None or set(payload) != {"manifest", "bindings"}:
+        return None
+    body = frontmatter_body(source)
+    try:
+        manifest = from_json(ReviewManifest, payload["manifest"])
+        bindings = mapping_of(Binding, payload["bindings"])
+    except Exception:  # the wrong shape (ShapeError), or anything else: a miss, never a failed command
+        return None
+    return None if body is None else (manifest, bindings, body)
+
+
+def remember_review(home: Path, parsed: ParsedReview) -> None:
+    """Store a successful parse of a review whose checks are all built-in kinds (never raises)."""
+    from agentreview.model.manifest_json import to_json
+
+    remember(
+        home, "review", parsed.source, {"manifest": to_json(parsed.manifest), "bindings": to_json(parsed.bindings)}
+    )
+
+
+def recall_pack(home: Path, source: bytes) -> ReviewPack | None:
+    """A ``kind: review-pack`` parse of ``source`` rebuilt from its memo; None on a miss."""
+    from agentreview.model.manifest import ReviewPack
+    from agentreview.model.manifest_json import from_json
+
+    payload = recall(home, "review-pack", source)
+    if payload is None or set(payload) != {"pack"}:
+        return None
+    try:
+        pack: ReviewPack = from_json(ReviewPack, payload["pack"])
+    except Exception:  # the wrong shape (ShapeError), or anything else: a miss, never a failed command
+        return None
+    return pack
+
+
+def remember_pack(home: Path, source: bytes, pack: ReviewPack) -> None:
+    """Store a successful parse of a review pack (never raises)."""
+    from agentreview.model.manifest_json import to_json
+
+    remember(home, "review-pack", source, {"pack": to_json(pack)})
