@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from agentreview.model.contracts import DeltaRange
+from agentreview.model.contracts.lanes import DeltaRange
 
 
 def find_prior(

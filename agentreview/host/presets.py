@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from agentreview.model.contracts import PresetSpec, ReviewerProvider
+from agentreview.model.contracts.reviewers import PresetSpec, ReviewerProvider
 from agentreview.model.errors import AgentreviewError
 
 PRESETS_FILE = "presets.toml"

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentreview.model.attestation import LaneResult
-from agentreview.model.contracts import DeltaRange, LaneOutcome
+from agentreview.model.contracts.lanes import DeltaRange, LaneOutcome
 
 TAIL_CHARS = 4000
 SEVERITY_RANK = {"low": 1, "medium": 2, "high": 3}

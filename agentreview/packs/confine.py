@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 
 from agentreview.host.files import UnreadableFileError, read_regular_file
-from agentreview.model.contracts import PackLoadError
+from agentreview.model.contracts.errors import PackLoadError
 
 __all__ = ["MAX_PACK_FILE_BYTES", "PACK_MANIFEST", "read_confined", "read_pack_file", "read_pack_manifest"]
 

@@ -15,7 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agentreview import hookimpl
-from agentreview.model.contracts import LoadedPack, PackLoadContext, PackLoader, PackLoadError, PackUnavailableError
+from agentreview.model.contracts.errors import PackLoadError, PackUnavailableError
+from agentreview.model.contracts.packs import LoadedPack, PackLoadContext, PackLoader
 from agentreview.packs.confine import read_pack_manifest
 
 # One path segment of an npm name: no separators, no whitespace, no control characters.

@@ -14,7 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agentreview import hookimpl
-from agentreview.model.contracts import LoadedPack, PackLoadContext, PackLoader, PackLoadError, PackUnavailableError
+from agentreview.model.contracts.errors import PackLoadError, PackUnavailableError
+from agentreview.model.contracts.packs import LoadedPack, PackLoadContext, PackLoader
 from agentreview.packs.confine import PACK_MANIFEST, read_pack_manifest
 
 _LS_FILES_TIMEOUT_S = 10.0

@@ -19,7 +19,7 @@ from agentreview.packs.confine import read_confined
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentreview.manifest.parse import ParsedReview, Problem
-    from agentreview.model.contracts import LoadedPack, PackLoadContext
+    from agentreview.model.contracts.packs import LoadedPack, PackLoadContext
     from agentreview.model.manifest import (
         AgentCheck,
         Binding,
@@ -157,7 +157,8 @@ class _PackResolver:
         return packs
 
     def load(self, entry: UsesEntry) -> tuple[str, LoadedPack]:
-        from agentreview.model.contracts import LoadedPack, PackLoadError, PackUnavailableError
+        from agentreview.model.contracts.errors import PackLoadError, PackUnavailableError
+        from agentreview.model.contracts.packs import LoadedPack
 
         ref, form = entry.pack, classify_pack_ref(entry.pack)
         label = f"uses '{entry.as_}' ({ref})"
@@ -189,7 +190,7 @@ class _PackResolver:
             raise ManifestError(exc.path, [p._replace(location=prefix + p.location) for p in exc.problems]) from None
 
     def resolve_entry(self, index: int, entry: UsesEntry, checks: dict[str, ResolvedCheck]) -> ResolvedPack:
-        from agentreview.model.contracts import PackLoadError
+        from agentreview.model.contracts.errors import PackLoadError
         from agentreview.model.digests import PACK_DIGEST_ALG, pack_digest_sha256
 
         form, loaded = self.load(entry)

@@ -3,7 +3,7 @@
 The reference is generated, never hand-written, so it cannot drift from the code: each hook's
 section shows its exact signature and docstring (``agentreview/plugins/hookspecs.py``), the
 registry key, and every member of the contract it registers (the protocol's attributes and
-methods with their signatures and docstrings, from ``agentreview/model/contracts.py``). A test
+methods with their signatures and docstrings, from ``agentreview/model/contracts/``). A test
 renders it and compares it with the text between the markers in docs/plugins.md.
 
 Update the page with ``python -m agentreview.plugins.reference docs/plugins.md``.

@@ -14,7 +14,7 @@ import os
 import shutil
 from pathlib import Path
 
-from agentreview.model.contracts import ReviewerRequest
+from agentreview.model.contracts.reviewers import ReviewerRequest
 
 
 def remove_path(path: Path) -> None:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from agentreview.host.procs.group import KILL_GRACE_S, MAX_CAPTURE, Keep, ProcessResult, run_process_group
-from agentreview.model.contracts import ProviderStatus, ReviewerRequest, ReviewerResult
+from agentreview.model.contracts.reviewers import ProviderStatus, ReviewerRequest, ReviewerResult
 from agentreview.reviewers.attempt import attempt_dir
 from agentreview.reviewers.cli import CliInfo, cli_info, status_from
 from agentreview.reviewers.env import REDIRECTING_ENV, preset_env, request_env, reviewer_env

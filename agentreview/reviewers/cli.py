@@ -21,7 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from agentreview.host.procs.group import ProcessResult, run_process_group
-from agentreview.model.contracts import PresetSpec, ProviderStatus
+from agentreview.model.contracts.reviewers import PresetSpec, ProviderStatus
 from agentreview.reviewers.env import reviewer_env, safe_path
 
 PROBE_TIMEOUT_S = 20.0

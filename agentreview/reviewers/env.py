@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from agentreview.model.contracts import PresetSpec, ReviewerRequest
+from agentreview.model.contracts.reviewers import PresetSpec, ReviewerRequest
 
 # What any CLI needs to run and to reach its model through the host's proxy and CA bundle. ``NAME_*`` is a family.
 # None of these is a credential beyond the proxy URL the model traffic itself goes through.

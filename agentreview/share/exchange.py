@@ -79,7 +79,7 @@ def _principal(
 ) -> str | None:
     if signers is None or registry is None:
         return None
-    from agentreview.model.contracts import SignatureInvalidError
+    from agentreview.model.contracts.errors import SignatureInvalidError
     from agentreview.signing.signers import verify_signature
 
     try:

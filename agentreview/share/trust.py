@@ -49,7 +49,7 @@ def team_signers_path(home: Path) -> Path | None:
     if team is None:
         return None
     if not isinstance(team, dict) or "allowed_signers" not in team:
-        raise AgentreviewError(f"{config_file}: [team] needs allowed_signers = \"<path>\" — add it or remove [team]")
+        raise AgentreviewError(f'{config_file}: [team] needs allowed_signers = "<path>" — add it or remove [team]')
     value = team["allowed_signers"]
     if not isinstance(value, str) or not value.strip():
         raise AgentreviewError(f"{config_file}: [team].allowed_signers must be a path string — fix it")
@@ -109,7 +109,7 @@ def trusted_foreign(
     each), so a large foreign store costs a run only the entries that could be used."""
     from agentreview.host.home import ledger_root
     from agentreview.model.attestation import Attestation
-    from agentreview.model.contracts import SignatureInvalidError
+    from agentreview.model.contracts.errors import SignatureInvalidError
     from agentreview.signing.signers import verify_signature
     from agentreview.store.foreign import ForeignStore
 
@@ -156,4 +156,3 @@ def _entry_path(root: Path, att: Attestation) -> Path:
     from agentreview.store.layout import ledger_slug
 
     return root / ledger_slug(att.target.repoRemote) / FOREIGN_DIR / f"{att.attestation_sha256()}.json"
-

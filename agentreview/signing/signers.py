@@ -16,12 +16,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentreview.model.contracts import SignatureInvalidError, SignerContext, SigningError
+from agentreview.model.contracts.errors import SignatureInvalidError, SigningError
+from agentreview.model.contracts.signing import SignerContext
 from agentreview.model.digests import CanonicalJsonError, signed_bytes_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentreview.model.attestation import Attestation
-    from agentreview.model.contracts import Signer
+    from agentreview.model.contracts.signing import Signer
     from agentreview.plugins.registry import Registry
 
 DEFAULT_SIGNER = "ssh"

@@ -27,7 +27,8 @@ from typing import Any
 from agentreview import hookimpl
 from agentreview.host.files import atomic_write_bytes, read_regular_file
 from agentreview.host.home import hostname, keys_dir, load_config
-from agentreview.model.contracts import KeyInfo, SignatureInvalidError, SignerContext, SigningError
+from agentreview.model.contracts.errors import SignatureInvalidError, SigningError
+from agentreview.model.contracts.signing import KeyInfo, SignerContext
 
 NAMESPACE = "agentproto-review"
 ALG = "ssh-ed25519"
@@ -239,8 +240,9 @@ class SshSigner:
         tmp = key.with_name(f".{KEY_NAME}.tmp.{os.getpid()}")
         for stale in (tmp, tmp.with_name(tmp.name + ".pub")):
             stale.unlink(missing_ok=True)
-        proc = _run(["-q", "-t", "ed25519", "-N", "", "-C", f"{NAMESPACE}@{hostname()}", "-f", str(tmp)],
-                    timeout=timeout)
+        proc = _run(
+            ["-q", "-t", "ed25519", "-N", "", "-C", f"{NAMESPACE}@{hostname()}", "-f", str(tmp)], timeout=timeout
+        )
         if proc.returncode != 0:
             raise SigningError(f"could not prepare the review signing key: {_err(proc)}")
         os.chmod(tmp, 0o600)
@@ -347,8 +349,9 @@ class SshSigner:
             sig_path = Path(tmp) / "attestation.sig"
             sig_path.write_text(sig if sig.endswith("\n") else sig + "\n", encoding="utf-8")
             try:
-                found = _run(["-Y", "find-principals", "-f", str(allowed_signers), "-s", str(sig_path)],
-                             timeout=VERIFY_TIMEOUT_S)
+                found = _run(
+                    ["-Y", "find-principals", "-f", str(allowed_signers), "-s", str(sig_path)], timeout=VERIFY_TIMEOUT_S
+                )
                 listed = found.stdout.decode("utf-8", "replace").splitlines() if found.returncode == 0 else []
                 if principal not in listed:
                     raise SignatureInvalidError(

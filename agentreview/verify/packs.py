@@ -65,7 +65,7 @@ def pack_digest_checks(
     resolved: Any = None
     if fetch or not parsed.manifest.uses:  # a manifest without uses[] resolves without any loader
         from agentreview.host.home import home_dir
-        from agentreview.model.contracts import PackLoadContext
+        from agentreview.model.contracts.packs import PackLoadContext
         from agentreview.packs.resolve import resolve_review
 
         ctx = PackLoadContext(
@@ -103,7 +103,7 @@ def verify_pack_digests(
     (in order, so one ref used twice matches twice); a record with no resolved pack,
     a resolved pack with no record, and a changed digest are problems.
     """
-    from agentreview.model.contracts import PackUnavailableError
+    from agentreview.model.contracts.errors import PackUnavailableError
     from agentreview.model.digests import PACK_DIGEST_ALG
 
     problems: list[str] = []

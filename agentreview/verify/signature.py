@@ -110,7 +110,7 @@ def _verify(
     raw: dict[str, Any], signers: Path, shown: Path, registry: Callable[[], Registry], out: SignatureCheck
 ) -> None:
     """Ask the signer for the alg; a failure names ``shown`` (the file the user knows), not a private copy."""
-    from agentreview.model.contracts import SignatureInvalidError
+    from agentreview.model.contracts.errors import SignatureInvalidError
     from agentreview.signing.signers import verify_signature
 
     try:

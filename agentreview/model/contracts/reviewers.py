@@ -1,0 +1,95 @@
+"""Reviewer-session providers: one reviewer attempt in, how it ended out."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class PresetSpec:
+    """A host-local reviewer preset: which provider runs it, with which model and options."""
+
+    name: str
+    provider: str
+    model: str | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+    builtin: bool = False
+
+
+ReviewerEnd = Literal[
+    "verdict",  # the provider produced a verdict file (the executor reads and validates it)
+    "unavailable",  # spawn/auth/quota/transport/empty turn/capability missing: fallback allowed
+    "timeout",  # the deadline passed and the reviewer was killed: no fallback
+    "boundary_violation",  # the reviewer tried to step outside read-only: terminal, no fallback
+    "malformed",  # an answer that looks like a finding but cannot be parsed: terminal
+    "cancelled",
+]
+
+
+@dataclass(frozen=True)
+class ReviewerRequest:
+    """One reviewer attempt."""
+
+    preset: PresetSpec
+    prompt: str
+    check_id: str
+    repo_root: Path
+    base_sha: str
+    head_sha: str
+    rubric_path: Path
+    verdict_path: Path
+    work_dir: Path
+    deadline: float  # time.monotonic() value shared by retries and fallbacks
+    cancel: threading.Event
+    home: Path | None = None
+    # The same prompt for a reviewer with no write tool: it asks for the verdict JSON as the
+    # final answer, which the provider then writes to ``verdict_path`` (``prompt`` asks the
+    # reviewer to write the file itself, as an ``exec`` reviewer does).
+    answer_prompt: str = ""
+    review_id: str = ""
+    timeout_ms: int = 0
+    attempt: int = 1  # 1-based, counted across the whole preset chain
+
+
+@dataclass(frozen=True)
+class ReviewerResult:
+    end: ReviewerEnd
+    error: str | None = None
+    retryable: bool = False
+    session_id: str | None = None
+    model: str | None = None
+
+
+@dataclass(frozen=True)
+class ProviderStatus:
+    """Whether a provider's CLI is installed and usable here (for ``agentreview presets``)."""
+
+    installed: bool
+    usable: bool
+    version: str | None = None
+    detail: str = ""
+
+
+@runtime_checkable
+class ReviewerProvider(Protocol):
+    """Runs a reviewer CLI read-only and isolated (see docs/providers.md).
+
+    Optional member (not part of the protocol check, so a provider without it still
+    qualifies): ``validate_options(options: Mapping[str, Any]) -> Sequence[str]``. The
+    core calls it with the options of every user preset in ``presets.toml`` that names
+    this provider (every key but ``provider`` and ``model``) when the file is read, and
+    refuses the file with ``<file>: [presets.<name>]: <first problem>``; so each problem
+    is one sentence starting with the option's name, e.g. ``"binary must be a non-empty
+    string"``. Options it does not mention pass through to ``PresetSpec.options``.
+    ``agentreview.api.ReviewerBase`` implements it from a ``preset_options`` declaration.
+    """
+
+    name: str
+
+    def status(self) -> ProviderStatus: ...
+
+    def review(self, request: ReviewerRequest) -> ReviewerResult: ...
