@@ -21,7 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentreview.engine.execute import Cancelled
+from agentreview.engine.errors import Cancelled
 from agentreview.engine.plan import RunPlan
 from agentreview.engine.record import finish_cached
 from agentreview.engine.result import RunResult

@@ -16,29 +16,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentreview.engine.errors import Cancelled, PrepareFailed
+from agentreview.engine.plan import LanePlan
 from agentreview.model.attestation import LaneResult
-from agentreview.model.contracts import DeltaRange, LaneExecutor, LaneOutcome, LaneRequest
+from agentreview.model.contracts.lanes import LaneExecutor, LaneOutcome, LaneRequest
 from agentreview.model.lanes import skipped_result, tail, to_lane_result
+
+__all__ = ["Cancelled", "LaneContext", "LanePlan", "PrepareFailed", "run_lanes", "run_prepare"]
 
 EXECUTOR_GRACE_S = 30.0
 
 PLUGIN_FOR_KIND = {"command": "agentreview-command", "agent": "agentreview-agent"}
-
-
-class PrepareFailed(Exception):
-    """A prepare step did not succeed: the run fails and nothing is attested."""
-
-
-class Cancelled(Exception):
-    """The run was cancelled (Ctrl-C, SIGTERM, superseded)."""
-
-
-@dataclass
-class LanePlan:
-    check: Any  # CommandCheck | AgentCheck (resolved)
-    command: str | None = None
-    rubric_path: Path | None = None
-    delta: DeltaRange | None = None
 
 
 @dataclass

@@ -24,23 +24,51 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentreview.engine.coordination import InflightRun, join_key
-from agentreview.engine.execute import LanePlan
 from agentreview.engine.options import RunOptions
 from agentreview.host import git
 from agentreview.host.home import home_dir
 from agentreview.manifest.parse import parse_review, read_manifest_bytes
 from agentreview.manifest.placeholders import compile_checks, host_values, substitute
 from agentreview.manifest.rules import resolve_binding
-from agentreview.model.contracts import LaneExecutor, PackLoadContext, PackLoadError
 from agentreview.model.digests import manifest_sha, range_sha, sha256_hex
 from agentreview.model.errors import AgentreviewError
 from agentreview.packs.confine import read_confined, read_pack_file
 from agentreview.packs.resolve import ResolvedCheck, ResolvedReview, resolve_review
 
 if TYPE_CHECKING:  # pragma: no cover
+    from agentreview.model.contracts.lanes import DeltaRange, LaneExecutor
     from agentreview.model.manifest import Binding, ReviewManifest
     from agentreview.plugins.registry import Registry
     from agentreview.store.ledger import LedgerKey
+
+
+@dataclass
+class LanePlan:
+    """One lane or prepare step as it will run: the resolved check and what the plan bound for it."""
+
+    check: Any  # CommandCheck | AgentCheck | a plugin's check (resolved)
+    command: str | None = None
+    rubric_path: Path | None = None
+    delta: DeltaRange | None = None
+
+
+class DeferredRegistry:
+    """The installed plugins, loaded on first use.
+
+    A run answered from the ledger needs no plugin (no pack to load, no lane to run, no
+    signature to make), so its plan holds this stand-in and never pays for discovery and
+    the plugins' imports; :attr:`RunPlan.registry` loads it once, on first use."""
+
+    def __init__(self, registry: Registry | None = None) -> None:
+        self._registry = registry
+
+    @property
+    def loaded(self) -> Registry:
+        if self._registry is None:
+            from agentreview.plugins.registry import load_registry
+
+            self._registry = load_registry()
+        return self._registry
 
 
 @dataclass(frozen=True)
@@ -94,8 +122,15 @@ class RunPlan:
     packs: tuple[dict[str, Any], ...]  # {ref, id, version, alg, sha256} of every resolved pack
     host_values: Mapping[str, str]  # {base}, {changed}: bound in prepare steps and lanes
     prepare: tuple[LanePlan, ...]  # the binding's prepare steps, commands substituted
-    registry: Registry
-    executors: Mapping[str, LaneExecutor]
+    plugins: DeferredRegistry  # loaded when a pack, a lane or a signature first needs it
+
+    @property
+    def registry(self) -> Registry:
+        return self.plugins.loaded
+
+    @property
+    def executors(self) -> Mapping[str, LaneExecutor]:
+        return self.registry.objects("lane_executors")
 
     @property
     def manifest(self) -> ReviewManifest:
@@ -146,7 +181,6 @@ class RunPlan:
 
 def build_plan(run_id: str, options: RunOptions, registry: Registry | None = None) -> RunPlan:
     """Steps 1–5 and 7; raises :class:`AgentreviewError` (or ``git.GitError``) when the run cannot happen."""
-    from agentreview.plugins.registry import load_registry
     from agentreview.store.ledger import LedgerKey
 
     home = options.home or home_dir()
@@ -160,10 +194,14 @@ def build_plan(run_id: str, options: RunOptions, registry: Registry | None = Non
     # through the parse memo under the home; loads plugins for a plugin's check kind
     parsed = parse_review(source, manifest_path, registry=registry, home=home)
     # 3. packs (every run)
-    registry = registry or parsed.registry or load_registry()
-    resolved = resolve_review(
-        parsed, registry=registry, ctx=PackLoadContext(repo_root=root, manifest_dir=manifest_path.parent, home=home)
-    )
+    plugins = DeferredRegistry(registry or parsed.registry)
+    if parsed.manifest.uses:
+        from agentreview.model.contracts.packs import PackLoadContext
+
+        ctx = PackLoadContext(repo_root=root, manifest_dir=manifest_path.parent, home=home)
+        resolved = resolve_review(parsed, registry=plugins.loaded, ctx=ctx)
+    else:
+        resolved = resolve_review(parsed)
     manifest = parsed.manifest
     # 4. binding
     binding_name, binding = resolve_binding(manifest.id, resolved.bindings, options.binding)
@@ -214,8 +252,7 @@ def build_plan(run_id: str, options: RunOptions, registry: Registry | None = Non
         packs=tuple(resolved.pack_digests()),
         host_values=values,
         prepare=prepare,
-        registry=registry,
-        executors=registry.objects("lane_executors"),
+        plugins=plugins,
     )
 
 
@@ -251,6 +288,7 @@ def _prepare_steps(resolved: ResolvedReview, binding: Binding, values: Mapping[s
 
 
 def _rubric_digests(resolved: ResolvedReview, check_ids: list[str]) -> tuple[list[dict[str, str]], dict[str, Path]]:
+    from agentreview.model.contracts.errors import PackLoadError
     from agentreview.model.manifest import AgentCheck
 
     rubrics: list[dict[str, str]] = []

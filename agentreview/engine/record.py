@@ -18,8 +18,7 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from agentreview.engine.execute import Cancelled
-from agentreview.engine.freeze import FrozenRange
+from agentreview.engine.errors import Cancelled
 from agentreview.engine.plan import RunPlan, check_export_dir
 from agentreview.engine.result import RunResult
 from agentreview.host import git
@@ -29,6 +28,7 @@ from agentreview.model.errors import AgentreviewError
 from agentreview.report.progress import Reporter
 
 if TYPE_CHECKING:  # pragma: no cover
+    from agentreview.engine.freeze import FrozenRange
     from agentreview.share.trust import TrustedForeign
     from agentreview.store.ledger import Ledger, LedgerKey
 

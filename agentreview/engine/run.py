@@ -37,11 +37,9 @@ from typing import TYPE_CHECKING, Any
 
 from agentreview.engine.cache import join_lock, serve_cached, serve_joined
 from agentreview.engine.coordination import InflightRegistry, join_lock_path
-from agentreview.engine.execute import Cancelled, LanePlan, PrepareFailed, run_lanes
-from agentreview.engine.freeze import lane_context, plan_lanes, prepare_and_freeze, prepare_context
+from agentreview.engine.errors import Cancelled, PrepareFailed
 from agentreview.engine.options import RunOptions, requester_from_env
-from agentreview.engine.plan import RunPlan, build_plan
-from agentreview.engine.record import record_run
+from agentreview.engine.plan import LanePlan, RunPlan, build_plan
 from agentreview.engine.result import RunResult
 from agentreview.host import git
 from agentreview.host.home import home_dir
@@ -177,7 +175,13 @@ def _ledger_for(plan: RunPlan) -> Iterator[Ledger]:
 def _execute(
     plan: RunPlan, ledger: Ledger, inflight: InflightRegistry, cancel: threading.Event, reporter: Reporter
 ) -> RunResult:
-    """Prepare, freeze, run the lanes, record; the run directory never outlives the run."""
+    """Prepare, freeze, run the lanes, record; the run directory never outlives the run.
+
+    The lane scheduler, the freeze and the recorder are imported here: a run answered from
+    the cache or by joining never needs them."""
+    from agentreview.engine.freeze import lane_context, plan_lanes, prepare_and_freeze, prepare_context
+    from agentreview.engine.record import record_run
+
     run_dir = ledger.run_dir(plan.repo_remote, plan.run_id)
     run_dir.mkdir(parents=True, exist_ok=True)
     try:
@@ -198,6 +202,8 @@ def _execute(
 
 
 def _run_lanes(plans: list[LanePlan], ctx: LaneContext, reporter: Reporter) -> list[LaneResult]:
+    from agentreview.engine.execute import run_lanes
+
     reporter.lanes_started([(p.check.id, p.check.kind, p.check.blocking) for p in plans])
     try:
         return run_lanes(plans, ctx, on_finished=reporter.lane_finished)
