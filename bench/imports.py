@@ -3,10 +3,10 @@
     .venv/bin/python bench/imports.py [--runs 3] [--top 15] [--only LABEL]
 
 Runs each agentreview command of bench/bench_cold.py (same repository, signed export, fresh
-home, no server, a new manifest for the "new manifest" run) under ``python -X importtime``
-and prints, per command, the total import time and the ``--top`` modules by self time and by
-cumulative time (a package's cumulative time includes what it imports). Each module's figure
-is its minimum over ``--runs`` runs, which drops most of the noise of a single run.
+home, a new manifest for the "new manifest" run) under ``python -X importtime`` and prints,
+per command, the total import time and the ``--top`` modules by self time and by cumulative
+time (a package's cumulative time includes what it imports). Each module's figure is its
+minimum over ``--runs`` runs, which drops most of the noise of a single run.
 """
 
 from __future__ import annotations

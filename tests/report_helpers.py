@@ -82,7 +82,6 @@ class GateRepo:
         self.env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTREVIEW_", "GITHUB_"))}
         self.env.pop("CI", None)
         self.env["AGENTREVIEW_HOME"] = str(self.home)
-        self.env["AGENTREVIEW_NO_SERVER"] = "1"
         git(self.root, "init", "-q", "-b", "main")
         git(self.root, "config", "user.email", "dev@example.test")
         git(self.root, "config", "user.name", "Dev")

@@ -11,11 +11,9 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -34,12 +32,10 @@ MSHA = "a" * 64
 BASE, HEAD, OTHER_HEAD = "1" * 40, "2" * 40, "3" * 40
 
 
-def cli(home: Path, *args: str, cwd: Path | None = None, server: bool = False) -> subprocess.CompletedProcess[str]:
+def cli(home: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """The console script as a user runs it; a hang fails the test through the timeout."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTREVIEW_")}
     env.update(AGENTREVIEW_HOME=str(home), CI="true")
-    if not server:
-        env["AGENTREVIEW_NO_SERVER"] = "1"
     return subprocess.run(
         [AGENTREVIEW, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=TIMEOUT_S,
         stdin=subprocess.DEVNULL,
@@ -140,14 +136,6 @@ def test_a_fifo_in_place_of_the_index_lock_builds_the_index_anyway(home: Path, l
     assert [r["runId"] for r in rows] == ["review-0001"]
     assert "index lock" in err and "indexing without it" in err
     assert (home / "reviews" / INDEX_NAME).is_file()
-
-
-def test_a_fifo_in_place_of_the_server_socket_runs_in_process(home: Path, ledger: Ledger) -> None:
-    (home / "server").mkdir(mode=0o700)
-    os.mkfifo(home / "server" / "agentreview.sock")
-    proc = cli(home, "ledger", "--json", server=True)
-    assert proc.returncode == 0, proc.stderr
-    assert [r["runId"] for r in json.loads(proc.stdout)] == ["review-0001"]
 
 
 # --------------------------------------------------------------------------- configuration
@@ -277,29 +265,3 @@ def test_advertising_over_a_planted_fifo_lock_is_a_clear_error(tmp_path: Path) -
         pass
     assert (registry.dir / "review-mine.lock").exists(), "a file we refused is not ours to remove"
     assert registry.running() == []
-
-
-# --------------------------------------------------------------------------- the warm server
-
-
-@pytest.fixture
-def short_home() -> Iterator[Path]:
-    """A home short enough for a Unix socket path."""
-    path = Path(tempfile.mkdtemp(prefix="arf-", dir="/tmp"))
-    yield path
-    status = cli(path, "server", "status", "--json")
-    if status.returncode == 0 and json.loads(status.stdout).get("running"):
-        os.kill(json.loads(status.stdout)["pid"], signal.SIGKILL)
-    shutil.rmtree(path, ignore_errors=True)
-
-
-@pytest.mark.parametrize(("name", "what"), [("server.lock", "lock file"), ("server.log", "log")])
-def test_a_fifo_in_the_server_directory_fails_start_clearly(short_home: Path, name: str, what: str) -> None:
-    directory = short_home / "server"
-    directory.mkdir(mode=0o700)
-    os.mkfifo(directory / name)
-    proc = cli(short_home, "server", "start", "--idle-timeout", "30")
-    assert proc.returncode == 3, (proc.stdout, proc.stderr)
-    assert f"{directory / name}" in proc.stderr and what in proc.stderr
-    assert "Traceback" not in proc.stderr
-    assert cli(short_home, "server", "stop").stdout.strip() == "agentreview server: not running"

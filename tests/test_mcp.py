@@ -55,9 +55,8 @@ Session = Callable[[ClientSession], Awaitable[None]]
 async def connect(repo: Repo, env: dict[str, str] | None = None) -> AsyncIterator[ClientSession]:
     """``agentreview mcp`` started by the SDK's stdio client, initialized (not in the repository: every
     tool must be told its cwd)."""
-    env = {**(env or repo.env), "AGENTREVIEW_NO_SERVER": "1"}
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "agentreview", "mcp"], env=env, cwd=str(repo.home.parent)
+        command=sys.executable, args=["-m", "agentreview", "mcp"], env=env or repo.env, cwd=str(repo.home.parent)
     )
     with open(os.devnull, "w") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
@@ -262,7 +261,7 @@ def test_without_the_mcp_extra_the_command_says_how_to_install_it(repo: Repo, tm
     shadow = tmp_path / "shadow"
     (shadow / "mcp").mkdir(parents=True)
     (shadow / "mcp" / "__init__.py").write_text("")  # an `mcp` without the SDK's server
-    env = {**repo.env, "PYTHONPATH": str(shadow), "AGENTREVIEW_NO_SERVER": "1"}
+    env = {**repo.env, "PYTHONPATH": str(shadow)}
     proc = subprocess.run([*AGENTREVIEW, "mcp"], env=env, capture_output=True, text=True, timeout=60,
                           stdin=subprocess.DEVNULL)  # fmt: skip
     assert proc.returncode == 3 and proc.stdout == ""

@@ -78,7 +78,7 @@ def test_claude_code_calls_review_run_and_reads_the_verdict(tmp_path: Path) -> N
 
     config = {"mcpServers": {"agentreview": {
         "command": str(Path(sys.executable).parent / "agentreview"), "args": ["mcp"],
-        "env": {"AGENTREVIEW_HOME": str(repo.home), "AGENTREVIEW_NO_SERVER": "1"}}}}  # fmt: skip
+        "env": {"AGENTREVIEW_HOME": str(repo.home)}}}}  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTREVIEW_", "ANTHROPIC_", "CLAUDE"))}
     (tmp_path / "userhome").mkdir()
     with ModelServer(script) as server:

@@ -39,7 +39,6 @@ COMMAND_MODULES = [
     "agentreview.cli.schema_cmd",
     "agentreview.cli.plugins_cmd",
     "agentreview.cli.demo_cmd",
-    "agentreview.cli.server_cmd",
     "agentreview.cli.init_cmd",
     "agentreview.cli.mcp_cmd",
 ]

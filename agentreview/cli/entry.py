@@ -34,27 +34,7 @@ def _flush(stream: object) -> None:
         stream.flush()  # type: ignore[attr-defined]
 
 
-def _served(args: list[str]) -> int | None:
-    """The exit code when a running warm server (``agentreview server start``) ran the command, else None.
-
-    Checked before anything heavy is imported: the client is stdlib-only and costs one
-    ``lstat`` when no server runs. ``--version`` stays in-process, it is faster than a round trip.
-    """
-    from agentreview.server import wanted
-
-    if args in (["--version"], ["-V"]) or not wanted(args, os.environ):
-        return None
-    from agentreview.server.client import run_via_server
-
-    return run_via_server(args)
-
-
 def console() -> NoReturn:  # pragma: no cover - exercised by every CLI subprocess test
-    served = _served(sys.argv[1:])
-    if served is not None:
-        _flush(sys.stdout)
-        _flush(sys.stderr)
-        os._exit(served)
     code = main()
     try:
         atexit._run_exitfuncs()

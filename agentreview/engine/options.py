@@ -1,8 +1,8 @@
 """What a caller asks of a review run: the ``agentreview run`` options, before anything is resolved.
 
-Kept apart from the plan so that the CLI (and the warm server) can build one without
-importing the engine's stages; :func:`agentreview.engine.plan.build_plan` turns it into
-a frozen :class:`~agentreview.engine.plan.RunPlan`.
+Kept apart from the plan so that the CLI can build one without importing the engine's
+stages; :func:`agentreview.engine.plan.build_plan` turns it into a frozen
+:class:`~agentreview.engine.plan.RunPlan`.
 """
 
 from __future__ import annotations

@@ -2,8 +2,7 @@
 
 The child is ``python -m agentreview run <args> --run-id <runId>`` in a session of its own
 (``setsid``: no controlling terminal, so the terminal's SIGHUP never reaches it), with stdin
-from ``/dev/null`` and its output in ``runs/<runId>.log``. It runs in-process (never through a
-warm server, whose forked child would not hold the run's lock).
+from ``/dev/null`` and its output in ``runs/<runId>.log``.
 
 Before this returns, the run's lock is taken here and passed down to the child as an inherited
 descriptor, and its record is written as ``running``: the runId can be asked about at once,
@@ -37,7 +36,6 @@ def start_detached(
     child_env = dict(os.environ if env is None else env)
     home = home or (Path(child_env[ENV_HOME]).expanduser().resolve() if child_env.get(ENV_HOME) else home_dir())
     child_env[ENV_HOME] = str(home)
-    child_env["AGENTREVIEW_NO_SERVER"] = "1"
     registry = RunRegistry(home)
     run_id = new_run_id()
     # running, under a lock that the child inherits: readable at once, failed the moment the child dies
