@@ -99,7 +99,7 @@ class InflightRegistry:
             except BlockingIOError as exc:
                 raise AgentreviewError(f"{lock_path}: held by another process — is a run id reused?") from exc
             owned = True
-            atomic_write_text(info_path, json.dumps(run.__dict__))
+            atomic_write_text(info_path, json.dumps(run.__dict__), durable=False)
             yield
         finally:
             for path in (info_path, lock_path) if owned else ():

@@ -149,7 +149,7 @@ def remember(home: Path, kind: str, source: bytes, payload: dict[str, Any]) -> N
         data = json.dumps(document).encode("ascii")
         if len(data) > MAX_MEMO_BYTES:
             return
-        path = atomic_write_bytes(memo_path(home, key), data)
+        path = atomic_write_bytes(memo_path(home, key), data, durable=False)
         _prune(path.parent)
     except Exception:  # a memo is an optimisation: a read-only or full home, or a bad folder, is no error
         pass

@@ -131,7 +131,7 @@ def _write(path: Path, document: dict[str, Any]) -> None:
     try:
         if path.parent.is_symlink():  # never write through a link planted in the home
             return
-        atomic_write_bytes(path, json.dumps(document, separators=(",", ":")).encode("utf-8"))
+        atomic_write_bytes(path, json.dumps(document, separators=(",", ":")).encode("utf-8"), durable=False)
     except OSError:
         return
 

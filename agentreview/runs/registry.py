@@ -136,7 +136,7 @@ class RunRegistry:
 
     def _write(self, run_id: str, record: dict[str, Any]) -> None:
         self._make_dir()
-        atomic_write_text(self.record_path(run_id), json.dumps(record, ensure_ascii=False))
+        atomic_write_text(self.record_path(run_id), json.dumps(record, ensure_ascii=False), durable=False)
 
     def begin(
         self,
