@@ -2,9 +2,13 @@
 
 :mod:`agentreview.model.manifest` declares its records as plain dataclasses whose field types
 are names (``Id``, ``TimeoutMs``, ``Flag``...) written as strings, so importing the records
-never imports pydantic. This module gives those names their meaning and is imported only when
-a manifest is validated (a parse, a JSON Schema): pydantic validates the dataclasses through
-:func:`adapter` and honours each record's ``__pydantic_config__`` (``extra: forbid``).
+never imports pydantic. This module gives those names their meaning for pydantic and is
+imported only when pydantic validates a manifest (one the strict reader of
+:mod:`agentreview.model.manifest_strict` does not accept, one with a plugin's check kind) or
+builds a JSON Schema: pydantic validates the dataclasses through :func:`adapter` and honours
+each record's ``__pydantic_config__`` (``extra: forbid``). That strict reader's table gives the
+same names the same meaning without pydantic (a test derives it from this module), and the
+validators both attach are defined there.
 
 Strictness is carried by each type, not by the records' configuration: every scalar is
 ``Strict()`` (YAML ``"true"`` is not a boolean, ``"5"`` or ``5.0`` is not an integer) and so is
@@ -15,7 +19,6 @@ literals the same way in both modes).
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, Field, Strict, TypeAdapter
@@ -35,35 +38,9 @@ from agentreview.model.manifest import (
     Target,
     UsesEntry,
 )
-from agentreview.model.packref import PACK_REF_PATTERN, parse_git_pack_ref
+from agentreview.model.manifest_strict import pack_ref, string_target, unique_ids
 
 __all__ = ["ALIASES", "Check", "PackCheck", "adapter", "validate"]
-
-
-def _pack_ref(value: str) -> str:
-    # The pattern needs a look-ahead, which pydantic's default (Rust) regex engine lacks;
-    # fullmatch keeps Python's `$` from accepting a trailing newline.
-    if re.fullmatch(PACK_REF_PATTERN, value) is None:
-        if value.startswith("git+"):
-            parse_git_pack_ref(value)  # raises with the message that names the fix
-        raise ValueError(f"pack reference {value!r} must be an npm name, a path or git+https://<url>#<sha>")
-    return value
-
-
-def _string_target(value: Any) -> Any:
-    # `target: git-range` is the string form of `{kind: git-range}`.
-    if value == "git-range":
-        return {"kind": "git-range"}
-    return value
-
-
-def _unique_ids(checks: list[Any]) -> list[Any]:
-    seen: set[str] = set()
-    for check in checks:
-        if check.id in seen:
-            raise ValueError(f"checks[] lists '{check.id}' more than once")
-        seen.add(check.id)
-    return checks
 
 
 # --------------------------------------------------------------------------- scalars
@@ -75,7 +52,7 @@ Ref = Annotated[str, Strict(), Field(pattern=REF_PATTERN, max_length=129)]
 Semver = Annotated[str, Strict(), Field(pattern=SEMVER_PATTERN)]
 Flag = Annotated[bool, Strict()]
 TimeoutMs = Annotated[int, Strict(), Field(gt=0, le=MAX_TIMEOUT_MS)]
-PackRef = Annotated[str, Strict(), AfterValidator(_pack_ref)]
+PackRef = Annotated[str, Strict(), AfterValidator(pack_ref)]
 AsId = Annotated[Id, Field(alias="as")]
 
 # --------------------------------------------------------------------------- collections and records
@@ -87,11 +64,11 @@ RefList1 = Annotated[list[Ref], Strict(), Field(min_length=1)]
 Overrides = Annotated[dict[Id, Override], Strict()]
 Bindings = Annotated[dict[Id, Binding], Strict()]
 UsesList = Annotated[list[UsesEntry], Strict()]
-TargetIn = Annotated[Target, BeforeValidator(_string_target)]
+TargetIn = Annotated[Target, BeforeValidator(string_target)]
 Check = Annotated[CommandCheck | AgentCheck, Field(discriminator="kind")]
 ReviewChecks = Annotated[list[Check], Strict(), Field(min_length=1)]
 PackCheck = Annotated[PackCommandCheck | PackAgentCheck, Field(discriminator="kind")]
-PackChecks = Annotated[list[PackCheck], Strict(), Field(min_length=1), AfterValidator(_unique_ids)]
+PackChecks = Annotated[list[PackCheck], Strict(), Field(min_length=1), AfterValidator(unique_ids)]
 
 # The names the records' annotations use; agentreview.model.manifest imports the same list
 # under TYPE_CHECKING (a test checks that every annotation resolves).

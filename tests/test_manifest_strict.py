@@ -1,0 +1,547 @@
+"""The manifest records validated without pydantic (model/manifest_strict) agree with pydantic.
+
+Two things are held here:
+
+- the table: each name of ``manifest_strict.TABLE`` means what ``model/manifest_fields`` tells
+  pydantic it means (each entry is derived again from the pydantic metadata), every record
+  field reads the same through both, and each record accepts the same keys and requires the same;
+- the decision, differentially (hypothesis): on valid manifests and on mutations of them
+  (missing and unknown keys at every level, wrong types, boundary numbers, bad patterns,
+  duplicate ids, bad kinds, damaged bindings, uses and overrides, pack refs), the strict
+  reader accepts exactly what pydantic accepts, with equal records of equal types.
+
+``AGENTREVIEW_TEST_EXAMPLES`` sets the examples per property (default 150, a few seconds);
+run it with thousands locally after touching the records, the table or the validators.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import os
+import types
+import typing
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
+
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from agentreview.model import manifest as m
+from agentreview.model import manifest_strict as strict
+from agentreview.model.manifest_strict import (
+    TABLE,
+    Aliased,
+    Bool,
+    DictOf,
+    Int,
+    Invalid,
+    ListOf,
+    Lit,
+    Nullable,
+    Record,
+    Spec,
+    Str,
+    Tagged,
+    Undecided,
+)
+
+EXAMPLES = int(os.environ.get("AGENTREVIEW_TEST_EXAMPLES", "150"))
+SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+RECORDS = [
+    m.CommandCheck,
+    m.AgentCheck,
+    m.Binding,
+    m.Override,
+    m.UsesEntry,
+    m.Target,
+    m.VerdictConfig,
+    m.ReviewManifest,
+    m.PackCommandCheck,
+    m.PackAgentCheck,
+    m.ReviewPack,
+]
+MAX = m.MAX_TIMEOUT_MS
+SHA = "0123456789abcdef0123456789abcdef01234567"
+
+
+# --------------------------------------------------------------------------- the table is manifest_fields' meaning
+
+
+def from_pydantic(tp: Any) -> Spec:
+    """The strict reader's spec of a pydantic type, read from its metadata; anything unknown fails the test."""
+    from pydantic import AfterValidator, BeforeValidator, Strict
+    from pydantic.fields import FieldInfo
+
+    base, meta = (get_args(tp)[0], get_args(tp)[1:]) if get_origin(tp) is Annotated else (tp, ())
+    strict_ = False
+    found: dict[str, Any] = {}
+    after: list[Any] = []
+    before: list[Any] = []
+    for item in meta:
+        if isinstance(item, Strict):
+            strict_ = item.strict
+        elif isinstance(item, FieldInfo):
+            assert set(item._attributes_set) <= {"alias", "validation_alias", "serialization_alias", "discriminator"}
+            if item.alias is not None:
+                assert item.validation_alias in (None, item.alias)
+                found["alias"] = item.alias
+            if item.discriminator is not None:
+                found["discriminator"] = item.discriminator
+            for constraint in item.metadata:
+                names = [n for n in ("gt", "le", "min_length", "max_length", "pattern") if hasattr(constraint, n)]
+                assert len(names) == 1, f"unknown constraint {constraint!r}"
+                found[names[0]] = getattr(constraint, names[0])
+        elif isinstance(item, AfterValidator):
+            after.append(item.func)
+        elif isinstance(item, BeforeValidator):
+            before.append(item.func)
+        else:
+            raise AssertionError(f"metadata the strict reader does not know: {item!r}")
+    assert len(after) <= 1 and len(before) <= 1
+    alias = found.pop("alias", None)
+    spec = _base_spec(base, strict_, found, after[0] if after else None, before[0] if before else None)
+    assert not found, f"constraints the strict reader does not know on {tp!r}: {found}"
+    return Aliased(alias, spec) if alias else spec
+
+
+def _base_spec(base: Any, strict_: bool, found: dict[str, Any], after: Any, before: Any) -> Spec:
+    origin, args = get_origin(base), get_args(base)
+    if origin in (Union, types.UnionType) and "discriminator" not in found:
+        assert not strict_ and not after and not before
+        members = [a for a in args if a is not type(None)]
+        assert len(members) == 1 and len(args) == 2, f"a union the strict reader does not know: {base!r}"
+        return Nullable(from_pydantic(members[0]))
+    if origin in (Union, types.UnionType):
+        assert not strict_ and not after and not before
+        return Tagged(found.pop("discriminator"), args)
+    if origin is Literal:
+        return Lit(args)
+    if isinstance(base, type) and dataclasses.is_dataclass(base):
+        assert not after and not strict_  # a record takes a mapping: strictness is per field
+        return Record(base, before=before)
+    assert strict_, f"{base!r} is not Strict(): the strict reader coerces nothing"
+    assert before is None
+    take = {k: found.pop(k) for k in ("gt", "le", "min_length", "max_length", "pattern") if k in found}
+    if base is str:
+        return Str(after=after, **take)
+    if base is bool:
+        assert not take and after is None
+        return Bool()
+    if base is int:
+        assert after is None
+        return Int(**take)
+    if origin is list:
+        return ListOf(from_pydantic(args[0]), after=after, **take)
+    if origin is dict:
+        assert not take and after is None
+        return DictOf(from_pydantic(args[0]), from_pydantic(args[1]))
+    raise AssertionError(f"a type the strict reader does not know: {base!r}")
+
+
+def test_every_table_entry_means_what_manifest_fields_declares() -> None:
+    from agentreview.model import manifest_fields
+
+    assert set(manifest_fields.ALIASES) <= set(TABLE)
+    assert set(TABLE) - set(manifest_fields.ALIASES) == {"Ref", "Check", "PackCheck"}  # used inside the others
+    for name, spec in TABLE.items():
+        assert from_pydantic(getattr(manifest_fields, name)) == spec, name
+
+
+def test_a_drifted_declaration_is_caught() -> None:
+    from pydantic import Field, Strict
+
+    assert from_pydantic(Annotated[str, Strict(), Field(pattern=m.ID_PATTERN, max_length=63)]) != TABLE["Id"]
+    assert from_pydantic(Annotated[int, Strict(), Field(gt=0, le=MAX + 1)]) != TABLE["TimeoutMs"]
+    with pytest.raises(AssertionError, match="not Strict"):
+        from_pydantic(Annotated[str, Field(min_length=1)])
+
+
+@pytest.mark.parametrize("record", RECORDS, ids=lambda r: r.__name__)
+def test_every_field_reads_the_same_through_both(record: type) -> None:
+    from pydantic import TypeAdapter
+
+    hints = typing.get_type_hints(record, include_extras=True)  # pydantic's view (manifest_fields published)
+    for f in dataclasses.fields(record):
+        assert strict.spec_of(str(f.type)) == from_pydantic(hints[f.name]), f"{record.__name__}.{f.name}"
+    # the same keys accepted, the same required
+    schema = TypeAdapter(record).json_schema(mode="validation")
+    plan = strict._plan(record)
+    assert set(plan.by_key) == set(schema["properties"])
+    required = {key for key, (name, _) in plan.by_key.items() if name in plan.required}
+    assert required == set(schema.get("required", []))
+
+
+# --------------------------------------------------------------------------- the decision, differentially
+
+
+def pydantic_decision(record: type, data: Any) -> Any:
+    from pydantic import ValidationError
+
+    from agentreview.model.manifest_fields import validate
+
+    try:
+        return ("ok", validate(record, data))
+    except ValidationError:
+        return ("invalid",)
+
+
+def typed(value: Any) -> Any:
+    """``value`` with the type of every part: ``True`` and ``1``, ``0.0`` and ``False`` differ here."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return (type(value).__name__, [(f.name, typed(getattr(value, f.name))) for f in dataclasses.fields(value)])
+    if isinstance(value, list):
+        return ("list", [typed(item) for item in value])
+    if isinstance(value, dict):
+        return ("dict", [(typed(k), typed(v)) for k, v in value.items()])
+    return (type(value).__name__, value)
+
+
+def _has_non_ascii(value: Any) -> bool:
+    if isinstance(value, str):
+        return not value.isascii()
+    if isinstance(value, dict):
+        return any(_has_non_ascii(k) or _has_non_ascii(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_non_ascii(item) for item in value)
+    return False
+
+
+def assert_same_decision(record: type, data: Any) -> str:
+    """The strict reader decides ``data`` as pydantic does (equal records of equal types); its outcome."""
+    slow = pydantic_decision(record, data)
+    try:
+        fast: Any = ("ok", strict.validate(record, data))
+    except Invalid:
+        fast = ("invalid",)
+    except Undecided:
+        # only where Python's and Rust's Unicode could differ: pydantic decides those alone
+        assert _has_non_ascii(data), data
+        return "undecided"
+    assert fast[0] == slow[0], (fast, slow, data)
+    if fast[0] == "ok":
+        assert typed(fast[1]) == typed(slow[1])
+        assert fast[1] == slow[1]
+    return str(fast[0])
+
+
+_CHECK = {"id": "lint", "kind": "command", "run": "make lint"}
+_AGENT = {"id": "rev", "kind": "agent", "preset": "claude", "rubric": "r.md"}
+_PACK_AGENT = {"id": "rev", "kind": "agent", "rubric": "r.md"}
+_REVIEW = {"kind": "review", "id": "demo", "target": "git-range", "checks": [_CHECK]}
+_PACK = {"kind": "review-pack", "id": "core", "version": "1.0.0", "checks": [_CHECK]}
+
+# Cases worth running every time, whatever hypothesis draws: (record, data, expected outcome).
+EDGES: list[tuple[type, Any, str]] = [
+    (m.CommandCheck, _CHECK, "ok"),
+    (m.CommandCheck, {**_CHECK, "blocking": "true"}, "invalid"),
+    (m.CommandCheck, {**_CHECK, "blocking": 1}, "invalid"),
+    (m.CommandCheck, {**_CHECK, "timeoutMs": "5"}, "invalid"),
+    (m.CommandCheck, {**_CHECK, "timeoutMs": 5.0}, "invalid"),
+    (m.CommandCheck, {**_CHECK, "timeoutMs": True}, "invalid"),
+    (m.CommandCheck, {**_CHECK, "timeoutMs": 0}, "invalid"),
+    (m.CommandCheck, {**_CHECK, "timeoutMs": 1}, "ok"),
+    (m.CommandCheck, {**_CHECK, "timeoutMs": MAX}, "ok"),
+    (m.CommandCheck, {**_CHECK, "timeoutMs": MAX + 1}, "invalid"),
+    (m.CommandCheck, {**_CHECK, "timeoutMs": 10**40}, "invalid"),
+    (m.CommandCheck, {**_CHECK, "timeoutMs": None}, "invalid"),
+    (m.CommandCheck, {**_CHECK, "run": ""}, "invalid"),
+    (m.CommandCheck, {**_CHECK, "run": " "}, "ok"),
+    (m.CommandCheck, {**_CHECK, "cwd": None}, "ok"),
+    (m.CommandCheck, {**_CHECK, "description": ""}, "ok"),
+    (m.CommandCheck, {**_CHECK, "id": "a" * 64}, "ok"),
+    (m.CommandCheck, {**_CHECK, "id": "a" * 65}, "invalid"),
+    (m.CommandCheck, {**_CHECK, "id": "lint\n"}, "invalid"),
+    (m.CommandCheck, {**_CHECK, "id": "Lint"}, "invalid"),
+    (m.CommandCheck, {**_CHECK, "id": "1int"}, "invalid"),
+    (m.CommandCheck, {**_CHECK, "id": "lïnt"}, "invalid"),
+    (m.CommandCheck, {**_CHECK, "extra": 1}, "invalid"),
+    (m.CommandCheck, {"id": "lint", "kind": "command"}, "invalid"),
+    (m.CommandCheck, {**_CHECK, "kind": "agent"}, "invalid"),
+    (m.CommandCheck, {**_CHECK, "fallbackPresets": []}, "invalid"),
+    (m.AgentCheck, _AGENT, "ok"),
+    (m.AgentCheck, {**_AGENT, "effects": False}, "ok"),
+    (m.AgentCheck, {**_AGENT, "effects": 0}, "ok"),  # pydantic's literal lookup: 0 == False
+    (m.AgentCheck, {**_AGENT, "effects": 0.0}, "ok"),
+    (m.AgentCheck, {**_AGENT, "effects": -0.0}, "ok"),
+    (m.AgentCheck, {**_AGENT, "effects": True}, "invalid"),
+    (m.AgentCheck, {**_AGENT, "effects": 1}, "invalid"),
+    (m.AgentCheck, {**_AGENT, "effects": "false"}, "invalid"),
+    (m.AgentCheck, {**_AGENT, "effects": None}, "invalid"),
+    (m.AgentCheck, {**_AGENT, "effects": []}, "invalid"),
+    (m.AgentCheck, {**_AGENT, "blockOn": "medium"}, "ok"),
+    (m.AgentCheck, {**_AGENT, "blockOn": "HIGH"}, "invalid"),
+    (m.AgentCheck, {**_AGENT, "blockOn": None}, "invalid"),
+    (m.AgentCheck, {**_AGENT, "fallbackPresets": ["a", "b"]}, "ok"),
+    (m.AgentCheck, {**_AGENT, "fallbackPresets": [""]}, "invalid"),
+    (m.AgentCheck, {**_AGENT, "fallbackPresets": "a"}, "invalid"),
+    (m.AgentCheck, {**_AGENT, "fallbackPresets": ("a",)}, "undecided"),  # no YAML builds a tuple
+    (m.Binding, {"checks": ["lint", "core/rev"]}, "ok"),
+    (m.Binding, {"checks": []}, "invalid"),
+    (m.Binding, {"checks": ["a/b/c"]}, "invalid"),
+    (m.Binding, {"checks": ["lint"], "quorum": "all-blocking-pass", "on": "pre-push", "prepare": ["fmt"]}, "ok"),
+    (m.Binding, {"checks": ["lint"], "quorum": "any"}, "invalid"),
+    (m.Binding, {"checks": ["lint"], "on": ""}, "invalid"),
+    (m.Binding, {"checks": ["lint"], "on": True}, "invalid"),
+    (m.Binding, {"checks": ["x" * 64 + "/" + "y" * 64]}, "ok"),
+    (m.Binding, {"checks": ["x" * 64 + "/" + "y" * 65]}, "invalid"),
+    (m.Override, {}, "ok"),
+    (m.Override, {"blocking": None, "timeoutMs": None, "blockOn": None}, "ok"),
+    (m.Override, {"timeoutMs": 0}, "invalid"),
+    (m.UsesEntry, {"pack": "./p", "as": "core"}, "ok"),
+    (m.UsesEntry, {"pack": "./p", "as_": "core"}, "invalid"),
+    (m.UsesEntry, {"pack": "./p", "as": "core", "as_": "core"}, "invalid"),
+    (m.UsesEntry, {"pack": "./p", "as": "Core"}, "invalid"),
+    (
+        m.UsesEntry,
+        {"pack": "@scope/pack", "as": "core", "checks": ["a"], "overrides": {"a": {"blocking": False}}},
+        "ok",
+    ),
+    (m.UsesEntry, {"pack": "./p", "as": "core", "overrides": {"A": {}}}, "invalid"),
+    (m.UsesEntry, {"pack": "./p", "as": "core", "overrides": {"a": {"nope": 1}}}, "invalid"),
+    (m.UsesEntry, {"pack": "./p", "as": "core", "overrides": []}, "invalid"),
+    (m.UsesEntry, {"pack": f"git+https://example.com/r.git#{SHA}", "as": "core"}, "ok"),
+    (m.UsesEntry, {"pack": f"git+ssh://example.com/r.git#{SHA}", "as": "core"}, "invalid"),
+    (m.UsesEntry, {"pack": "git+https://example.com/r.git#main", "as": "core"}, "invalid"),
+    (m.UsesEntry, {"pack": f"git+https://example.com/r.git#{SHA}\n", "as": "core"}, "invalid"),
+    (m.UsesEntry, {"pack": "has space", "as": "core"}, "invalid"),
+    (m.UsesEntry, {"pack": "", "as": "core"}, "invalid"),
+    (m.UsesEntry, {"pack": "./p", "as": "core", "allowCommands": "yes"}, "invalid"),
+    (m.ReviewManifest, _REVIEW, "ok"),
+    (m.ReviewManifest, {**_REVIEW, "target": {"kind": "git-range"}}, "ok"),
+    (m.ReviewManifest, {**_REVIEW, "target": {"kind": "git-range", "base": "main"}}, "ok"),
+    (m.ReviewManifest, {**_REVIEW, "target": {"kind": "git-range", "base": ""}}, "invalid"),
+    (m.ReviewManifest, {**_REVIEW, "target": "git-ranges"}, "invalid"),
+    (m.ReviewManifest, {**_REVIEW, "target": None}, "invalid"),
+    (m.ReviewManifest, {**_REVIEW, "target": {}}, "invalid"),
+    (m.ReviewManifest, {**_REVIEW, "checks": []}, "invalid"),
+    (m.ReviewManifest, {**_REVIEW, "checks": [{**_CHECK, "kind": "notebook"}]}, "invalid"),
+    (m.ReviewManifest, {**_REVIEW, "checks": [{"id": "x", "run": "y"}]}, "invalid"),
+    (m.ReviewManifest, {**_REVIEW, "checks": [{**_CHECK, "kind": ["command"]}]}, "invalid"),
+    (m.ReviewManifest, {**_REVIEW, "checks": [{**_CHECK, "kind": None}]}, "invalid"),
+    (m.ReviewManifest, {**_REVIEW, "checks": ["lint"]}, "invalid"),
+    (m.ReviewManifest, {**_REVIEW, "checks": [_CHECK, _CHECK]}, "ok"),  # duplicates are rule 1's, not the shape's
+    (m.ReviewManifest, {**_REVIEW, "bindings": None}, "ok"),
+    (m.ReviewManifest, {**_REVIEW, "bindings": {}}, "ok"),
+    (m.ReviewManifest, {**_REVIEW, "bindings": {"Bad": {"checks": ["lint"]}}}, "invalid"),
+    (m.ReviewManifest, {**_REVIEW, "bindings": {"local": {}}}, "invalid"),
+    (m.ReviewManifest, {**_REVIEW, "uses": None}, "invalid"),
+    (m.ReviewManifest, {**_REVIEW, "verdict": None}, "invalid"),
+    (m.ReviewManifest, {**_REVIEW, "verdict": {}}, "ok"),
+    (m.ReviewManifest, {**_REVIEW, "verdict": {"exportDir": ".reviews"}}, "ok"),
+    (m.ReviewManifest, {**_REVIEW, "kind": "review-pack"}, "invalid"),
+    (m.ReviewManifest, {**_REVIEW, "name": ""}, "invalid"),
+    (m.ReviewManifest, {**_REVIEW, "id": 5}, "invalid"),
+    (m.ReviewManifest, {**_REVIEW, "id": "\ud800"}, "undecided"),  # a lone surrogate
+    (m.ReviewManifest, {**_REVIEW, "description": "é\ud800"}, "undecided"),
+    (m.ReviewManifest, [], "invalid"),
+    (m.ReviewManifest, None, "invalid"),
+    (m.ReviewPack, _PACK, "ok"),
+    (m.ReviewPack, {**_PACK, "checks": [_CHECK, _CHECK]}, "invalid"),  # each id once
+    (m.ReviewPack, {**_PACK, "checks": [_CHECK, {**_PACK_AGENT, "id": "lint"}]}, "invalid"),
+    (m.ReviewPack, {**_PACK, "checks": [_PACK_AGENT]}, "ok"),
+    (m.ReviewPack, {**_PACK, "checks": [{**_PACK_AGENT, "fallbackPresets": []}]}, "invalid"),
+    (m.ReviewPack, {**_PACK, "checks": [{**_CHECK, "effects": True}]}, "invalid"),
+    (m.ReviewPack, {**_PACK, "checks": [{**_CHECK, "effects": 0}]}, "ok"),
+    (m.ReviewPack, {**_PACK, "checks": [{**_CHECK, "cwd": ""}]}, "ok"),  # a pack check's cwd is Text
+    (m.ReviewPack, {**_PACK, "version": "1.0"}, "invalid"),
+    (m.ReviewPack, {**_PACK, "version": "1.0.0-rc.1+build.5"}, "ok"),
+    (m.ReviewPack, {**_PACK, "version": "1.0.0\n"}, "invalid"),
+    (m.ReviewPack, {**_PACK, "version": "1.0.٣"}, "undecided"),  # Unicode digits: each engine's own tables
+    (m.ReviewPack, {**_PACK, "target": "git-range"}, "invalid"),
+]
+
+
+@pytest.mark.parametrize(("record", "data", "expected"), EDGES, ids=range(len(EDGES)))
+def test_edge_cases_are_decided_as_pydantic_decides(record: type, data: Any, expected: str) -> None:
+    if expected == "undecided":
+        with pytest.raises(Undecided):
+            strict.validate(record, data)
+        assert strict.accepted(record, data) is None
+        return
+    assert assert_same_decision(record, data) == expected
+
+
+# ---- generated manifests
+
+IDS = st.sampled_from(["lint", "test", "rev", "fmt", "sec", "a", "x-1", "a" * 64])
+TEXT = st.sampled_from(["", " ", "make lint", "é", "x" * 80]) | st.text(max_size=6)
+NON_EMPTY = st.sampled_from(["claude", "codex", "make lint", "r.md", "./rubrics/x.md", "é"])
+RUN = st.sampled_from(
+    ["make lint", "make {base}", "echo {head}", "lint {changed}", "x {{head}}", "x {nope}", "${HOME}"]
+)
+TIMEOUT = st.sampled_from([1, 60_000, MAX]) | st.integers(1, MAX)
+PACK_REF = st.sampled_from(["./pack", "/abs/pack", "@scope/pack", "pack-name", f"git+https://example.com/r.git#{SHA}"])
+SEMVER = st.sampled_from(["1.0.0", "0.1.2", "1.0.0-rc.1", "2.3.4+build.7", "10.20.30-a.b+c"])
+WEIRD: list[Any] = [
+    None, "", " ", "true", "false", "yes", "on", "5", 5, 5.0, -0.0, 0, 0.0, 1, 1.0, -1, True, False,
+    MAX, MAX + 1, 10**20, [], {}, ["x"], ["lint"], [""], ["Bad"], ["core/lint"], [1], {"a": 1},
+    {"kind": "command"}, {"kind": "agent"}, {"checks": ["lint"]}, "git-range", "Bad", "a" * 64, "a" * 65, "x\n",
+    "lint", "core/lint", "a/b/c", "1.0.0", "1.0", "command", "agent", "notebook", "high", "HIGH",
+    "all-blocking-pass", "./p", f"git+https://h/r#{SHA}", f"git+ssh://h/r#{SHA}", "git+https://h/r#abc",
+    "git+http://h/r", "has space", "é", "review", "review-pack",
+]  # fmt: skip
+WEIRD_VALUE = (
+    st.sampled_from(WEIRD).map(copy.deepcopy)  # a fresh copy: a later mutation must not change the pool
+    | st.text(max_size=5)
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+)
+KEYS = ["extra", "as_", "as", "kind", "id", "fallbackPresets", "effects", "target", "bindings", "name", "on", "checks"]
+
+
+def optional(draw: st.DrawFn, out: dict[str, Any], key: str, strategy: st.SearchStrategy[Any]) -> None:
+    if draw(st.booleans()):
+        out[key] = draw(strategy)
+
+
+@st.composite
+def command_check(draw: st.DrawFn, check_id: str, *, pack: bool = False) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": check_id, "kind": "command", "run": draw(RUN)}
+    optional(draw, out, "description", TEXT)
+    optional(draw, out, "cwd", TEXT if pack else NON_EMPTY)
+    optional(draw, out, "blocking", st.booleans())
+    optional(draw, out, "timeoutMs", TIMEOUT)
+    optional(draw, out, "effects", st.just(False) if pack else st.booleans())
+    return out
+
+
+@st.composite
+def agent_check(draw: st.DrawFn, check_id: str, *, pack: bool = False) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": check_id, "kind": "agent", "rubric": draw(NON_EMPTY)}
+    if not pack or draw(st.booleans()):
+        out["preset"] = draw(NON_EMPTY)
+    if not pack:
+        optional(draw, out, "fallbackPresets", st.lists(NON_EMPTY, max_size=3))
+    optional(draw, out, "description", TEXT)
+    optional(draw, out, "blockOn", st.sampled_from(["high", "medium", "low"]))
+    optional(draw, out, "blocking", st.booleans())
+    optional(draw, out, "timeoutMs", TIMEOUT)
+    optional(draw, out, "effects", st.just(False))
+    return out
+
+
+@st.composite
+def checks(draw: st.DrawFn, *, pack: bool = False) -> list[dict[str, Any]]:
+    ids = draw(st.lists(IDS, min_size=1, max_size=4, unique=True))
+    return [draw(draw(st.sampled_from([command_check, agent_check]))(i, pack=pack)) for i in ids]
+
+
+@st.composite
+def override(draw: st.DrawFn) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    optional(draw, out, "blockOn", st.sampled_from(["high", "medium", "low"]))
+    optional(draw, out, "blocking", st.booleans())
+    optional(draw, out, "timeoutMs", TIMEOUT)
+    optional(draw, out, "preset", NON_EMPTY)
+    optional(draw, out, "fallbackPresets", st.lists(NON_EMPTY, max_size=2))
+    return out
+
+
+@st.composite
+def uses_entry(draw: st.DrawFn, name: str) -> dict[str, Any]:
+    out: dict[str, Any] = {"pack": draw(PACK_REF), "as": name}
+    optional(draw, out, "checks", st.lists(IDS, max_size=3))
+    optional(draw, out, "preset", NON_EMPTY)
+    optional(draw, out, "fallbackPresets", st.lists(NON_EMPTY, max_size=2))
+    optional(draw, out, "overrides", st.dictionaries(IDS, override(), max_size=2))
+    optional(draw, out, "allowCommands", st.booleans())
+    return out
+
+
+@st.composite
+def review_doc(draw: st.DrawFn) -> dict[str, Any]:
+    local = draw(checks())
+    ids = [c["id"] for c in local]
+    effects = [c["id"] for c in local if c.get("effects") is True]
+    lanes = [c["id"] for c in local if c.get("effects") is not True]
+    names = draw(st.lists(st.sampled_from(["core", "sec", "ext"]), max_size=2, unique=True))
+    refs = lanes + [f"{n}/{i}" for n in names for i in ("lint", "rev")]
+    out: dict[str, Any] = {"kind": "review", "id": draw(IDS)}
+    optional(draw, out, "name", NON_EMPTY)
+    optional(draw, out, "description", TEXT)
+    out["target"] = draw(
+        st.sampled_from(["git-range", {"kind": "git-range"}])
+        | st.builds(lambda b: {"kind": "git-range", "base": b}, NON_EMPTY)
+    )
+    out["checks"] = local
+    if names:
+        out["uses"] = [draw(uses_entry(n)) for n in names]
+    declared: bool = draw(st.booleans())
+    if names or declared:
+        bindings: dict[str, Any] = {}
+        for name in draw(st.lists(st.sampled_from(["local", "ci", "default"]), min_size=1, max_size=2, unique=True)):
+            binding: dict[str, Any] = {"checks": draw(st.lists(st.sampled_from(refs or ids), min_size=1, max_size=3))}
+            if effects:
+                optional(draw, binding, "prepare", st.lists(st.sampled_from(effects), max_size=2))
+            optional(draw, binding, "on", st.sampled_from(["pre-push", "ci"]))
+            optional(draw, binding, "quorum", st.just("all-blocking-pass"))
+            bindings[name] = binding
+        out["bindings"] = bindings
+    optional(draw, out, "verdict", st.sampled_from([{}, {"exportDir": ".reviews"}]))
+    return out
+
+
+@st.composite
+def pack_doc(draw: st.DrawFn) -> dict[str, Any]:
+    out: dict[str, Any] = {"kind": "review-pack", "id": draw(IDS), "version": draw(SEMVER)}
+    optional(draw, out, "description", TEXT)
+    out["checks"] = draw(checks(pack=True))
+    return out
+
+
+def _nodes(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...], Any]]:
+    out = [(path, value)]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            out += _nodes(item, (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            out += _nodes(item, (*path, index))
+    return out
+
+
+def _set(doc: Any, path: tuple[Any, ...], value: Any) -> Any:
+    if not path:
+        return value
+    parent = doc
+    for seg in path[:-1]:
+        parent = parent[seg]
+    parent[path[-1]] = value
+    return doc
+
+
+@st.composite
+def mutated(draw: st.DrawFn, base: st.SearchStrategy[dict[str, Any]]) -> Any:
+    """A document, damaged 0 to 3 times: a key dropped, added or renamed, a value replaced, an item doubled."""
+    doc = copy.deepcopy(draw(base))
+    for _ in range(draw(st.integers(0, 3))):
+        path, node = draw(st.sampled_from(_nodes(doc)))
+        op = draw(st.sampled_from(["drop", "add", "rename", "replace", "double", "empty"]))
+        if op == "drop" and isinstance(node, dict) and node:
+            del node[draw(st.sampled_from(sorted(node)))]
+        elif op == "add" and isinstance(node, dict):
+            node[draw(st.sampled_from(KEYS))] = draw(WEIRD_VALUE)
+        elif op == "rename" and isinstance(node, dict) and node:
+            old = draw(st.sampled_from(sorted(node)))
+            node[draw(st.sampled_from(["Bad", "a" * 65, "x-1", "as_", "1x", *KEYS]))] = node.pop(old)
+        elif op == "double" and isinstance(node, list) and node:
+            node.append(copy.deepcopy(draw(st.sampled_from(node))))
+        elif op == "empty" and isinstance(node, list | dict):
+            node.clear()
+        else:
+            doc = _set(doc, path, draw(WEIRD_VALUE))
+    return doc
+
+
+@SETTINGS
+@given(doc=mutated(review_doc()))
+def test_review_records_are_decided_as_pydantic_decides(doc: Any) -> None:
+    event(assert_same_decision(m.ReviewManifest, doc))
+
+
+@SETTINGS
+@given(doc=mutated(pack_doc()))
+def test_pack_records_are_decided_as_pydantic_decides(doc: Any) -> None:
+    event(assert_same_decision(m.ReviewPack, doc))
