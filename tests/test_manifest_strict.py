@@ -1,6 +1,6 @@
 """The manifest records validated without pydantic (model/manifest_strict) agree with pydantic.
 
-Two things are held here:
+Three things are held here:
 
 - the table: each name of ``manifest_strict.TABLE`` means what ``model/manifest_fields`` tells
   pydantic it means (each entry is derived again from the pydantic metadata), every record
@@ -8,7 +8,10 @@ Two things are held here:
 - the decision, differentially (hypothesis): on valid manifests and on mutations of them
   (missing and unknown keys at every level, wrong types, boundary numbers, bad patterns,
   duplicate ids, bad kinds, damaged bindings, uses and overrides, pack refs), the strict
-  reader accepts exactly what pydantic accepts, with equal records of equal types.
+  reader accepts exactly what pydantic accepts, with equal records of equal types, and
+  ``parse_review``/``parse_pack`` give the same records or the same problems either way;
+- the point: a valid manifest of the built-in kinds is parsed in a fresh process without
+  importing pydantic.
 
 ``AGENTREVIEW_TEST_EXAMPLES`` sets the examples per property (default 150, a few seconds);
 run it with thousands locally after touching the records, the table or the validators.
@@ -18,15 +21,23 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 import os
+import subprocess
+import sys
+import textwrap
 import types
 import typing
+from pathlib import Path
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from unittest import mock
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from agentreview.manifest.parse import ManifestError, parse_pack, parse_review
 from agentreview.model import manifest as m
 from agentreview.model import manifest_strict as strict
 from agentreview.model.manifest_strict import (
@@ -545,3 +556,111 @@ def test_review_records_are_decided_as_pydantic_decides(doc: Any) -> None:
 @given(doc=mutated(pack_doc()))
 def test_pack_records_are_decided_as_pydantic_decides(doc: Any) -> None:
     event(assert_same_decision(m.ReviewPack, doc))
+
+
+# ---- whole parses, through the fast path and through pydantic alone
+
+
+def frontmatter(doc: Any, style: str) -> bytes:
+    text = (
+        json.dumps(doc, ensure_ascii=False)
+        if style == "json"
+        else yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
+    )
+    return f"---\n{text}\n---\n# body\n".encode("utf-8", "surrogatepass")
+
+
+_REGISTRY: list[Any] = []
+
+
+def registry() -> Any:
+    """The installed plugins, loaded once (a manifest with a plugin's kind loads them otherwise, per parse)."""
+    if not _REGISTRY:
+        from agentreview.plugins.registry import load_registry
+
+        _REGISTRY.append(load_registry())
+    return _REGISTRY[0]
+
+
+def outcome(parse: Any) -> Any:
+    try:
+        parsed = parse()
+    except ManifestError as exc:
+        return ("error", exc.problems, str(exc))
+    if isinstance(parsed, m.ReviewPack):
+        return ("pack", typed(parsed))
+    return ("review", typed(parsed.manifest), typed(parsed.bindings), parsed.body, parsed.path, parsed.source)
+
+
+def assert_same_parse(source: bytes, *, pack: bool) -> str:
+    path = Path("/tmp/project/REVIEW.md")
+
+    def parse() -> Any:
+        return parse_pack(source, path) if pack else parse_review(source, path, registry=registry())
+
+    fast = outcome(parse)
+    with mock.patch.object(strict, "accepted", lambda record, data: None):  # pydantic decides every document
+        slow = outcome(parse)
+    assert fast == slow
+    return str(fast[0])
+
+
+@SETTINGS
+@given(doc=mutated(review_doc()), style=st.sampled_from(["yaml", "json"]))
+def test_parse_review_is_the_same_without_pydantic(doc: Any, style: str) -> None:
+    event(assert_same_parse(frontmatter(doc, style), pack=False))
+
+
+@SETTINGS
+@given(doc=mutated(pack_doc()), style=st.sampled_from(["yaml", "json"]))
+def test_parse_pack_is_the_same_without_pydantic(doc: Any, style: str) -> None:
+    event(assert_same_parse(frontmatter(doc, style), pack=True))
+
+
+@pytest.mark.parametrize("name", ["push-gate.md", "consumer.md", "two-bindings.md", "pack.md"])
+def test_the_examples_parse_the_same_without_pydantic(name: str) -> None:
+    source = (Path(__file__).parent / "fixtures" / "examples" / name).read_bytes()
+    assert assert_same_parse(source, pack=name == "pack.md") in ("review", "pack")
+
+
+# --------------------------------------------------------------------------- the point: no pydantic
+
+
+def _fresh(program: str) -> list[str]:
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(program)], capture_output=True, text=True, timeout=60, check=True
+    )
+    return list(json.loads(proc.stdout.splitlines()[-1]))
+
+
+def test_a_valid_manifest_is_parsed_without_importing_pydantic(tmp_path: Path) -> None:
+    examples = Path(__file__).parent / "fixtures" / "examples"
+    heavy = _fresh(
+        f"""
+        import json, sys
+        from pathlib import Path
+        from agentreview.manifest.parse import parse_pack, parse_review_file
+        examples = Path({str(examples)!r})
+        for name in ("push-gate.md", "consumer.md", "two-bindings.md"):
+            parse_review_file(examples / name, home=Path({str(tmp_path / "home")!r}))  # new bytes: a full parse
+        parse_pack((examples / "pack.md").read_bytes())
+        print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in ("pydantic", "pydantic_core"))))
+        """
+    )
+    assert heavy == []
+
+
+def test_an_invalid_manifest_is_explained_by_pydantic() -> None:
+    heavy = _fresh(
+        """
+        import json, sys
+        from agentreview.manifest.parse import ManifestError, parse_review
+        source = b"---\\nkind: review\\nid: demo\\ntarget: git-range\\nchecks:\\n  - {id: lint, kind: command}\\n---\\n"
+        try:
+            parse_review(source)
+        except ManifestError as exc:
+            assert [p.message for p in exc.problems] == ["is required but missing"], exc.problems
+        print(json.dumps([m for m in ("pydantic",) if m in sys.modules]))
+        """
+    )
+    assert heavy == ["pydantic"]

@@ -6,8 +6,11 @@ its location, file line and fix, followed by every cross-field violation
 (:mod:`agentreview.manifest.rules`). A manifest is accepted only when there is no problem at
 all; nothing is defaulted around an error.
 
-Reading and splitting the file is :mod:`agentreview.manifest.read`; a check whose kind a
-plugin contributes is validated with that plugin's model (:mod:`agentreview.manifest.kinds`).
+Reading and splitting the file is :mod:`agentreview.manifest.read`. A manifest of the
+built-in check kinds is accepted by :mod:`agentreview.model.manifest_strict` without importing
+pydantic; what that does not accept, pydantic validates again and explains, so every message
+is pydantic's translated as before. A check whose kind a plugin contributes is validated with
+that plugin's model (:mod:`agentreview.manifest.kinds`), always through pydantic.
 The names other modules and tests use are importable from here.
 """
 
@@ -106,9 +109,9 @@ def parse_review(
 
 def _parse_review(source: bytes, path: Path | None, registry: Registry | None) -> tuple[ParsedReview, bool]:
     """The full parse, and whether its conclusion may be memoized (no check kind a plugin contributes)."""
-    from pydantic import ValidationError
-
     from agentreview.manifest.kinds import find_plugin_kinds, review_adapter, used_plugin_kinds
+    from agentreview.model.manifest import ReviewManifest
+    from agentreview.model.manifest_strict import accepted
 
     front = load_frontmatter(source, path)
     data = front.data
@@ -129,11 +132,10 @@ def _parse_review(source: bytes, path: Path | None, registry: Registry | None) -
     models = kinds.model_tuple()
     schema = Schema(data, False, kinds.models, kinds.broken, kinds.warnings)
     problems: list[Problem] = []
-    manifest = None
-    try:
-        manifest = review_adapter(models).validate_python(data)
-    except ValidationError as exc:
-        problems += schema_problems(exc, schema)
+    # Of the built-in kinds only: accepted without pydantic, which explains what is not.
+    manifest = None if models else accepted(ReviewManifest, data)
+    if manifest is None:
+        manifest, problems = _schema_validated(review_adapter(models), data, schema)
     cross, bindings = _review_rules(data, models, manifest)
     problems += cross
     if problems:
@@ -141,6 +143,16 @@ def _parse_review(source: bytes, path: Path | None, registry: Registry | None) -
     assert manifest is not None
     parsed = ParsedReview(manifest, source, path, front.body, bindings, kinds.registry)
     return parsed, not used_plugin_kinds(data.get("checks"))
+
+
+def _schema_validated(adapter: Any, data: dict[str, Any], schema: Schema) -> tuple[Any, list[Problem]]:
+    """pydantic's record of ``data``, or None and its errors as problems."""
+    from pydantic import ValidationError
+
+    try:
+        return adapter.validate_python(data), []
+    except ValidationError as exc:
+        return None, schema_problems(exc, schema)
 
 
 def _review_rules(
@@ -304,11 +316,9 @@ def parse_pack(source: bytes, path: Path | None = None, *, home: Path | None = N
 
 
 def _parse_pack(source: bytes, path: Path | None) -> ReviewPack:
-    from pydantic import ValidationError
-
     from agentreview.manifest import rules
     from agentreview.model.manifest import ReviewPack
-    from agentreview.model.manifest_fields import validate
+    from agentreview.model.manifest_strict import accepted
 
     front = load_frontmatter(source, path)
     data = front.data
@@ -326,12 +336,12 @@ def _parse_pack(source: bytes, path: Path | None) -> ReviewPack:
             ],
         )
     problems: list[Problem] = []
-    pack = None
-    try:
-        pack = validate(ReviewPack, data)
-    except ValidationError as exc:
+    pack = accepted(ReviewPack, data)  # without pydantic, which explains what this does not accept
+    if pack is None:
+        from agentreview.model.manifest_fields import adapter
+
+        pack, translated = _schema_validated(adapter(ReviewPack), data, Schema(data, is_pack=True))
         # The record's own duplicate-id check duplicates rule 1 below; keep the located one.
-        translated = schema_problems(exc, Schema(data, is_pack=True))
         problems += [p for p in translated if "more than once" not in p.message]
     raw_checks = _list(data.get("checks"))
     problems += rules.duplicate_problems(_raw_ids(raw_checks, "id"), "checks", "id")

@@ -3,8 +3,9 @@
 Plain frozen dataclasses: importing this module and building its records costs next to
 nothing, so a command that only reads a manifest's conclusions (a memoized parse, a plan, a
 cache hit) never imports pydantic. The field types are written as names of constrained types
-(``Id``, ``TimeoutMs``, ``Flag``...) that :mod:`agentreview.model.manifest_fields` defines;
-pydantic reads them only when a manifest is validated, through that module's adapters.
+(``Id``, ``TimeoutMs``, ``Flag``...) that :mod:`agentreview.model.manifest_fields` defines for
+pydantic and :mod:`agentreview.model.manifest_strict` reads without it (a manifest of the
+built-in check kinds is accepted there; pydantic explains what it does not accept).
 
 Validation is strict at every level (an unknown key is an error) and strict in type (YAML
 ``"true"`` is not a boolean, ``"5"`` is not an integer). Cross-field rules live in
