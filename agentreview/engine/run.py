@@ -27,7 +27,6 @@ import dataclasses
 import os
 import shutil
 import signal
-import tempfile
 import threading
 import uuid
 from collections.abc import Iterator
@@ -164,6 +163,8 @@ def _ledger_for(plan: RunPlan) -> Iterator[Ledger]:
         with Ledger(plan.host.home / "reviews") as ledger:
             yield ledger
         return
+    import tempfile
+
     scratch = tempfile.mkdtemp(prefix="agentreview-headless-")
     try:
         with Ledger(Path(scratch)) as ledger:

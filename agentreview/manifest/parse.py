@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentreview.manifest.read import BOM, MAX_MANIFEST_BYTES, Frontmatter, load_frontmatter, read_manifest_bytes
-from agentreview.manifest.translate import MAX_PROBLEMS, Schema, fail, schema_problems
 from agentreview.model.packref import GitPackRefError, parse_git_pack_ref
-from agentreview.model.problems import ManifestError, Problem
+from agentreview.model.problems import MAX_PROBLEMS, ManifestError, Problem
 
 if TYPE_CHECKING:  # pragma: no cover
+    from agentreview.manifest.translate import Schema
     from agentreview.model.manifest import Binding, ReviewManifest, ReviewPack
     from agentreview.plugins.registry import Registry
 
@@ -110,6 +110,7 @@ def parse_review(
 def _parse_review(source: bytes, path: Path | None, registry: Registry | None) -> tuple[ParsedReview, bool]:
     """The full parse, and whether its conclusion may be memoized (no check kind a plugin contributes)."""
     from agentreview.manifest.kinds import find_plugin_kinds, review_adapter, used_plugin_kinds
+    from agentreview.manifest.translate import Schema, fail
     from agentreview.model.manifest import ReviewManifest
     from agentreview.model.manifest_strict import accepted
 
@@ -148,6 +149,8 @@ def _parse_review(source: bytes, path: Path | None, registry: Registry | None) -
 def _schema_validated(adapter: Any, data: dict[str, Any], schema: Schema) -> tuple[Any, list[Problem]]:
     """pydantic's record of ``data``, or None and its errors as problems."""
     from pydantic import ValidationError
+
+    from agentreview.manifest.translate import schema_problems
 
     try:
         return adapter.validate_python(data), []
@@ -317,6 +320,7 @@ def parse_pack(source: bytes, path: Path | None = None, *, home: Path | None = N
 
 def _parse_pack(source: bytes, path: Path | None) -> ReviewPack:
     from agentreview.manifest import rules
+    from agentreview.manifest.translate import Schema, fail
     from agentreview.model.manifest import ReviewPack
     from agentreview.model.manifest_strict import accepted
 

@@ -17,14 +17,13 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from agentreview.manifest.kinds import BUILTIN_CHECK_KINDS
 from agentreview.model.packref import GitPackRefError, parse_git_pack_ref
-from agentreview.model.problems import ManifestError, Problem
+from agentreview.model.problems import MAX_PROBLEMS, ManifestError, Problem
 
 if TYPE_CHECKING:  # pragma: no cover
     from pydantic import ValidationError
 
 __all__ = ["MAX_PROBLEMS", "Schema", "fail", "schema_problems"]
 
-MAX_PROBLEMS = 100
 _UNLISTED = "(not listed)"
 
 

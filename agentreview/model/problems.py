@@ -12,7 +12,10 @@ from typing import NamedTuple
 
 from agentreview.model.errors import EXIT_ERROR, AgentreviewError
 
-__all__ = ["ManifestError", "Problem"]
+__all__ = ["MAX_PROBLEMS", "ManifestError", "Problem"]
+
+# A hostile file must not flood the terminal: past this many problems, the rest is one counted line.
+MAX_PROBLEMS = 100
 
 
 class Problem(NamedTuple):
