@@ -186,7 +186,8 @@ def build_plan(run_id: str, options: RunOptions, registry: Registry | None = Non
     home = options.home or home_dir()
     cwd = options.cwd.resolve()
     # 1. repository
-    root = git.repo_root(cwd)
+    head_ref = options.head or "HEAD"
+    root, pre_head_or_none = git.root_and_commit(cwd, head_ref)  # the head is reported at step 5
     remote = git.repo_remote(root)
     # 2. manifest
     manifest_path = (cwd / options.manifest).resolve() if options.manifest else root / "REVIEW.md"
@@ -211,8 +212,7 @@ def build_plan(run_id: str, options: RunOptions, registry: Registry | None = Non
     if options.export and not options.export_to:
         check_export_dir(root, manifest.verdict.exportDir)
     # 5. base and the pre-prepare head
-    head_ref = options.head or "HEAD"
-    pre_head = git.rev_parse_commit(root, head_ref)
+    pre_head = pre_head_or_none or git.rev_parse_commit(root, head_ref)
     if options.base:
         base_sha = git.rev_parse_commit(root, options.base)
     else:

@@ -33,6 +33,7 @@ __all__ = [
     "repo_root",
     "repo_slug",
     "rev_parse_commit",
+    "root_and_commit",
     "run_git",
     "user_email",
 ]
@@ -117,6 +118,36 @@ def rev_parse_commit(root: Path, ref: str) -> str:
     if proc.returncode != 0 or not sha:
         raise GitError(f"cannot resolve '{ref}' to a commit in {root}")
     return sha
+
+
+_SHA = re.compile(r"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")
+
+
+def root_and_commit(cwd: Path | str, ref: str) -> tuple[Path, str | None]:
+    """:func:`repo_root` and :func:`rev_parse_commit` in one git process: every run needs both first.
+
+    Returns the root and the commit ``ref`` names, or None for the commit when ``ref`` does not
+    name one (the caller raises :func:`rev_parse_commit`'s error where the run resolves its head);
+    raises :func:`repo_root`'s error outside a repository. Output it cannot read unambiguously (a
+    root whose name has a line break) is answered by the two separate calls instead.
+    """
+    try:
+        _check_ref(ref)
+    except GitError:
+        return repo_root(cwd), None
+    proc = git(
+        ["rev-parse", "--show-toplevel", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"],
+        cwd,
+        check=False,
+    )
+    lines = proc.stdout.split("\n")
+    if proc.returncode == 0 and len(lines) == 3 and lines[2] == "" and _SHA.match(lines[1]):
+        return Path(lines[0]).resolve(), lines[1]
+    root = repo_root(cwd)
+    try:
+        return root, rev_parse_commit(root, ref)
+    except GitError:
+        return root, None
 
 
 def merge_base(root: Path, base_ref: str, head: str) -> str:
