@@ -7,7 +7,8 @@ Three things are held here:
   field reads the same through both, and each record accepts the same keys and requires the same;
 - the decision, differentially (hypothesis): on valid manifests and on mutations of them
   (missing and unknown keys at every level, wrong types, boundary numbers, bad patterns,
-  duplicate ids, bad kinds, damaged bindings, uses and overrides, pack refs), the strict
+  duplicate ids, bad kinds, damaged bindings, uses and overrides, pack refs, an ``effects``
+  that equals a boolean without being one: ``0``, ``-0.0``, ``"false"``), the strict
   reader accepts exactly what pydantic accepts, with equal records of equal types, and
   ``parse_review``/``parse_pack`` give the same records or the same problems either way;
 - the point: a valid manifest of the built-in kinds is parsed in a fresh process without
@@ -128,7 +129,8 @@ def _base_spec(base: Any, strict_: bool, found: dict[str, Any], after: Any, befo
         assert not strict_ and not after and not before
         return Tagged(found.pop("discriminator"), args)
     if origin is Literal:
-        return Lit(args)
+        assert not strict_ and not after  # pydantic has no strict literal: a before-validator checks the type
+        return Lit(args, before=before)
     if isinstance(base, type) and dataclasses.is_dataclass(base):
         assert not after and not strict_  # a record takes a mapping: strictness is per field
         return Record(base, before=before)
@@ -182,6 +184,31 @@ def test_every_field_reads_the_same_through_both(record: type) -> None:
     assert set(plan.by_key) == set(schema["properties"])
     required = {key for key, (name, _) in plan.by_key.items() if name in plan.required}
     assert required == set(schema.get("required", []))
+
+
+@pytest.mark.parametrize("record", RECORDS, ids=lambda r: r.__name__)
+def test_no_literal_takes_what_merely_equals_its_values(record: type) -> None:
+    # pydantic matches a literal by equality (0 == 0.0 == False, 1 == True), in strict mode too:
+    # a literal of anything but strings must check its input's type first, as FalseOnly does.
+    for f in dataclasses.fields(record):
+        spec = strict.spec_of(str(f.type))
+        spec = spec.spec if isinstance(spec, Nullable) else spec
+        if isinstance(spec, Lit) and spec.before is None:
+            assert all(type(value) is str for value in spec.values), f"{record.__name__}.{f.name}"
+
+
+def test_false_only_is_false_and_nothing_equal_to_it() -> None:
+    from pydantic import TypeAdapter, ValidationError
+
+    from agentreview.model.manifest_fields import FalseOnly
+
+    spec = TABLE["FalseOnly"]
+    assert spec(False) is False and TypeAdapter(FalseOnly).validate_python(False) is False
+    for value in (0, 0.0, -0.0, "false", None, True, 1, 1.0, [], {}):
+        with pytest.raises(Invalid):
+            spec(value)
+        with pytest.raises(ValidationError):
+            TypeAdapter(FalseOnly).validate_python(value)
 
 
 # --------------------------------------------------------------------------- the decision, differentially
@@ -273,9 +300,9 @@ EDGES: list[tuple[type, Any, str]] = [
     (m.CommandCheck, {**_CHECK, "fallbackPresets": []}, "invalid"),
     (m.AgentCheck, _AGENT, "ok"),
     (m.AgentCheck, {**_AGENT, "effects": False}, "ok"),
-    (m.AgentCheck, {**_AGENT, "effects": 0}, "ok"),  # pydantic's literal lookup: 0 == False
-    (m.AgentCheck, {**_AGENT, "effects": 0.0}, "ok"),
-    (m.AgentCheck, {**_AGENT, "effects": -0.0}, "ok"),
+    (m.AgentCheck, {**_AGENT, "effects": 0}, "invalid"),  # a bare Literal[False] would take it: 0 == False
+    (m.AgentCheck, {**_AGENT, "effects": 0.0}, "invalid"),
+    (m.AgentCheck, {**_AGENT, "effects": -0.0}, "invalid"),
     (m.AgentCheck, {**_AGENT, "effects": True}, "invalid"),
     (m.AgentCheck, {**_AGENT, "effects": 1}, "invalid"),
     (m.AgentCheck, {**_AGENT, "effects": "false"}, "invalid"),
@@ -354,7 +381,12 @@ EDGES: list[tuple[type, Any, str]] = [
     (m.ReviewPack, {**_PACK, "checks": [_PACK_AGENT]}, "ok"),
     (m.ReviewPack, {**_PACK, "checks": [{**_PACK_AGENT, "fallbackPresets": []}]}, "invalid"),
     (m.ReviewPack, {**_PACK, "checks": [{**_CHECK, "effects": True}]}, "invalid"),
-    (m.ReviewPack, {**_PACK, "checks": [{**_CHECK, "effects": 0}]}, "ok"),
+    (m.ReviewPack, {**_PACK, "checks": [{**_CHECK, "effects": False}]}, "ok"),
+    (m.ReviewPack, {**_PACK, "checks": [{**_CHECK, "effects": 0}]}, "invalid"),
+    (m.ReviewPack, {**_PACK, "checks": [{**_CHECK, "effects": 0.0}]}, "invalid"),
+    (m.ReviewPack, {**_PACK, "checks": [{**_PACK_AGENT, "effects": -0.0}]}, "invalid"),
+    (m.ReviewPack, {**_PACK, "checks": [{**_PACK_AGENT, "effects": "false"}]}, "invalid"),
+    (m.ReviewPack, {**_PACK, "checks": [{**_PACK_AGENT, "effects": False}]}, "ok"),
     (m.ReviewPack, {**_PACK, "checks": [{**_CHECK, "cwd": ""}]}, "ok"),  # a pack check's cwd is Text
     (m.ReviewPack, {**_PACK, "version": "1.0"}, "invalid"),
     (m.ReviewPack, {**_PACK, "version": "1.0.0-rc.1+build.5"}, "ok"),
@@ -399,6 +431,8 @@ WEIRD_VALUE = (
     | st.integers()
     | st.floats(allow_nan=False, allow_infinity=False)
 )
+# What equals False without being false (refused where `effects` may only be false), and the booleans.
+EFFECTS = st.sampled_from([0, 0.0, -0.0, "false", "False", None, 1, 1.0, True, False])
 KEYS = ["extra", "as_", "as", "kind", "id", "fallbackPresets", "effects", "target", "bindings", "name", "on", "checks"]
 
 
@@ -525,12 +559,18 @@ def _set(doc: Any, path: tuple[Any, ...], value: Any) -> Any:
 
 @st.composite
 def mutated(draw: st.DrawFn, base: st.SearchStrategy[dict[str, Any]]) -> Any:
-    """A document, damaged 0 to 3 times: a key dropped, added or renamed, a value replaced, an item doubled."""
+    """A document, damaged 0 to 3 times: a key dropped, added or renamed, a value replaced, an item doubled.
+
+    Or a check's ``effects`` set to a boolean or to a value that equals one without being one.
+    """
     doc = copy.deepcopy(draw(base))
     for _ in range(draw(st.integers(0, 3))):
         path, node = draw(st.sampled_from(_nodes(doc)))
-        op = draw(st.sampled_from(["drop", "add", "rename", "replace", "double", "empty"]))
-        if op == "drop" and isinstance(node, dict) and node:
+        op = draw(st.sampled_from(["drop", "add", "rename", "replace", "double", "empty", "effects"]))
+        checks = [n for _, n in _nodes(doc) if isinstance(n, dict) and n.get("kind") in ("command", "agent")]
+        if op == "effects" and checks:
+            draw(st.sampled_from(checks))["effects"] = draw(EFFECTS)
+        elif op == "drop" and isinstance(node, dict) and node:
             del node[draw(st.sampled_from(sorted(node)))]
         elif op == "add" and isinstance(node, dict):
             node[draw(st.sampled_from(KEYS))] = draw(WEIRD_VALUE)

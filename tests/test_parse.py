@@ -481,6 +481,39 @@ def test_pack_check_rules() -> None:
     assert sum("more than once" in p.message for p in err.problems) == 1
 
 
+AGENT_EFFECTS = MINIMAL + "  - id: rev\n    kind: agent\n    preset: p\n    rubric: r.md\n"
+
+
+@pytest.mark.parametrize(
+    ("written", "shown"),
+    [("0", "int 0"), ("0.0", "float 0.0"), ("-0.0", "float -0.0"), ('"false"', "string 'false'"), ("1", "int 1")],
+)
+def test_effects_that_only_equals_false_is_refused(written: str, shown: str) -> None:
+    # YAML 0, 0.0 and -0.0 equal False: a plain Literal[False] would read them as false
+    effects = f"\n    effects: {written}"
+    cases = [  # (source, a pack?, where, line, the fix names)
+        (AGENT_EFFECTS.rstrip("\n") + effects + "\n", False, "checks[1].effects", 13, "agent check"),
+        (PACK.rstrip("\n") + effects + "\n", True, "checks[1].effects", 12, "pack check"),
+        (PACK.replace("correctness.md", "correctness.md" + effects), True, "checks[0].effects", 9, "agent check"),
+    ]
+    for source, pack, location, line, fix in cases:
+        err = problems_of(review(source), Path("/repo/REVIEW.md"), pack=pack)
+        (problem,) = err.problems
+        assert (problem.location, problem.line) == (location, line)
+        assert problem.message == f"must be false or left out, got {shown}"
+        assert fix in problem.fix
+        assert str(err) == f"/repo/REVIEW.md:{line}: {location}: {problem.message}; fix: {problem.fix}"
+        assert "\n" not in str(err)
+
+
+def test_effects_false_or_left_out_is_accepted() -> None:
+    for source in (AGENT_EFFECTS, AGENT_EFFECTS + "    effects: false\n"):
+        check = parse_review(review(source)).manifest.checks[1]
+        assert isinstance(check, AgentCheck) and check.effects is False
+    for source in (PACK, PACK + "    effects: false\n", PACK.replace("kind: agent", "kind: agent\n    effects: false")):
+        assert all(check.effects is False for check in parse_pack(review(source)).checks)
+
+
 def test_pack_unbound_placeholder() -> None:
     err = problems_of(review(PACK.replace("{head}", "{tip}")), pack=True)
     assert err.problems[0].location == "checks[1].run" and "{tip}" in err.problems[0].message

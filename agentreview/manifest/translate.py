@@ -222,6 +222,22 @@ def _unknown_kind(where: str, tag: str, schema: Schema) -> Problem:
     )
 
 
+def _effects_not_false(where: str, value: Any, *, in_agent: bool) -> Problem:
+    """``effects`` on a check that may only leave it false (an agent check, any pack check).
+
+    ``true`` is the mistake worth naming; anything else (``0``, ``"false"``, null) is not the
+    boolean ``false`` either, and says so.
+    """
+    if in_agent:
+        told, fix = "'effects: true' is only supported on command checks", "remove 'effects' from the agent check"
+        fix += " — a reviewer is read-only"
+    else:
+        told, fix = "a pack check may not set 'effects: true'", "remove 'effects' from the pack check"
+    if value is not True:
+        told = f"must be false or left out, got {_shown(value)}"
+    return Problem(where, told, fix)
+
+
 def _translate(err: Any, schema: Schema) -> Problem:
     from agentreview.model import manifest as m
 
@@ -249,14 +265,8 @@ def _translate(err: Any, schema: Schema) -> Problem:
         if last == "fallbackPresets" and isinstance(parent, dict) and parent.get("kind") == "command":
             return Problem(where, "unknown key on a command check", "fallbackPresets applies to agent checks only")
         return Problem(where, f"unknown key '{last}'", f"remove it or fix its spelling{allowed}")
-    if last == "effects" and in_agent:
-        return Problem(
-            where,
-            "'effects: true' is only supported on command checks",
-            "remove 'effects' from the agent check — a reviewer is read-only",
-        )
-    if last == "effects" and is_pack and kind == "literal_error":
-        return Problem(where, "a pack check may not set 'effects: true'", "remove 'effects' from the pack check")
+    if last == "effects" and (in_agent or (is_pack and len(loc) == 3 and loc[0] == "checks")):
+        return _effects_not_false(where, value, in_agent=in_agent)
     if loc == ("target",) and kind in _NOT_A_MAPPING:
         return Problem(where, f"must be 'git-range' or a mapping, got {_shown(value)}", "write target: git-range")
     if len(loc) == 3 and loc[0] == "uses" and last == "pack" and isinstance(value, str) and value.startswith("git+"):

@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # pragma: no cover - pydantic's view of these names: agentrev
     from agentreview.model.manifest_fields import (
         AsId,
         Bindings,
+        FalseOnly,
         Flag,
         Id,
         IdList,
@@ -119,7 +120,7 @@ class AgentCheck:
     blockOn: Severity = "high"
     blocking: Flag = True
     timeoutMs: TimeoutMs = DEFAULT_AGENT_TIMEOUT_MS
-    effects: Literal[False] = False
+    effects: FalseOnly = False
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -197,7 +198,7 @@ class PackCommandCheck:
     cwd: Text | None = None
     blocking: Flag = True
     timeoutMs: TimeoutMs = DEFAULT_COMMAND_TIMEOUT_MS
-    effects: Literal[False] = False
+    effects: FalseOnly = False
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -212,7 +213,7 @@ class PackAgentCheck:
     blockOn: Severity = "high"
     blocking: Flag = True
     timeoutMs: TimeoutMs = DEFAULT_AGENT_TIMEOUT_MS
-    effects: Literal[False] = False
+    effects: FalseOnly = False
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

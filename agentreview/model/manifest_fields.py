@@ -13,13 +13,15 @@ validators both attach are defined there.
 Strictness is carried by each type, not by the records' configuration: every scalar is
 ``Strict()`` (YAML ``"true"`` is not a boolean, ``"5"`` or ``5.0`` is not an integer) and so is
 every list and mapping; a record-level ``strict`` would make pydantic demand a dataclass
-instance where a manifest has a mapping. ``Literal`` types need no marker (pydantic matches
-literals the same way in both modes).
+instance where a manifest has a mapping. ``Literal`` types cannot take ``Strict()`` and match
+by equality in both modes: a literal of strings needs nothing more (only a string equals a
+string), the one boolean literal (``FalseOnly``) checks its input's type before
+(``effects: 0`` is not ``false``).
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field, Strict, TypeAdapter
 
@@ -38,7 +40,7 @@ from agentreview.model.manifest import (
     Target,
     UsesEntry,
 )
-from agentreview.model.manifest_strict import pack_ref, string_target, unique_ids
+from agentreview.model.manifest_strict import exact_bool, pack_ref, string_target, unique_ids
 
 __all__ = ["ALIASES", "Check", "PackCheck", "adapter", "validate"]
 
@@ -51,6 +53,7 @@ Id = Annotated[str, Strict(), Field(pattern=ID_PATTERN, max_length=64)]
 Ref = Annotated[str, Strict(), Field(pattern=REF_PATTERN, max_length=129)]
 Semver = Annotated[str, Strict(), Field(pattern=SEMVER_PATTERN)]
 Flag = Annotated[bool, Strict()]
+FalseOnly = Annotated[Literal[False], BeforeValidator(exact_bool)]  # effects where only false is allowed
 TimeoutMs = Annotated[int, Strict(), Field(gt=0, le=MAX_TIMEOUT_MS)]
 PackRef = Annotated[str, Strict(), AfterValidator(pack_ref)]
 AsId = Annotated[Id, Field(alias="as")]
@@ -75,6 +78,7 @@ PackChecks = Annotated[list[PackCheck], Strict(), Field(min_length=1), AfterVali
 ALIASES = (
     "AsId",
     "Bindings",
+    "FalseOnly",
     "Flag",
     "Id",
     "IdList",

@@ -136,6 +136,7 @@ _NAMED: dict[str, Callable[[], Decoder]] = {
     "Semver": lambda: _STR,
     "PackRef": lambda: _STR,
     "Flag": lambda: _scalar(bool),
+    "FalseOnly": lambda: _literal((False,)),
     "TimeoutMs": lambda: _scalar(int),
     "Severity": lambda: _literal(typing.get_args(m.Severity)),
     "Names": lambda: _list(_STR),

@@ -42,6 +42,7 @@ __all__ = [
     "Tagged",
     "Undecided",
     "accepted",
+    "exact_bool",
     "pack_ref",
     "string_target",
     "unique_ids",
@@ -67,6 +68,18 @@ def string_target(value: Any) -> Any:
     """``target: git-range`` is the string form of ``{kind: git-range}``."""
     if value == "git-range":
         return {"kind": "git-range"}
+    return value
+
+
+def exact_bool(value: Any) -> Any:
+    """A boolean literal's input must be a boolean.
+
+    pydantic looks a ``Literal``'s input up by equality, where ``0``, ``0.0`` and ``-0.0`` are
+    ``False`` (its strict mode changes nothing there), so ``effects: 0`` would read as ``false``;
+    this before-validator keeps a ``Literal[False]`` as strict in type as every other field.
+    """
+    if type(value) is not bool:
+        raise ValueError("must be true or false")
     return value
 
 
@@ -197,18 +210,25 @@ class Int(Spec):
 
 
 class Lit(Spec):
-    """One of a ``Literal``'s values.
+    """One of a ``Literal``'s values, after an optional before-validator.
 
     pydantic looks a literal's input up among the values as a dict key does (so ``0`` and
-    ``0.0`` are ``False``) and answers the declared value; this does the same.
+    ``0.0`` are ``False``) and answers the declared value; this does the same. A literal of
+    anything but strings is therefore declared with a ``before`` that checks the input's type
+    (``FalseOnly``: :func:`exact_bool`), on both sides.
     """
 
-    __slots__ = ("values",)
+    __slots__ = ("before", "values")
 
-    def __init__(self, values: tuple[Any, ...]):
-        self.values = values
+    def __init__(self, values: tuple[Any, ...], *, before: Callable[[Any], Any] | None = None):
+        self.values, self.before = values, before
 
     def __call__(self, value: Any) -> Any:
+        if self.before is not None:
+            try:
+                value = self.before(value)
+            except (ValueError, AssertionError):
+                raise Invalid() from None
         for expected in self.values:
             try:
                 if hash(value) == hash(expected) and value == expected:
@@ -329,6 +349,7 @@ TABLE: dict[str, Spec] = {
     "Ref": _REF,
     "Semver": Str(pattern=m.SEMVER_PATTERN),
     "Flag": Bool(),
+    "FalseOnly": Lit((False,), before=exact_bool),
     "TimeoutMs": Int(gt=0, le=m.MAX_TIMEOUT_MS),
     "PackRef": Str(after=pack_ref),
     "AsId": Aliased("as", _ID),
