@@ -374,6 +374,22 @@ def test_from_json_refuses_what_a_parse_never_wrote() -> None:
             from_json(AgentCheck, {**check, field: value})
 
 
+def test_every_field_type_has_a_json_shape_from_the_one_table() -> None:
+    # what a field type name means is manifest_strict's table; the memo only adds its JSON shape
+    from agentreview.model.manifest_json import decoder_for
+    from agentreview.model.manifest_strict import TABLE
+
+    for name in TABLE:
+        assert callable(decoder_for(name)), name
+        assert decoder_for(f"{name} | None")(None) is None
+    assert decoder_for("FalseOnly")(False) is False
+    for value in (0, 0.0, -0.0, "false", True):
+        with pytest.raises(ShapeError):
+            decoder_for("FalseOnly")(value)
+    with pytest.raises(TypeError, match="cannot read the field type"):
+        decoder_for("Unknown")
+
+
 # --------------------------------------------------------------------------- the commands parse through it
 
 

@@ -8,19 +8,19 @@ declares (a string, a boolean, an integer that is not a boolean, one of a litera
 list or mapping of those, a nested record), else :class:`ShapeError`. The values' own rules
 (patterns, bounds, cross-field rules) were decided by the parse that wrote them.
 
-The decoder follows each record's declared field types (the names of
-:mod:`agentreview.model.manifest_fields`), so a field added to a record is covered, or refused
-loudly by :func:`decoder_for` if its type is new.
+What a declared field type is comes from one place, the table of
+:mod:`agentreview.model.manifest_strict` (:func:`~agentreview.model.manifest_strict.spec_of`):
+this module keeps only the JSON shape of each kind of meaning, so a field added to a record is
+covered, or refused loudly (TypeError) if its type is new to that table.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import typing
 from collections.abc import Callable
 from typing import Any
 
-from agentreview.model import manifest as m
+from agentreview.model import manifest_strict as strict
 
 __all__ = ["ShapeError", "decoder_for", "from_json", "mapping_of", "to_json"]
 
@@ -96,74 +96,53 @@ def _mapping(inner: Decoder) -> Decoder:
     return decode
 
 
-def _tagged(*records: type[Any]) -> Decoder:
-    """A check of one of ``records``, chosen by its ``kind`` (the union the parser discriminates)."""
-    by_kind = {_kind_of(record): record for record in records}
+def _tagged(union: strict.Tagged) -> Decoder:
+    """One of ``union``'s records, chosen by its tag (``kind``), the union the parser discriminates."""
+    by_tag = strict.members(union)
 
     def decode(value: Any) -> Any:
-        kind = value.get("kind") if type(value) is dict else None
-        record = by_kind.get(kind) if type(kind) is str else None
+        tag = value.get(union.tag) if type(value) is dict else None
+        record = next((cls for key, cls in by_tag.items() if type(key) is type(tag) and key == tag), None)
         if record is None:
-            raise ShapeError(f"expected a check of kind {sorted(by_kind)}, got {kind!r}")
+            raise ShapeError(f"expected {union.tag} one of {sorted(by_tag)}, got {tag!r}")
         return _record_decoder(record)(value)
 
     return decode
 
 
-def _kind_of(record: type[Any]) -> str:
-    (kind,) = _parse_literal(_field_types(record)["kind"])
-    return str(kind)
-
-
-def _parse_literal(annotation: str) -> tuple[Any, ...]:
-    """``"Literal['a', 'b']"`` or ``'Literal[False]'`` -> its values (the records' own annotations only)."""
-    import ast  # already imported with dataclasses (through inspect)
-
-    values = ast.literal_eval("(" + annotation.removeprefix("Literal[").removesuffix("]") + ",)")
-    return tuple(values)
-
-
 # --------------------------------------------------------------------------- field types
 
-_STR = _scalar(str)
+_STR, _BOOL, _INT = _scalar(str), _scalar(bool), _scalar(int)
 
-# Each name a record's field may be declared with (see agentreview.model.manifest_fields).
-_NAMED: dict[str, Callable[[], Decoder]] = {
-    "Id": lambda: _STR,
-    "AsId": lambda: _STR,
-    "NonEmpty": lambda: _STR,
-    "Text": lambda: _STR,
-    "Semver": lambda: _STR,
-    "PackRef": lambda: _STR,
-    "Flag": lambda: _scalar(bool),
-    "FalseOnly": lambda: _literal((False,)),
-    "TimeoutMs": lambda: _scalar(int),
-    "Severity": lambda: _literal(typing.get_args(m.Severity)),
-    "Names": lambda: _list(_STR),
-    "IdList": lambda: _list(_STR),
-    "RefList": lambda: _list(_STR),
-    "RefList1": lambda: _list(_STR),
-    "Overrides": lambda: _mapping(_record_decoder(m.Override)),
-    "Bindings": lambda: _mapping(_record_decoder(m.Binding)),
-    "UsesList": lambda: _list(_record_decoder(m.UsesEntry)),
-    "TargetIn": lambda: _record_decoder(m.Target),
-    "VerdictConfig": lambda: _record_decoder(m.VerdictConfig),
-    "ReviewChecks": lambda: _list(_tagged(m.CommandCheck, m.AgentCheck)),
-    "PackChecks": lambda: _list(_tagged(m.PackCommandCheck, m.PackAgentCheck)),
-}
+
+def _shape(spec: strict.Spec) -> Decoder:
+    """The JSON shape of one meaning of manifest_strict's table (its rules were the parse's to apply)."""
+    if isinstance(spec, strict.Str):
+        return _STR
+    if isinstance(spec, strict.Bool):
+        return _BOOL
+    if isinstance(spec, strict.Int):
+        return _INT
+    if isinstance(spec, strict.Lit):
+        return _literal(spec.values)
+    if isinstance(spec, strict.Nullable):
+        return _optional(_shape(spec.spec))
+    if isinstance(spec, strict.Aliased):
+        return _shape(spec.spec)  # stored by field name
+    if isinstance(spec, strict.ListOf):
+        return _list(_shape(spec.item))
+    if isinstance(spec, strict.DictOf) and isinstance(spec.key, strict.Str):
+        return _mapping(_shape(spec.value))
+    if isinstance(spec, strict.Record):
+        return _record_decoder(spec.cls)  # the stored form: a `before` (target: git-range) already applied
+    if isinstance(spec, strict.Tagged):
+        return _tagged(spec)
+    raise TypeError(f"no JSON shape for {spec!r}: add one to agentreview.model.manifest_json")
 
 
 def decoder_for(annotation: str) -> Decoder:
-    """The decoder of one declared field type (``'NonEmpty | None'``); KeyError for a type it does not know."""
-    if annotation.endswith(" | None"):
-        return _optional(decoder_for(annotation.removesuffix(" | None")))
-    if annotation.startswith("Literal["):
-        return _literal(_parse_literal(annotation))
-    return _NAMED[annotation]()
-
-
-def _field_types(record: type[Any]) -> dict[str, str]:
-    return {f.name: str(f.type) for f in dataclasses.fields(record)}
+    """The decoder of one declared field type (``'NonEmpty | None'``); TypeError for a type it does not know."""
+    return _shape(strict.spec_of(annotation))
 
 
 _DECODERS: dict[type[Any], Decoder] = {}
@@ -174,7 +153,7 @@ def _record_decoder(record: type[Any]) -> Decoder:
     built = _DECODERS.get(record)
     if built is not None:
         return built
-    fields = {name: decoder_for(annotation) for name, annotation in _field_types(record).items()}
+    fields = {f.name: decoder_for(str(f.type)) for f in dataclasses.fields(record)}
     names = set(fields)
 
     def decode(value: Any) -> Any:

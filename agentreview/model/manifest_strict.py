@@ -38,12 +38,15 @@ __all__ = [
     "Lit",
     "Nullable",
     "Record",
+    "Spec",
     "Str",
     "Tagged",
     "Undecided",
     "accepted",
     "exact_bool",
+    "members",
     "pack_ref",
+    "spec_of",
     "string_target",
     "unique_ids",
     "validate",
@@ -458,19 +461,24 @@ def _build(cls: type[Any], value: Any) -> Any:
 _MEMBERS: dict[Tagged, dict[Any, type[Any]]] = {}
 
 
-def _member(union: Tagged, tag: Any) -> type[Any]:
-    """The member of ``union`` whose ``Literal`` tag field holds ``tag`` (looked up as pydantic does, by key)."""
-    members = _MEMBERS.get(union)
-    if members is None:
-        members = {}
+def members(union: Tagged) -> dict[Any, type[Any]]:
+    """Each tag value of ``union`` to its member record (from each member's ``Literal`` tag field)."""
+    found = _MEMBERS.get(union)
+    if found is None:
+        found = {}
         for cls in union.members:
             _, spec = _plan(cls).by_key[union.tag]
             if not isinstance(spec, Lit):
                 raise TypeError(f"{cls.__name__}.{union.tag} is not a Literal: it cannot be a union's tag")
-            members.update(dict.fromkeys(spec.values, cls))
-        _MEMBERS[union] = members
+            found.update(dict.fromkeys(spec.values, cls))
+        _MEMBERS[union] = found
+    return found
+
+
+def _member(union: Tagged, tag: Any) -> type[Any]:
+    """The member of ``union`` whose ``Literal`` tag field holds ``tag`` (looked up as pydantic does, by key)."""
     try:
-        return members[tag]
+        return members(union)[tag]
     except (KeyError, TypeError):  # an unknown or unhashable kind
         raise Invalid() from None
 
