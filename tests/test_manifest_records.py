@@ -11,19 +11,7 @@ import pytest
 
 from agentreview.model import manifest as m
 
-RECORDS = [
-    m.CommandCheck,
-    m.AgentCheck,
-    m.Binding,
-    m.Override,
-    m.UsesEntry,
-    m.Target,
-    m.VerdictConfig,
-    m.ReviewManifest,
-    m.PackCommandCheck,
-    m.PackAgentCheck,
-    m.ReviewPack,
-]
+RECORDS = list(m.RECORDS)
 
 
 def test_importing_and_building_the_records_does_not_import_pydantic() -> None:

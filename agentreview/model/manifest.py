@@ -49,6 +49,7 @@ __all__ = [
     "ID_PATTERN",
     "MAX_TIMEOUT_MS",
     "QUORUM",
+    "RECORDS",
     "REF_PATTERN",
     "SEMVER_PATTERN",
     "AgentCheck",
@@ -225,3 +226,19 @@ class ReviewPack:
     version: Semver
     description: Text | None = None
     checks: PackChecks  # each id once (a validator of the list)
+
+
+# Every record type, for the code and tests that walk them all (the readers' agreement, the memo).
+RECORDS: Final = (
+    CommandCheck,
+    AgentCheck,
+    Binding,
+    Override,
+    UsesEntry,
+    Target,
+    VerdictConfig,
+    ReviewManifest,
+    PackCommandCheck,
+    PackAgentCheck,
+    ReviewPack,
+)
