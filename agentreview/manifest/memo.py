@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agentreview.manifest.parse import ParsedReview
     from agentreview.model.manifest import Binding, ReviewManifest, ReviewPack
 
 __all__ = [
@@ -199,13 +198,11 @@ def recall_review(home: Path, source: bytes) -> tuple[ReviewManifest, dict[str, 
     return None if body is None else (manifest, bindings, body)
 
 
-def remember_review(home: Path, parsed: ParsedReview) -> None:
+def remember_review(home: Path, source: bytes, manifest: ReviewManifest, bindings: dict[str, Binding]) -> None:
     """Store a successful parse of a review whose checks are all built-in kinds (never raises)."""
     from agentreview.model.manifest_json import to_json
 
-    remember(
-        home, "review", parsed.source, {"manifest": to_json(parsed.manifest), "bindings": to_json(parsed.bindings)}
-    )
+    remember(home, "review", source, {"manifest": to_json(manifest), "bindings": to_json(bindings)})
 
 
 def recall_pack(home: Path, source: bytes) -> ReviewPack | None:

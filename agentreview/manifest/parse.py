@@ -103,7 +103,7 @@ def parse_review(
         return ParsedReview(manifest, source, path, body, bindings, registry)
     parsed, memoizable = _parse_review(source, path, registry)
     if memoizable:
-        memo.remember_review(home, parsed)
+        memo.remember_review(home, source, parsed.manifest, parsed.bindings)
     return parsed
 
 

@@ -19,28 +19,31 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-if TYPE_CHECKING:  # pragma: no cover - pydantic's view of these names: agentreview.model.manifest_fields
-    from agentreview.model.manifest_fields import (
-        AsId,
-        Bindings,
-        FalseOnly,
-        Flag,
-        Id,
-        IdList,
-        Names,
-        NonEmpty,
-        Overrides,
-        PackChecks,
-        PackRef,
-        RefList,
-        RefList1,
-        ReviewChecks,
-        Semver,
-        TargetIn,
-        Text,
-        TimeoutMs,
-        UsesList,
-    )
+if TYPE_CHECKING:  # pragma: no cover
+    # What each field type name is to a type checker. What it means for validation is declared
+    # in manifest_fields (pydantic) and manifest_strict (its table), held equal by tests; at run
+    # time pydantic finds these names in this module because manifest_fields places them here.
+    from typing import TypeAlias
+
+    Text: TypeAlias = str
+    NonEmpty: TypeAlias = str
+    Id: TypeAlias = str
+    Semver: TypeAlias = str
+    Flag: TypeAlias = bool
+    FalseOnly: TypeAlias = Literal[False]
+    TimeoutMs: TypeAlias = int
+    PackRef: TypeAlias = str
+    AsId: TypeAlias = str
+    Names: TypeAlias = list[str]
+    IdList: TypeAlias = list[str]
+    RefList: TypeAlias = list[str]
+    RefList1: TypeAlias = list[str]
+    Overrides: TypeAlias = "dict[str, Override]"
+    Bindings: TypeAlias = "dict[str, Binding]"
+    UsesList: TypeAlias = "list[UsesEntry]"
+    TargetIn: TypeAlias = "Target"
+    ReviewChecks: TypeAlias = "list[CommandCheck | AgentCheck]"
+    PackChecks: TypeAlias = "list[PackCommandCheck | PackAgentCheck]"
 
 __all__ = [
     "DEFAULT_AGENT_TIMEOUT_MS",

@@ -73,8 +73,8 @@ ReviewChecks = Annotated[list[Check], Strict(), Field(min_length=1)]
 PackCheck = Annotated[PackCommandCheck | PackAgentCheck, Field(discriminator="kind")]
 PackChecks = Annotated[list[PackCheck], Strict(), Field(min_length=1), AfterValidator(unique_ids)]
 
-# The names the records' annotations use; agentreview.model.manifest imports the same list
-# under TYPE_CHECKING (a test checks that every annotation resolves).
+# The names the records' annotations use; agentreview.model.manifest gives each a plain type for
+# type checkers (a test checks that every annotation resolves to the meaning declared here).
 ALIASES = (
     "AsId",
     "Bindings",
