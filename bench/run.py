@@ -7,7 +7,7 @@ session, with runs interleaved round-robin so that a background burst hits every
 alike instead of skewing one of them.
 
 Other benchmarks import it (run them as ``.venv/bin/python bench/<name>.py``; put the repository
-root on sys.path first, as bench_startup.py does)::
+root on sys.path first, as bench_cold.py does)::
 
     from bench.run import Case, measure, print_table, venv_script
     results = measure([Case("pre-commit --version", [venv_script("pre-commit"), "--version"]), ...], runs=15)
