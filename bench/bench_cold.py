@@ -11,7 +11,9 @@ with:
 * baseline 1, ``pre-commit run -a -c true.yaml``: 8 local ``language: system`` hooks of ``true``;
 * baseline 2, ``pre-commit --version``;
 * a cache hit, ``verify --require-signed`` of a signed export, a run of 8 ``true`` lanes
-  (``--no-cache``: signed and recorded), and the first command on a new manifest, against 1;
+  (``--no-cache``: signed and recorded), the first command on a new manifest, and ``verify`` as
+  a fresh CI runner runs it (an empty home before every run: no memo, no plugin listing),
+  against 1;
 * ``agentreview check`` and ``agentreview --version``, against 2.
 
 The first command on a new manifest runs the same 8 lanes from a REVIEW.md outside the
@@ -30,6 +32,7 @@ import argparse
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -51,6 +54,7 @@ CACHE_HIT = "agentreview run (cache hit)"
 VERIFY = "agentreview verify --require-signed"
 NO_CACHE = "agentreview run --no-cache (8 × true, signed)"
 NEW_MANIFEST = "agentreview run (new manifest)"
+FRESH_VERIFY = "agentreview verify on a fresh runner (empty home)"
 CHECK = "agentreview check"
 VERSION = "agentreview --version"
 FLOOR = "python -c pass"
@@ -68,12 +72,13 @@ TARGETS = (
     Target(VERIFY, RUN_BASELINE, 1.0),
     Target(NO_CACHE, RUN_BASELINE, 1.25),
     Target(NEW_MANIFEST, RUN_BASELINE, 1.5),
+    Target(FRESH_VERIFY, RUN_BASELINE, 1.5),  # a CI gate's first command: the same limit
     Target(CHECK, VERSION_BASELINE, 1.25),
     Target(VERSION, VERSION_BASELINE, 0.5),
 )
 # Each baseline's table: the baseline first, then what is compared with it.
 TABLES = {
-    RUN_BASELINE: (RUN_BASELINE, CACHE_HIT, VERIFY, NO_CACHE, NEW_MANIFEST),
+    RUN_BASELINE: (RUN_BASELINE, CACHE_HIT, VERIFY, NO_CACHE, NEW_MANIFEST, FRESH_VERIFY),
     VERSION_BASELINE: (VERSION_BASELINE, FLOOR, VERSION, CHECK),
 }
 
@@ -118,6 +123,18 @@ class FreshManifest:
         data = manifest(f"new manifest {self.nonce} #{len(self.shas) + 1}").encode()
         self.path.write_bytes(data)
         self.shas.append(hashlib.sha256(data).hexdigest())
+
+
+class EmptyHome:
+    """Makes ``path`` an empty AGENTREVIEW_HOME before every run, as on a fresh CI runner:
+    no parse memo, no plugin listing, no ledger (verify needs none of them to decide)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __call__(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+        self.path.mkdir()
 
 
 @dataclass(frozen=True)
@@ -205,6 +222,8 @@ def cases(ws: Workspace) -> list[Case]:
     def case(label: str, argv: list[str], before: Callable[[], object] | None = None) -> Case:
         return Case(label, argv, cwd=ws.repo, env=ws.env, before=before)
 
+    runner_home = EmptyHome(ws.root / "runner-home")
+
     return [
         case(RUN_BASELINE, [pre_commit, "run", "-a", "-c", "true.yaml"]),
         case(VERSION_BASELINE, [pre_commit, "--version"]),
@@ -213,6 +232,13 @@ def cases(ws: Workspace) -> list[Case]:
         case(VERIFY, [*verify, str(ws.allowed_signers)]),
         case(NO_CACHE, [*run, "--no-cache"]),
         case(NEW_MANIFEST, [*run, "--manifest", str(ws.fresh.path)], before=ws.fresh),
+        Case(
+            FRESH_VERIFY,
+            [*verify, str(ws.allowed_signers)],
+            cwd=ws.repo,
+            env={**ws.env, "AGENTREVIEW_HOME": str(runner_home.path)},
+            before=runner_home,
+        ),
         case(CHECK, [agentreview, "check"]),
         case(VERSION, [agentreview, "--version"]),
     ]
@@ -233,7 +259,7 @@ def probe(ws: Workspace, all_cases: Sequence[Case]) -> None:
             if not wanted_cached and (result.get("signingError") or not signed or not result.get("ledgerPath")):
                 raise SystemExit(f"bench: '{c.label}' was not signed and recorded: {result.get('signingError')}")
         else:
-            checked(c.argv, ws.repo, ws.env, f"'{c.label}'")
+            checked(c.argv, ws.repo, dict(c.env or ws.env), f"'{c.label}'")
 
 
 def assert_new_manifests_ran(ws: Workspace) -> None:

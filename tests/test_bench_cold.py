@@ -27,7 +27,8 @@ def test_bench_cold_measures_every_case_and_reports_every_target(tmp_path: Path)
     labels = [case["label"] for case in data["cases"]]
     assert {"pre-commit run -a -c true.yaml", "pre-commit --version", "agentreview run (new manifest)"} <= set(labels)
     assert all(len(case["seconds"]) == 1 for case in data["cases"])
-    assert len(data["targets"]) == 6
+    assert len(data["targets"]) == 7
+    assert "agentreview verify on a fresh runner (empty home)" in labels
     lines = proc.stdout.splitlines()
     for t in data["targets"]:
         verdict = "ok" if t["ok"] else "MISSED"
