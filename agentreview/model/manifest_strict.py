@@ -118,6 +118,16 @@ def _wrong_type(value: Any) -> Exception:
 # --------------------------------------------------------------------------- the vocabulary of the table
 
 
+def _before(validator: Callable[[Any], Any] | None, value: Any) -> Any:
+    """``value`` through a before-validator the records share with pydantic; its refusal is pydantic's too."""
+    if validator is None:
+        return value
+    try:
+        return validator(value)
+    except (ValueError, AssertionError):
+        raise Invalid() from None
+
+
 class Spec:
     """What one field type means: a strict validator of one value, compared by its parameters."""
 
@@ -227,11 +237,7 @@ class Lit(Spec):
         self.values, self.before = values, before
 
     def __call__(self, value: Any) -> Any:
-        if self.before is not None:
-            try:
-                value = self.before(value)
-            except (ValueError, AssertionError):
-                raise Invalid() from None
+        value = _before(self.before, value)
         for expected in self.values:
             try:
                 if hash(value) == hash(expected) and value == expected:
@@ -310,12 +316,7 @@ class Record(Spec):
         self.cls, self.before = cls, before
 
     def __call__(self, value: Any) -> Any:
-        if self.before is not None:
-            try:
-                value = self.before(value)
-            except (ValueError, AssertionError):
-                raise Invalid() from None
-        return _build(self.cls, value)
+        return _build(self.cls, _before(self.before, value))
 
 
 class Tagged(Spec):
