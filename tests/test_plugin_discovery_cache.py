@@ -22,25 +22,11 @@ from typing import Any
 import pytest
 
 from agentreview.plugins import fingerprint
+from tests.plugin_helpers import EXECUTOR_PLUGIN
 
 AGENTREVIEW = Path(sys.executable).with_name("agentreview")
 SHIPPED = "agentreview,agentreview-command,agentreview-agent,agentreview-packs-git"
 
-PLUGIN = """
-from agentreview import hookimpl
-
-
-class Executor:
-    kind = {kind!r}
-
-    def run_lane(self, request):
-        raise NotImplementedError
-
-
-@hookimpl
-def agentreview_register_lane_executors(register):
-    register(Executor())
-"""
 
 # What one process discovered: the plugins it loaded, its warnings, and whether it imported importlib.metadata.
 PROBE = """
@@ -73,7 +59,7 @@ def make_dist(
     site: Path, dist: str, version: str, module: str, *, ep_name: str | None = None, kind: str | None = None
 ) -> Path:
     """Install one distribution into ``site``: its module and a dist-info declaring it in the group."""
-    (site / f"{module}.py").write_text(textwrap.dedent(PLUGIN.format(kind=kind or module)))
+    (site / f"{module}.py").write_text(textwrap.dedent(EXECUTOR_PLUGIN.format(kind=kind or module)))
     info = site / f"{dist.replace('-', '_')}-{version}.dist-info"
     info.mkdir()
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n")
@@ -202,7 +188,7 @@ def test_without_the_cache_the_home_is_neither_read_nor_written(env: Env) -> Non
     assert result["metadata"] is True and sorted(names(result)) == ["fake-alpha", "fake-beta"]
     assert list(env.home.iterdir()) == []
     env.warm()
-    (env.site / "fake_cached_only.py").write_text(textwrap.dedent(PLUGIN.format(kind="cached-only")))
+    (env.site / "fake_cached_only.py").write_text(textwrap.dedent(EXECUTOR_PLUGIN.format(kind="cached-only")))
     path = env.cache_file()
     document = json.loads(path.read_text())
     document["entries"].append(["fake-cached-only", "fake_cached_only", "fake-cached-only", "1.0"])
@@ -278,7 +264,7 @@ def test_a_distribution_that_gains_the_group_in_place_is_seen(env: Env) -> None:
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: other-tool\nVersion: 5.0\n")
     (info / "entry_points.txt").write_text("[console_scripts]\nother = other_tool:main\n")
-    (env.site / "other_tool.py").write_text(textwrap.dedent(PLUGIN.format(kind="other")))
+    (env.site / "other_tool.py").write_text(textwrap.dedent(EXECUTOR_PLUGIN.format(kind="other")))
     env.warm()
     rewrite_keeping_mtime(info / "entry_points.txt", "[agentreview]\nother-tool = other_tool\n")
     assert "other-tool" in names(env.probe())
@@ -288,7 +274,7 @@ def test_an_entry_points_file_added_to_a_distribution_is_seen(env: Env) -> None:
     info = env.site / "later_tool-1.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: later-tool\nVersion: 1.0\n")
-    (env.site / "later_tool.py").write_text(textwrap.dedent(PLUGIN.format(kind="later")))
+    (env.site / "later_tool.py").write_text(textwrap.dedent(EXECUTOR_PLUGIN.format(kind="later")))
     env.warm()
     (info / "entry_points.txt").write_text("[agentreview]\nlater-tool = later_tool\n")
     assert "later-tool" in names(env.probe())
@@ -312,7 +298,7 @@ def test_an_editable_install_reinstalled_with_new_entry_points_is_seen(env: Env,
     site-packages, and setuptools leaves an egg-info in the project (shadowed by the dist-info)."""
     project = tmp_path / "project"
     project.mkdir()
-    (project / "fake_editable.py").write_text(textwrap.dedent(PLUGIN.format(kind="editable")))
+    (project / "fake_editable.py").write_text(textwrap.dedent(EXECUTOR_PLUGIN.format(kind="editable")))
     egg = project / "fake_editable.egg-info"
     egg.mkdir()
     (egg / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: fake-editable\nVersion: 0.1\n")
@@ -329,7 +315,7 @@ def test_an_editable_install_reinstalled_with_new_entry_points_is_seen(env: Env,
     assert names(hot)["fake-editable"] == ("fake-editable", "0.1", "fake_editable")
     # The developer adds an entry point and runs pip install -e again: the egg-info is rewritten in
     # place, the dist-info replaced.
-    (project / "fake_editable_two.py").write_text(textwrap.dedent(PLUGIN.format(kind="editable-two")))
+    (project / "fake_editable_two.py").write_text(textwrap.dedent(EXECUTOR_PLUGIN.format(kind="editable-two")))
     text = "[agentreview]\nfake-editable = fake_editable\nfake-editable-two = fake_editable_two\n"
     (egg / "entry_points.txt").write_text(text)
     shutil.rmtree(packages / "fake_editable-0.1.dist-info")

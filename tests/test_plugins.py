@@ -21,24 +21,9 @@ import pytest
 
 from agentreview.plugins import registry as plugins_module
 from agentreview.plugins.registry import PluginConflictError, load_registry, make_plugin_manager
+from tests.plugin_helpers import EXECUTOR_PLUGIN
 
 AGENTREVIEW = Path(sys.executable).with_name("agentreview")
-
-EXECUTOR_PLUGIN = """
-from agentreview import hookimpl
-
-
-class Executor:
-    kind = {kind!r}
-
-    def run_lane(self, request):
-        raise NotImplementedError
-
-
-@hookimpl
-def agentreview_register_lane_executors(register):
-    register(Executor())
-"""
 
 SIGNER_PLUGIN = """
 from agentreview import hookimpl
