@@ -26,6 +26,7 @@ The home is trusted like the signing key it holds: whoever can write there can a
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -59,12 +60,16 @@ KEEP = 256  # memos kept; past this the oldest go (each edit of a manifest makes
 _CODE_PACKAGES = ("manifest", "model")
 
 
+@functools.cache
 def code_stamp() -> str:
     """The files that decide what a parse concludes, each with its ``stat``, as one string.
 
     The parsing modules of this installation (an editable install changes them without a new
     version) and every ``*-packages`` directory on ``sys.path`` (installing or upgrading a
     distribution such as pydantic or PyYAML changes it). A change means a new key: a miss.
+    Taken once per process: the code a process parses with is the code it imported, so a
+    change on disk afterwards must not give its answers the new code's key (and a run that
+    parses a manifest and its packs, looking each up and storing it, stats the files once).
     """
     root = Path(__file__).resolve().parent.parent
     parts = [sys.version, sys.prefix]
