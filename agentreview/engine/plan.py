@@ -34,6 +34,7 @@ from agentreview.model.digests import manifest_sha, range_sha, sha256_hex
 from agentreview.model.errors import AgentreviewError
 from agentreview.packs.confine import read_confined, read_pack_file
 from agentreview.packs.resolve import ResolvedCheck, ResolvedReview, resolve_review
+from agentreview.plugins.deferred import DeferredRegistry
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentreview.model.contracts.lanes import DeltaRange, LaneExecutor
@@ -50,25 +51,6 @@ class LanePlan:
     command: str | None = None
     rubric_path: Path | None = None
     delta: DeltaRange | None = None
-
-
-class DeferredRegistry:
-    """The installed plugins, loaded on first use.
-
-    A run answered from the ledger needs no plugin (no pack to load, no lane to run, no
-    signature to make), so its plan holds this stand-in and never pays for discovery and
-    the plugins' imports; :attr:`RunPlan.registry` loads it once, on first use."""
-
-    def __init__(self, registry: Registry | None = None) -> None:
-        self._registry = registry
-
-    @property
-    def loaded(self) -> Registry:
-        if self._registry is None:
-            from agentreview.plugins.registry import load_registry
-
-            self._registry = load_registry()
-        return self._registry
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from agentreview.model.digests import manifest_sha
 from agentreview.model.errors import EXIT_ERROR, EXIT_INVALID, EXIT_OK, EXIT_SIGNATURE, EXIT_USAGE
+from agentreview.plugins.deferred import DeferredRegistry
 from agentreview.verify.checks import (
     SCHEMA,
     content_checks,
@@ -97,15 +98,11 @@ class _Verifier:
         self.o = options
         self.cwd = options.cwd.resolve()
         self.result = VerifyResult(exit_code=EXIT_OK, reason="verified")
-        self._registry: Registry | None = options.registry
+        self.plugins = DeferredRegistry(options.registry)
 
     def registry(self) -> Registry:
         """The installed plugins, loaded on first need (only packs and signatures need them)."""
-        if self._registry is None:
-            from agentreview.plugins.registry import load_registry
-
-            self._registry = load_registry()
-        return self._registry
+        return self.plugins.loaded
 
     def _abs(self, path: Path) -> Path:
         return (path if path.is_absolute() else self.cwd / path).resolve()
@@ -229,8 +226,8 @@ class _Verifier:
         """``--policy-from REF``: REF's manifest, and the checkout's compared with it (step 1)."""
         if self.o.policy_from is None:
             return None
-        policy = read_policy(root, self.cwd, self.o.policy_from, self.o.manifest, self._registry)
-        self._registry = self._registry or policy.parsed.registry
+        policy = read_policy(root, self.cwd, self.o.policy_from, self.o.manifest, self.plugins.given)
+        self.plugins.adopt(policy.parsed.registry)
         self._add(*policy_checks(policy, root))
         return policy
 
@@ -246,10 +243,10 @@ class _Verifier:
         named = (given if given.is_absolute() else self.cwd / given) if given else path
         try:
             source = read_manifest_bytes(named)
-            parsed = parse_review(source, path, registry=self._registry, home=self.o.home or home_dir())
+            parsed = parse_review(source, path, registry=self.plugins.given, home=self.o.home or home_dir())
         except (AgentreviewError, ValueError, OSError) as exc:
             raise VerifyStop(EXIT_ERROR, "error", str(exc)) from exc
-        self._registry = self._registry or parsed.registry  # loaded for a plugin's check kind: reuse it
+        self.plugins.adopt(parsed.registry)  # loaded for a plugin's check kind: reuse it
         return parsed
 
 
