@@ -267,11 +267,19 @@ MAX_NOTE_COMMITS = 256  # composedFrom chains followed through notes, at most th
 
 
 def _note_docs(root: Path, commit: str, notes: list[str]) -> list[ExportDoc]:
-    """The attestations in the note of ``commit``: pseudo-paths name the ref, commit and line."""
-    from agentreview.share.exchange import note_attestations
-    from agentreview.share.notes import NOTES_REF
+    """The attestations in the note of ``commit``: pseudo-paths name the ref, commit and line.
 
-    raws, skipped = note_attestations(root, commit)
+    A note that cannot be read (oversized, not a blob, git failing on it) is skipped with a note,
+    as a bad line is: the note is the claim's transport, and a missing claim is "not found"."""
+    from agentreview.host.gitrun import GitError
+    from agentreview.share.exchange import note_attestations
+    from agentreview.share.notes import NOTES_REF, NotesError
+
+    try:
+        raws, skipped = note_attestations(root, commit)
+    except (NotesError, GitError) as exc:
+        notes.append(f"skipped the {NOTES_REF} note of {commit[:12]}: {exc}")
+        return []
     notes.extend(skipped)
     docs = []
     for number, raw in enumerate(raws, start=1):
