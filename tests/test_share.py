@@ -175,8 +175,10 @@ def test_publish_then_fetch_shows_a_foreign_entry(hosts: Hosts, keys: dict) -> N
     got = cli(hosts.home_b, hosts.b, "fetch", "--remote", "shared", "--json")
     assert got.returncode == 0, got.stderr
     assert json.loads(got.stdout)["new"] == 1
-    again = cli(hosts.home_b, hosts.b, "fetch", "--remote", "shared", "--json")
-    assert json.loads(again.stdout)["new"] == 0 and json.loads(again.stdout)["found"] == 1
+    again = cli(hosts.home_b, hosts.b, "fetch", "--remote", "shared", "--json")  # the ref did not move: nothing read
+    assert json.loads(again.stdout)["new"] == 0 and json.loads(again.stdout)["unchanged"] is True
+    reread = cli(hosts.home_b, hosts.b, "fetch", "--remote", "shared", "--json", "--rescan")
+    assert json.loads(reread.stdout)["new"] == 0 and json.loads(reread.stdout)["found"] == 1
 
     listed = cli(hosts.home_b, hosts.b, "ledger", "--json")
     rows = json.loads(listed.stdout)
@@ -283,7 +285,7 @@ def test_garbage_lines_in_a_note_are_skipped_with_a_note(hosts: Hosts, keys: dic
     notes = "\n".join(report["notes"])
     assert "not JSON" in notes and "not a JSON object" in notes and "larger than" in notes
     assert "not a valid attestation" in notes
-    plain = cli(hosts.home_b, hosts.b, "fetch", "--remote", "shared")
+    plain = cli(hosts.tmp / "home-c", hosts.b, "fetch", "--remote", "shared")  # a host that has not read them
     assert plain.returncode == 0 and "skipped" in plain.stderr and "Traceback" not in plain.stderr
 
 
@@ -373,7 +375,7 @@ def test_an_oversized_note_is_refused_before_it_is_read(
     hosts: Hosts, keys: dict, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A note larger than the bound is skipped with a note (its size is asked before any byte is read)."""
-    from agentreview.share import exchange, notes
+    from agentreview.share import batch, exchange, notes
 
     raw = sign(hosts.a.attestation(), keys["trusted"])
     record(hosts.home_a, hosts.a.root, raw)
@@ -387,8 +389,10 @@ def test_an_oversized_note_is_refused_before_it_is_read(
         return real(args, *a, **kw)
 
     monkeypatch.setattr(notes, "run_git", spy)
+    monkeypatch.setattr(batch, "run_git", spy)
     store = ForeignStore(hosts.tmp / "b-ledger")
     result = exchange.fetch(hosts.b, store, remote="shared")
     assert result.new == 0 and any("larger than 512 bytes" in n for n in result.notes), result.notes
-    # nothing that prints the note's bytes ran (neither `cat-file blob` nor `notes show`)
-    assert not any(args[:2] == ["cat-file", "blob"] or "show" in args for args in reads), reads
+    assert any(args[:2] == ["cat-file", "--batch-check=%(objectname) %(objecttype) %(objectsize)"] for args in reads)
+    # nothing that prints the note's bytes ran (neither `cat-file blob`, `cat-file --batch` nor `notes show`)
+    assert not any(args[:2] in (["cat-file", "blob"], ["cat-file", "--batch"]) or "show" in args for args in reads)

@@ -1,9 +1,13 @@
 """``agentreview fetch``: import the attestations other hosts published in git notes.
 
-Fetches and merges the remote's ``refs/notes/agentreview`` and stores every attestation found as
-a foreign ledger entry (never exported; listed by ``agentreview ledger``). With ``[team]
-allowed_signers`` configured, each signature is verified and the principal recorded; else the
-principal is null. Malformed or oversized lines are skipped with a note.
+Fetches and merges the remote's ``refs/notes/agentreview`` and stores the attestations of its
+new notes as foreign ledger entries (never exported; listed by ``agentreview ledger``). With
+``[team] allowed_signers`` configured, each signature is verified and the principal recorded;
+else the principal is null. Malformed or oversized lines and notes are skipped with a note.
+
+A fetch reads only the notes changed since the remote's notes commit it imported last (kept in
+the home's cache), only those of commits this repository has, and at most ``--max-notes`` of
+them; the next fetch goes on where one stopped. An unchanged notes ref costs one ``git ls-remote``.
 Exit codes: 0, 3 a git failure or an unreadable config.toml, 64 usage.
 """
 
@@ -16,6 +20,7 @@ from typing import Annotated
 import typer
 
 from agentreview.model.errors import AgentreviewError
+from agentreview.share.exchange import MAX_NOTES_PER_FETCH
 
 
 def register(app: typer.Typer) -> None:
@@ -23,13 +28,22 @@ def register(app: typer.Typer) -> None:
     def fetch_cmd(
         remote: Annotated[str, typer.Option("--remote", help="Fetch the notes ref from here.")] = "origin",
         cwd: Annotated[Path | None, typer.Option("--cwd", help="The repository (default: the current one).")] = None,
-        as_json: Annotated[bool, typer.Option("--json", help="Print {remote, found, new, notes}.")] = False,
+        as_json: Annotated[
+            bool, typer.Option("--json", help="Print {remote, found, new, read, complete, unchanged, notes}.")
+        ] = False,
+        max_notes: Annotated[
+            int, typer.Option("--max-notes", min=1, help="Read at most this many notes; fetch again for the rest.")
+        ] = MAX_NOTES_PER_FETCH,
+        rescan: Annotated[
+            bool, typer.Option("--rescan", help="Read every note again, not only those changed since the last fetch.")
+        ] = False,
     ) -> int:
         """Fetch the remote's review notes and import their attestations as foreign ledger entries."""
         from agentreview.cli.warnings import print_warning
         from agentreview.host.gitrun import GitError
-        from agentreview.host.home import ledger_root
+        from agentreview.host.home import home_dir, ledger_root
         from agentreview.share.exchange import fetch, team_signers
+        from agentreview.share.fetchstate import state_path
         from agentreview.share.notes import NotesError
         from agentreview.store.foreign import ForeignStore
 
@@ -40,15 +54,20 @@ def register(app: typer.Typer) -> None:
 
             registry = load_registry()
         store = ForeignStore(ledger_root(), warn=print_warning)
+        where = cwd or Path.cwd()
         try:
-            result = fetch(cwd or Path.cwd(), store, remote=remote, registry=registry, signers=signers)
+            result = fetch(where, store, remote=remote, registry=registry, signers=signers,
+                           state_file=state_path(home_dir(), where, remote), limit=max_notes,
+                           rescan=rescan)  # fmt: skip
         except (NotesError, GitError) as exc:
             raise AgentreviewError(f"fetch {remote}: {exc}") from exc
         if as_json:
-            body = {"remote": result.remote, "found": result.found, "new": result.new, "notes": result.notes}
+            body = {"remote": result.remote, "found": result.found, "new": result.new, "read": result.read,
+                    "complete": result.complete, "unchanged": result.unchanged, "notes": result.notes}  # fmt: skip
             typer.echo(json.dumps(body, indent=2))
         else:
             for note in result.notes:
                 print_warning(note)
-            typer.echo(f"fetched {result.found} attestation(s) from {remote}: {result.new} new")
+            tail = " (notes unchanged since the last fetch)" if result.unchanged else ""
+            typer.echo(f"fetched {result.found} attestation(s) from {remote}: {result.new} new{tail}")
         return 0

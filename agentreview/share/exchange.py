@@ -1,10 +1,16 @@
 """Publish this host's attestations to git notes, and import other hosts' attestations from them.
 
 Publishing adds the attestation's canonical JSON to the note of its head commit and pushes the
-notes ref. Fetching merges the remote's notes and imports every attestation into the
+notes ref. Fetching merges the remote's notes and imports their attestations into the
 :class:`~agentreview.store.foreign.ForeignStore`, with the remote it came from and the principal
 whose signature verified against ``[team] allowed_signers`` (when that is configured; else no
 principal: an imported entry is information, never trust, until team trust says otherwise).
+
+Whoever can push notes decides how many there are, so a fetch costs what is new and relevant,
+never what the ref holds: only the notes changed since the remote's notes commit imported last
+(:mod:`agentreview.share.fetchstate`), only those of commits this repository has, at most
+``limit`` of them and :data:`MAX_FETCH_BYTES` per fetch (the next fetch goes on where one
+stopped), all read in a few git processes (:mod:`agentreview.share.batch`).
 """
 
 from __future__ import annotations
@@ -13,16 +19,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentreview.host.gitrun import run_git
+from agentreview.host.gitrun import GitError
+from agentreview.share import fetchstate, notes
+from agentreview.share.batch import NoteEntry, changed_notes, existing_commits, object_sizes, read_blobs
+from agentreview.share.fetchstate import FetchState
 from agentreview.share.notes import (
     NOTES_REF,
-    NotesError,
     add_lines,
     fetch_and_merge,
     head_commit,
     parse_note,
     push,
     read_note,
+    remote_commit,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -38,11 +47,21 @@ class Published:
     pushed: str | None
 
 
+MAX_NOTES_PER_FETCH = 1000  # notes read by one fetch; the next fetch goes on from where it stopped
+MAX_FETCH_BYTES = 64 * 1024 * 1024  # note bytes read by one fetch (the first note is always read)
+
+
 @dataclass
 class Fetched:
+    """What one fetch did: attestations found and newly stored, notes read, whether every new
+    note is read (``complete``; False when the cap stopped it) and a line for everything skipped."""
+
     remote: str
     found: int = 0
     new: int = 0
+    read: int = 0
+    complete: bool = True
+    unchanged: bool = False
     notes: list[str] = field(default_factory=list)
 
 
@@ -90,39 +109,115 @@ def _principal(
         return None
 
 
-def _annotated(cwd: Path) -> list[str]:
-    proc = run_git(["notes", f"--ref={NOTES_REF}", "list"], cwd, check=False)
-    if proc.returncode != 0:
-        return []
-    return [ln.split()[1] for ln in proc.stdout.decode("utf-8", "replace").splitlines() if len(ln.split()) == 2]
+@dataclass
+class _Budget:
+    notes: int
+    bytes: int = MAX_FETCH_BYTES
 
 
 def fetch(cwd: Path, store: ForeignStore, *, remote: str, registry: Registry | None = None,
-          signers: Path | None = None) -> Fetched:  # fmt: skip
-    """Fetch and merge ``remote``'s notes; import every attestation they hold into ``store``."""
+          signers: Path | None = None, state_file: Path | None = None, limit: int = MAX_NOTES_PER_FETCH,
+          rescan: bool = False) -> Fetched:  # fmt: skip
+    """Fetch and merge ``remote``'s notes; import the attestations of its new notes into ``store``.
+
+    ``state_file`` remembers the remote's notes commit imported last (None: read every note);
+    ``rescan`` forgets it for this fetch. An unchanged remote ref costs one ``git ls-remote``."""
+    out = Fetched(remote)
+    state = FetchState() if state_file is None or rescan else fetchstate.load(state_file)
+    if state.importing is None and state.imported is not None and remote_commit(cwd, remote) == state.imported:
+        out.unchanged = True
+        return out
+    incoming = fetch_and_merge(cwd, remote)
+    if incoming is None:
+        return out
+    budget = _Budget(max(1, limit))
+    while True:
+        target = state.importing or incoming
+        if target == state.imported:
+            break
+        if budget.notes <= 0 or budget.bytes <= 0:  # a newer notes commit waits for the next fetch
+            out.complete = False
+            out.notes.append("fetch: more notes arrived; run 'agentreview fetch' again to read them")
+            break
+        try:
+            entries = changed_notes(cwd, state.imported, target)
+        except GitError:  # a notes commit recorded earlier is gone (pruned): read everything again
+            state = FetchState()
+            continue
+        if state.cursor is not None:
+            entries = [e for e in entries if e.commit > state.cursor]
+        last = _import(cwd, store, entries, budget, out, signers=signers, registry=registry)
+        if last is not None:  # the cap stopped it: the next fetch goes on after ``last``
+            state = FetchState(state.imported, target, last)
+            out.complete = False
+            break
+        state = FetchState(target)
+        if target == incoming:
+            break
+    if state_file is not None:
+        fetchstate.save(state_file, state)
+    return out
+
+
+def _import(cwd: Path, store: ForeignStore, entries: list[NoteEntry], budget: _Budget, out: Fetched, *,
+            signers: Path | None, registry: Registry | None) -> str | None:  # fmt: skip
+    """Import ``entries`` (in order) within ``budget``; the annotated id of the last one read when
+    the budget ran out before the end, else None."""
+    present = existing_commits(cwd, (e.commit for e in entries))
+    relevant = [e for e in entries if e.commit in present]
+    if len(relevant) < len(entries):
+        out.notes.append(
+            f"{len(entries) - len(relevant)} note(s) of commits not in this repository skipped — fetch their "
+            "branches, then run 'agentreview fetch --rescan' to read them"
+        )
+    note_limit = notes.MAX_NOTE_BYTES
+    sizes = object_sizes(cwd, (e.blob for e in relevant[: budget.notes]))
+    readable = {blob for blob, size in sizes.items() if size is not None and size <= note_limit}
+    chosen: list[NoteEntry] = []
+    counted: set[str] = set()
+    for entry in relevant[: budget.notes]:
+        cost = (sizes[entry.blob] or 0) if entry.blob in readable and entry.blob not in counted else 0
+        if cost > budget.bytes and chosen:
+            break
+        chosen.append(entry)
+        counted.add(entry.blob)
+        budget.bytes -= cost
+    blobs = read_blobs(cwd, {e.blob for e in chosen if e.blob in readable})
+    for entry in chosen:
+        where = f"{NOTES_REF} note of {entry.commit[:12]}"
+        size = sizes.get(entry.blob)
+        if size is not None and size > note_limit:
+            out.notes.append(f"the note of {entry.commit[:12]} is larger than {note_limit} bytes — skipped")
+        elif entry.blob not in blobs:
+            out.notes.append(f"{where} is not a readable blob — skipped")
+        else:
+            _import_note(blobs[entry.blob], where, store, out, signers=signers, registry=registry)
+    out.read += len(chosen)
+    budget.notes -= len(chosen)
+    if len(chosen) == len(relevant):
+        return None
+    out.notes.append(
+        f"fetch: {len(relevant)} new note(s), only the first {len(chosen)} read; run 'agentreview fetch' again "
+        "to read the rest"
+    )
+    return chosen[-1].commit if chosen else None
+
+
+def _import_note(data: bytes, where: str, store: ForeignStore, out: Fetched, *, signers: Path | None,
+                 registry: Registry | None) -> None:  # fmt: skip
     from agentreview.store.layout import LedgerError
 
-    out = Fetched(remote)
-    fetch_and_merge(cwd, remote)
-    for commit in _annotated(cwd):
-        where = f"{NOTES_REF} note of {commit[:12]}"
+    docs, skipped = parse_note(data, where)
+    out.notes.extend(skipped)
+    for raw in docs:
+        out.found += 1
+        principal = _principal(raw, signers, registry, where, out.notes)
         try:
-            data = read_note(cwd, commit)
-        except NotesError as exc:
-            out.notes.append(f"{exc} — skipped")
-            continue
-        docs, skipped = parse_note(data, where)
-        out.notes.extend(skipped)
-        for raw in docs:
-            out.found += 1
-            principal = _principal(raw, signers, registry, where, out.notes)
-            try:
-                if store.add(raw, remote=remote, principal=principal):
-                    out.new += 1
-            except (LedgerError, ValueError) as exc:  # AttestationShapeError is a ValueError
-                first = str(exc).splitlines()[0][:160]
-                out.notes.append(f"{where}: a line is not a valid attestation ({first}) — skipped")
-    return out
+            if store.add(raw, remote=out.remote, principal=principal):
+                out.new += 1
+        except (LedgerError, ValueError) as exc:  # AttestationShapeError is a ValueError
+            first = str(exc).splitlines()[0][:160]
+            out.notes.append(f"{where}: a line is not a valid attestation ({first}) — skipped")
 
 
 def note_attestations(cwd: Path, commit: str) -> tuple[list[dict[str, Any]], list[str]]:

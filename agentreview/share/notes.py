@@ -47,14 +47,19 @@ def read_note(cwd: Path, commit: str, ref: str = NOTES_REF) -> bytes:
     """The raw note of ``commit`` under ``ref`` (empty when there is none).
 
     Its size is asked first: a note is written by whoever can push, and one of gigabytes must
-    be refused before it is read, not after it filled this host's memory.
+    be refused before it is read, not after it filled this host's memory. A note that is not a
+    blob (a tree or a submodule entry written into the notes tree) is refused the same way.
     """
+    from agentreview.share.batch import object_sizes
+
     listed = run_git(["notes", f"--ref={ref}", "list", "--end-of-options", commit], cwd, check=False)
     blob = listed.stdout.decode("ascii", "replace").strip() if listed.returncode == 0 else ""
     if not blob:
         return b""
-    size = run_git(["cat-file", "-s", "--end-of-options", blob], cwd).stdout.decode().strip()
-    if not size.isdigit() or int(size) > MAX_NOTE_BYTES:
+    size = object_sizes(cwd, [blob]).get(blob)
+    if size is None:
+        raise NotesError(f"the note of {commit[:12]} is not a readable blob — refusing to read it")
+    if size > MAX_NOTE_BYTES:
         raise NotesError(f"the note of {commit[:12]} is larger than {MAX_NOTE_BYTES} bytes — refusing to read it")
     data: bytes = run_git(["cat-file", "blob", "--end-of-options", blob], cwd).stdout
     return data
@@ -105,26 +110,41 @@ def _rev(cwd: Path, ref: str) -> str | None:
     return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
 
 
-def fetch_and_merge(cwd: Path, remote: str) -> bool:
-    """Fetch the remote's notes ref and merge it into ours as a set; False when the remote has none."""
+def remote_commit(cwd: Path, remote: str) -> str | None:
+    """The commit the remote's notes ref names (None: the remote has no notes), asked with one
+    ``git ls-remote`` and without fetching anything."""
+    proc = run_git(["ls-remote", "--refs", "--end-of-options", remote, NOTES_REF], cwd, check=False, timeout=120)
+    if proc.returncode != 0:
+        last = [ln for ln in proc.stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
+        raise NotesError(f"git ls-remote {remote}: {last[-1] if last else 'failed'}")
+    for line in proc.stdout.decode("ascii", "replace").splitlines():
+        oid, _, name = line.partition("\t")
+        if name.strip() == NOTES_REF and oid.strip():
+            return oid.strip()
+    return None
+
+
+def fetch_and_merge(cwd: Path, remote: str) -> str | None:
+    """Fetch the remote's notes ref and merge it into ours as a set; the remote's notes commit
+    (kept as :data:`INCOMING_REF`), or None when the remote has none."""
     run_git(["update-ref", "-d", INCOMING_REF], cwd, check=False)
     proc = run_git(["fetch", "--quiet", "--no-tags", "--end-of-options", remote, f"+{NOTES_REF}:{INCOMING_REF}"],
                    cwd, check=False, timeout=120)  # fmt: skip
     if proc.returncode != 0:
         message = proc.stderr.decode("utf-8", "replace")
         if "couldn't find remote ref" in message or "could not find remote ref" in message:
-            return False
+            return None
         last = [ln for ln in message.splitlines() if ln.strip()]
         raise NotesError(f"git fetch {remote}: {last[-1] if last else 'failed'}")
     incoming = _rev(cwd, INCOMING_REF)
     if incoming is None:
-        return False
+        return None
     local = _rev(cwd, NOTES_REF)
     if local is None:
         run_git(["update-ref", NOTES_REF, incoming], cwd)
     elif local != incoming:
         _notes(cwd, ["merge", "--quiet", "-s", "cat_sort_uniq", INCOMING_REF])
-    return True
+    return incoming
 
 
 def push(cwd: Path, remote: str, *, attempts: int = PUSH_ATTEMPTS) -> None:

@@ -1,0 +1,123 @@
+"""Many notes read in a few git processes, whatever their number.
+
+Anyone who can push the notes ref decides how many notes there are, so no step here starts a
+process per note: the notes that changed between two notes commits come from one ``git
+diff-tree`` (or one ``git ls-tree`` for a first import), which of the annotated commits exist
+here from one ``git rev-list --stdin``, the sizes of their notes from one ``git cat-file
+--batch-check`` and their bytes from one ``git cat-file --batch`` (only for notes within
+:data:`agentreview.share.notes.MAX_NOTE_BYTES`, so nothing oversized is ever read).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from agentreview.host.gitrun import GitError, run_git
+
+BATCH_TIMEOUT_S = 120.0
+_HEX = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+
+
+@dataclass(frozen=True)
+class NoteEntry:
+    """One note of a notes tree: the object it annotates and the blob holding it."""
+
+    commit: str
+    blob: str
+
+
+def _entry(path: str, mode: str, oid: str) -> NoteEntry | None:
+    """A notes-tree path is the annotated object id, split by fan-out directories; anything
+    else (another file kept in the notes tree, a submodule entry) is not a note."""
+    commit = path.replace("/", "")
+    if mode not in ("100644", "100755") or not _HEX.fullmatch(commit) or not _HEX.fullmatch(oid):
+        return None
+    return NoteEntry(commit, oid)
+
+
+def changed_notes(cwd: Path, base: str | None, target: str) -> list[NoteEntry]:
+    """The notes of ``target`` added or changed since ``base`` (all of them when ``base`` is None),
+    sorted by annotated object id. Deleted notes are not listed: nothing is un-imported."""
+    out: list[NoteEntry] = []
+    if base is None:
+        proc = run_git(["ls-tree", "-r", "-z", "--full-tree", "--end-of-options", target], cwd,
+                       timeout=BATCH_TIMEOUT_S)  # fmt: skip
+        for record in proc.stdout.split(b"\0"):
+            head, _, path = record.decode("utf-8", "replace").partition("\t")
+            fields = head.split()
+            if len(fields) == 3 and fields[1] == "blob" and (found := _entry(path, fields[0], fields[2])):
+                out.append(found)
+    else:
+        proc = run_git(["diff-tree", "-r", "-z", "--raw", "--no-renames", "--no-abbrev", "--end-of-options",
+                        base, target], cwd, timeout=BATCH_TIMEOUT_S)  # fmt: skip
+        fields_ = proc.stdout.split(b"\0")
+        for meta, path_ in zip(fields_[0::2], fields_[1::2], strict=False):
+            parts = meta.decode("ascii", "replace").lstrip(":").split()
+            if len(parts) != 5 or parts[4] not in ("A", "M", "T"):
+                continue
+            if found := _entry(path_.decode("utf-8", "replace"), parts[1], parts[3]):
+                out.append(found)
+    unique = {entry.commit: entry for entry in out}  # one note per object, whatever the fan-out
+    return [unique[commit] for commit in sorted(unique)]
+
+
+def existing_commits(cwd: Path, oids: Iterable[str]) -> set[str]:
+    """Those of ``oids`` that are commits in this repository, from one process.
+
+    ``--missing=print`` makes git check what it has without asking a partial clone's promisor
+    remote for the rest (a junk note must not cost a network round trip)."""
+    wanted = sorted(set(oids))
+    if not wanted:
+        return set()
+    proc = run_git(["rev-list", "--no-walk", "--ignore-missing", "--missing=print", "--stdin"], cwd,
+                   input_bytes="".join(f"{oid}\n" for oid in wanted).encode("ascii"),
+                   timeout=BATCH_TIMEOUT_S)  # fmt: skip
+    listed = {ln.strip() for ln in proc.stdout.decode("ascii", "replace").splitlines()}
+    return listed.intersection(wanted)
+
+
+def object_sizes(cwd: Path, oids: Iterable[str]) -> dict[str, int | None]:
+    """The size of each blob of ``oids`` (None: missing, or not a blob), from one process."""
+    wanted = sorted(set(oids))
+    if not wanted:
+        return {}
+    proc = run_git(["cat-file", "--batch-check=%(objectname) %(objecttype) %(objectsize)"], cwd,
+                   input_bytes="".join(f"{oid}\n" for oid in wanted).encode("ascii"),
+                   timeout=BATCH_TIMEOUT_S)  # fmt: skip
+    sizes: dict[str, int | None] = dict.fromkeys(wanted)
+    for line in proc.stdout.decode("ascii", "replace").splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[0] in sizes and parts[1] == "blob" and parts[2].isdigit():
+            sizes[parts[0]] = int(parts[2])
+    return sizes
+
+
+def read_blobs(cwd: Path, oids: Iterable[str]) -> dict[str, bytes]:
+    """The bytes of each blob of ``oids``, from one ``git cat-file --batch``.
+
+    The caller bounds what it asks for with :func:`object_sizes` first: this reads whatever it
+    is given."""
+    wanted = sorted(set(oids))
+    if not wanted:
+        return {}
+    proc = run_git(["cat-file", "--batch"], cwd, input_bytes="".join(f"{oid}\n" for oid in wanted).encode("ascii"),
+                   timeout=BATCH_TIMEOUT_S)  # fmt: skip
+    data, out, pos = proc.stdout, {}, 0
+    while pos < len(data):
+        end = data.find(b"\n", pos)
+        if end < 0:
+            break
+        header = data[pos:end].decode("ascii", "replace").split()
+        pos = end + 1
+        if len(header) != 3 or not header[2].isdigit():
+            continue  # "<oid> missing": no body follows
+        size = int(header[2])
+        if pos + size > len(data):
+            raise GitError(f"git cat-file --batch: the output of {header[0][:12]} is cut short")
+        if header[1] == "blob":
+            out[header[0]] = data[pos : pos + size]
+        pos += size + 1  # the body is followed by a newline
+    return out

@@ -1,0 +1,209 @@
+"""Notes pushed by anyone cost a teammate's ``fetch`` and a ``verify --notes`` gate a bounded amount.
+
+The attacks performed here: thousands of junk notes (notes of commits that do not exist, all
+sharing one blob) pushed to the shared remote, and an oversized or malformed note on the head a
+gate verifies. Real parts: real repositories, a real bare remote, the real CLI in a subprocess, and
+a ``git`` on PATH that only logs each start and runs the real git (it counts the processes a fetch
+starts; no timing is asserted).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_share import NOTES, Hosts, record
+from verify_helpers import (  # noqa: F401  (isolated_env, keys_fixture, repo_fixture: fixtures)
+    Repo,
+    git,
+    isolated_env,
+    keys_fixture,
+    repo_fixture,
+    sign,
+    signers_line,
+)
+
+from agentreview.model.digests import canonical_json
+
+JUNK_NOTES = 3000
+
+
+@pytest.fixture(name="hosts")
+def hosts_fixture(tmp_path: Path, keys: dict) -> Hosts:
+    repo = Repo(tmp_path / "repo", files={".agentproto/allowed_signers": signers_line(keys["trusted"])})
+    return Hosts(repo, tmp_path)
+
+
+class CountingGit:
+    """A directory holding a ``git`` that appends its arguments to a log, then runs the real git."""
+
+    def __init__(self, tmp: Path):
+        real = shutil.which("git")
+        assert real is not None
+        self.bin, self.log = tmp / "counting-bin", tmp / "git-starts.log"
+        self.bin.mkdir()
+        shim = self.bin / "git"
+        shim.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> "{self.log}"\nexec "{real}" "$@"\n')
+        shim.chmod(0o755)
+
+    def starts(self) -> list[str]:
+        """The git processes started since the last call (and forget them)."""
+        lines = self.log.read_text().splitlines() if self.log.exists() else []
+        self.log.unlink(missing_ok=True)
+        return lines
+
+
+def cli(home: Path, cwd: Path, *args: str, path_first: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTREVIEW_")}
+    env.update({"AGENTREVIEW_HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull})
+    if path_first is not None:
+        env["PATH"] = f"{path_first}{os.pathsep}{env.get('PATH', '')}"
+    return subprocess.run([sys.executable, "-m", "agentreview", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=300, stdin=subprocess.DEVNULL)  # fmt: skip
+
+
+def push_junk_notes(hosts: Hosts, count: int) -> None:
+    """``count`` notes of commits that do not exist, all one blob, written as a notes tree directly
+    (one ``git mktree``, one ``git commit-tree``) and pushed to the shared remote."""
+    blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=hosts.a.root, input=b'{"junk": true}\n',
+                          capture_output=True, check=True, timeout=30).stdout.decode().strip()  # fmt: skip
+    listing = "".join(f"100644 blob {blob}\t{n:040x}\n" for n in range(1, count + 1))
+    tree = subprocess.run(["git", "mktree"], cwd=hosts.a.root, input=listing.encode(), capture_output=True,
+                          check=True, timeout=60).stdout.decode().strip()  # fmt: skip
+    commit = git(hosts.a.root, "commit-tree", tree, "-m", "junk notes")
+    git(hosts.a.root, "push", "-q", "-f", "shared", f"{commit}:{NOTES}")
+
+
+def body(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    assert done.returncode == 0, done.stderr
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def test_thousands_of_junk_notes_cost_a_fetch_a_few_git_processes(hosts: Hosts, tmp_path: Path) -> None:
+    """The attack: 3,000 notes of commits that do not exist. The fetch starts a constant number of
+    git processes (not one or three per note), imports nothing, says what it skipped; the next
+    fetch, with the notes ref unchanged, starts one."""
+    push_junk_notes(hosts, JUNK_NOTES)
+    counter = CountingGit(tmp_path)
+    first = body(cli(hosts.home_b, hosts.b, "fetch", "--remote", "shared", "--json", path_first=counter.bin))
+    starts = counter.starts()
+    assert len(starts) <= 12, starts
+    assert first["new"] == 0 and first["read"] == 0 and first["complete"] is True
+    assert any(f"{JUNK_NOTES} note(s) of commits not in this repository skipped" in n for n in first["notes"])
+    assert len(git(hosts.b, "notes", f"--ref={NOTES}", "list").splitlines()) == JUNK_NOTES  # still merged
+
+    again = body(cli(hosts.home_b, hosts.b, "fetch", "--remote", "shared", "--json", path_first=counter.bin))
+    starts = counter.starts()
+    assert again["unchanged"] is True and again["read"] == 0, again
+    assert len(starts) <= 2 and all(s.startswith("ls-remote") or "ls-remote" in s for s in starts), starts
+
+
+def test_the_cap_makes_progress_across_fetches(hosts: Hosts, keys: dict) -> None:
+    """More new notes than ``--max-notes``: each fetch reads the next ones and says so; a notes ref
+    that moves in between is read after the rest; every note is read exactly once."""
+    raw = sign(hosts.a.attestation(), keys["trusted"])
+    commits = [hosts.a.commit(f"more {n}", {"src/more.py": f"n = {n}\n"}) for n in range(4)]
+    git(hosts.a.root, "push", "-q", "shared", "feature")
+    git(hosts.b, "pull", "-q", "--ff-only", "shared", "feature")
+    line = hosts.tmp / "line.json"
+    line.write_bytes(canonical_json(raw) + b"\n")
+    git(hosts.a.root, "notes", f"--ref={NOTES}", "add", "-F", str(line), raw["target"]["headSha"])
+    for commit in commits:
+        git(hosts.a.root, "notes", f"--ref={NOTES}", "add", "-m", '{"not": "an attestation"}', commit)
+    git(hosts.a.root, "push", "-q", "shared", f"{NOTES}:{NOTES}")
+
+    fetch = ("fetch", "--remote", "shared", "--json", "--max-notes", "2")
+    first = body(cli(hosts.home_b, hosts.b, *fetch))
+    assert first["read"] == 2 and first["complete"] is False
+    assert any("5 new note(s), only the first 2 read; run 'agentreview fetch' again" in n for n in first["notes"])
+    # the ref moves before the rest is read: a note on the base commit
+    git(hosts.a.root, "notes", f"--ref={NOTES}", "add", "-m", '{"late": true}', hosts.a.base)
+    git(hosts.a.root, "push", "-q", "shared", f"{NOTES}:{NOTES}")
+    reports = [first]
+    while reports[-1]["complete"] is False:
+        assert len(reports) < 10, reports
+        reports.append(body(cli(hosts.home_b, hosts.b, *fetch)))
+    assert [r["read"] for r in reports] == [2, 2, 2]
+    assert sum(r["new"] for r in reports) == 1 and sum(r["found"] for r in reports) == 6  # one JSON object per note
+    last = body(cli(hosts.home_b, hosts.b, *fetch))
+    assert last["unchanged"] is True and last["read"] == 0
+    rows = json.loads(cli(hosts.home_b, hosts.b, "ledger", "--json").stdout)
+    assert [r["runId"] for r in rows] == [raw["runId"]]
+
+
+def test_a_note_of_a_commit_fetched_later_is_read_by_rescan(hosts: Hosts, keys: dict) -> None:
+    """A note of a commit B does not have yet is skipped with a note naming the way to read it later."""
+    head = hosts.a.commit("not yet in b", {"src/late.py": "late = 1\n"})
+    git(hosts.a.root, "push", "-q", "shared", "feature")
+    raw = sign(hosts.a.attestation(head=head), keys["trusted"])
+    record(hosts.home_a, hosts.a.root, raw)
+    assert cli(hosts.home_a, hosts.a.root, "publish", raw["runId"], "--remote", "shared").returncode == 0
+    skipped = body(cli(hosts.home_b, hosts.b, "fetch", "--remote", "shared", "--json"))
+    assert skipped["new"] == 0 and any("--rescan" in n for n in skipped["notes"]), skipped
+    git(hosts.b, "fetch", "-q", "shared", "feature")
+    assert body(cli(hosts.home_b, hosts.b, "fetch", "--remote", "shared", "--json"))["unchanged"] is True
+    rescan = body(cli(hosts.home_b, hosts.b, "fetch", "--remote", "shared", "--json", "--rescan"))
+    assert rescan["new"] == 1 and rescan["read"] == 1
+
+
+def test_a_fetch_state_that_names_a_lost_notes_commit_reads_everything_again(hosts: Hosts, keys: dict) -> None:
+    """The remembered notes commit is gone from this clone (pruned, another clone at the same
+    place): the fetch reads the notes from scratch instead of failing."""
+    from agentreview.share.fetchstate import FetchState, save, state_path
+
+    raw = sign(hosts.a.attestation(), keys["trusted"])
+    record(hosts.home_a, hosts.a.root, raw)
+    assert cli(hosts.home_a, hosts.a.root, "publish", raw["runId"], "--remote", "shared").returncode == 0
+    gone = "0123456789abcdef0123456789abcdef01234567"
+    save(state_path(hosts.home_b, hosts.b, "shared"), FetchState(gone, hosts.remote_ref(), gone))
+    done = body(cli(hosts.home_b, hosts.b, "fetch", "--remote", "shared", "--json"))
+    assert done["new"] == 1 and done["complete"] is True
+
+
+# --------------------------------------------------------------------------- verify --notes
+
+
+def gate_reports(repo: Repo, home: Path, tmp: Path) -> tuple[subprocess.CompletedProcess[str], Path, Path]:
+    sarif, summary = tmp / "gate.sarif", tmp / "summary.md"
+    done = cli(home, repo.root, "verify", "--notes", "--json", "--sarif", str(sarif), "--summary", str(summary))
+    return done, sarif, summary
+
+
+def add_raw_note(repo: Repo, data: bytes) -> None:
+    blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=repo.root, input=data, capture_output=True,
+                          check=True, timeout=120).stdout.decode().strip()  # fmt: skip
+    git(repo.root, "notes", f"--ref={NOTES}", "add", "-f", "-C", blob, repo.head)
+
+
+def test_an_oversized_note_on_the_head_is_not_found_with_every_report(repo: Repo, tmp_path: Path) -> None:
+    """A note over the size bound on the verified head: skipped with a note, exit 4 (not the 3 of an
+    internal error), and the JSON report, the SARIF log and the summary are all written."""
+    from agentreview.share.notes import MAX_NOTE_BYTES
+
+    add_raw_note(repo, b"x" * (MAX_NOTE_BYTES + 1))
+    done, sarif, summary = gate_reports(repo, tmp_path / "home", tmp_path)
+    assert done.returncode == 4, (done.stdout, done.stderr)
+    report = json.loads(done.stdout)
+    assert report["reason"] == "not_found", report
+    assert any("larger than" in n and repo.head[:12] in n for n in report["notes"]), report["notes"]
+    assert json.loads(sarif.read_text())["version"] == "2.1.0"
+    assert "NOT verified" in summary.read_text() and "no attestation for" in summary.read_text()
+    assert "Traceback" not in done.stderr
+
+
+def test_a_malformed_note_on_the_head_is_not_found_with_every_report(repo: Repo, tmp_path: Path) -> None:
+    add_raw_note(repo, b"\xff\xfe\x00 binary\n{not json\n[1, 2]\n")
+    done, sarif, summary = gate_reports(repo, tmp_path / "home", tmp_path)
+    assert done.returncode == 4, (done.stdout, done.stderr)
+    report = json.loads(done.stdout)
+    assert report["reason"] == "not_found"
+    assert sum("skipped" in n for n in report["notes"]) == 3, report["notes"]
+    assert json.loads(sarif.read_text())["version"] == "2.1.0"
+    assert "NOT verified" in summary.read_text() and "no attestation for" in summary.read_text()
