@@ -207,3 +207,26 @@ def test_a_malformed_note_on_the_head_is_not_found_with_every_report(repo: Repo,
     assert sum("skipped" in n for n in report["notes"]) == 3, report["notes"]
     assert json.loads(sarif.read_text())["version"] == "2.1.0"
     assert "NOT verified" in summary.read_text() and "no attestation for" in summary.read_text()
+
+
+def test_changed_notes_lists_what_was_added_or_changed_between_notes_commits(repo: Repo) -> None:
+    """The difference read by an incremental fetch: added and changed notes, not removed ones."""
+    from agentreview.share.batch import changed_notes, existing_commits, object_sizes, read_blobs
+
+    one, two = repo.base, repo.head
+    three = repo.commit("three", {"src/b.py": "b = 1\n"})
+    git(repo.root, "notes", f"--ref={NOTES}", "add", "-m", "first", one)
+    git(repo.root, "notes", f"--ref={NOTES}", "add", "-m", "second", two)
+    before = git(repo.root, "rev-parse", NOTES)
+    git(repo.root, "notes", f"--ref={NOTES}", "add", "-f", "-m", "first, edited", one)
+    git(repo.root, "notes", f"--ref={NOTES}", "remove", two)
+    git(repo.root, "notes", f"--ref={NOTES}", "add", "-m", "third", three)
+    after = git(repo.root, "rev-parse", NOTES)
+    assert [e.commit for e in changed_notes(repo.root, None, before)] == sorted([one, two])
+    changed = changed_notes(repo.root, before, after)
+    assert [e.commit for e in changed] == sorted([one, three])
+    assert changed_notes(repo.root, after, after) == []
+    blobs = read_blobs(repo.root, [e.blob for e in changed])
+    assert {blobs[e.blob] for e in changed} == {b"first, edited\n", b"third\n"}
+    assert object_sizes(repo.root, [changed[0].blob, one]) == {changed[0].blob: len(blobs[changed[0].blob]), one: None}
+    assert existing_commits(repo.root, [one, "f" * 40, changed[0].blob]) == {one}

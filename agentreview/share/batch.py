@@ -10,57 +10,53 @@ here from one ``git rev-list --stdin``, the sizes of their notes from one ``git 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from agentreview.host.gitrun import GitError, run_git
 
 BATCH_TIMEOUT_S = 120.0
-_HEX = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+_HEX_DIGITS = b"0123456789abcdef"
 
 
-@dataclass(frozen=True)
-class NoteEntry:
+class NoteEntry(NamedTuple):
     """One note of a notes tree: the object it annotates and the blob holding it."""
 
     commit: str
     blob: str
 
 
-def _entry(path: str, mode: str, oid: str) -> NoteEntry | None:
+def _entry(path: bytes, mode: bytes, oid: bytes) -> NoteEntry | None:
     """A notes-tree path is the annotated object id, split by fan-out directories; anything
     else (another file kept in the notes tree, a submodule entry) is not a note."""
-    commit = path.replace("/", "")
-    if mode not in ("100644", "100755") or not _HEX.fullmatch(commit) or not _HEX.fullmatch(oid):
+    commit = path.replace(b"/", b"")
+    if mode not in (b"100644", b"100755") or len(commit) not in (40, 64) or commit.strip(_HEX_DIGITS):
         return None
-    return NoteEntry(commit, oid)
+    return NoteEntry(commit.decode("ascii"), oid.decode("ascii"))
 
 
 def changed_notes(cwd: Path, base: str | None, target: str) -> list[NoteEntry]:
     """The notes of ``target`` added or changed since ``base`` (all of them when ``base`` is None),
     sorted by annotated object id. Deleted notes are not listed: nothing is un-imported."""
-    out: list[NoteEntry] = []
-    if base is None:
+    out: list[NoteEntry | None] = []
+    if base is None:  # records "<mode> <type> <oid>\t<path>\0"
         proc = run_git(["ls-tree", "-r", "-z", "--full-tree", "--end-of-options", target], cwd,
                        timeout=BATCH_TIMEOUT_S)  # fmt: skip
         for record in proc.stdout.split(b"\0"):
-            head, _, path = record.decode("utf-8", "replace").partition("\t")
-            fields = head.split()
-            if len(fields) == 3 and fields[1] == "blob" and (found := _entry(path, fields[0], fields[2])):
-                out.append(found)
-    else:
+            head, _, path = record.partition(b"\t")
+            fields = head.split(b" ")
+            if len(fields) == 3 and fields[1] == b"blob":
+                out.append(_entry(path, fields[0], fields[2]))
+    else:  # records ":<old mode> <new mode> <old oid> <new oid> <status>\0<path>\0"
         proc = run_git(["diff-tree", "-r", "-z", "--raw", "--no-renames", "--no-abbrev", "--end-of-options",
                         base, target], cwd, timeout=BATCH_TIMEOUT_S)  # fmt: skip
         fields_ = proc.stdout.split(b"\0")
-        for meta, path_ in zip(fields_[0::2], fields_[1::2], strict=False):
-            parts = meta.decode("ascii", "replace").lstrip(":").split()
-            if len(parts) != 5 or parts[4] not in ("A", "M", "T"):
-                continue
-            if found := _entry(path_.decode("utf-8", "replace"), parts[1], parts[3]):
-                out.append(found)
-    unique = {entry.commit: entry for entry in out}  # one note per object, whatever the fan-out
+        for meta, path in zip(fields_[0::2], fields_[1::2], strict=False):
+            parts = meta.split(b" ")
+            if len(parts) == 5 and parts[4] in (b"A", b"M", b"T"):
+                out.append(_entry(path, parts[1], parts[3]))
+    unique = {entry.commit: entry for entry in out if entry is not None}  # one note per object, whatever the fan-out
     return [unique[commit] for commit in sorted(unique)]
 
 

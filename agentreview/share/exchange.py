@@ -141,8 +141,10 @@ def fetch(cwd: Path, store: ForeignStore, *, remote: str, registry: Registry | N
             break
         try:
             entries = changed_notes(cwd, state.imported, target)
-        except GitError:  # a notes commit recorded earlier is gone (pruned): read everything again
-            state = FetchState()
+        except GitError:
+            if state == FetchState():
+                raise
+            state = FetchState()  # a notes commit recorded earlier is gone (pruned): read everything again
             continue
         if state.cursor is not None:
             entries = [e for e in entries if e.commit > state.cursor]
