@@ -21,6 +21,7 @@ import pytest
 from test_share import NOTES, Hosts, record
 from verify_helpers import (  # noqa: F401  (isolated_env, keys_fixture, repo_fixture: fixtures)
     Repo,
+    allowed_signers,
     git,
     isolated_env,
     keys_fixture,
@@ -165,6 +166,51 @@ def test_a_fetch_state_that_names_a_lost_notes_commit_reads_everything_again(hos
     save(state_path(hosts.home_b, hosts.b, "shared"), FetchState(gone, hosts.remote_ref(), gone))
     done = body(cli(hosts.home_b, hosts.b, "fetch", "--remote", "shared", "--json"))
     assert done["new"] == 1 and done["complete"] is True
+
+
+def test_signature_checks_are_bounded_per_fetch_and_never_spent_on_junk(
+    hosts: Hosts, keys: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With team trust on, a line costs a signer process: lines that are no attestation cost none,
+    an attestation stored already is not checked again, and one fetch checks at most the bound
+    (the next goes on from there)."""
+    from agentreview.plugins.registry import load_registry
+    from agentreview.share import exchange
+    from agentreview.signing import signers as signers_module
+    from agentreview.store.foreign import ForeignStore
+
+    good = [sign(hosts.a.attestation(created_at=f"2026-01-0{n}T00:00:00.000Z"), keys["trusted"]) for n in (1, 2, 3)]
+    junk = [{"attestor": {"signature": {"alg": "ssh-ed25519", "value": f"x{n}"}}} for n in range(5)]
+    note = hosts.tmp / "note.txt"
+    note.write_bytes(b"".join(canonical_json(doc) + b"\n" for doc in [*good, *junk]))
+    git(hosts.a.root, "notes", f"--ref={NOTES}", "add", "-F", str(note), hosts.a.head)
+    git(hosts.a.root, "push", "-q", "shared", f"{NOTES}:{NOTES}")
+
+    checks: list[str] = []
+    real = signers_module.verify_signature
+
+    def counting(raw: dict[str, Any], *a: Any, **kw: Any) -> str:
+        checks.append(str(raw.get("createdAt")))
+        return real(raw, *a, **kw)
+
+    monkeypatch.setattr(signers_module, "verify_signature", counting)
+    monkeypatch.setattr(exchange, "MAX_SIGNATURE_CHECKS_PER_FETCH", 2)
+    team = allowed_signers(hosts.tmp / "team_signers", keys["trusted"])
+    store, state = ForeignStore(hosts.tmp / "b-ledger"), hosts.tmp / "state.json"
+
+    def fetch() -> exchange.Fetched:
+        return exchange.fetch(hosts.b, store, remote="shared", registry=load_registry(), signers=team,
+                              state_file=state)  # fmt: skip
+
+    first = fetch()
+    assert (first.new, first.complete, len(checks)) == (2, False, 2), first
+    assert any("signatures checked" in n and "run 'agentreview fetch' again" in n for n in first.notes)
+    assert sum("not a valid attestation" in n for n in first.notes) == 0  # the junk comes after the good lines
+    second = fetch()
+    assert (second.new, second.complete, len(checks)) == (1, True, 3), second
+    assert sum("not a valid attestation" in n for n in second.notes) == 5
+    assert fetch().unchanged is True and len(checks) == 3
+    assert sorted(h["foreign"]["principal"] for _, h in store.all()) == ["ci@example.com"] * 3
 
 
 # --------------------------------------------------------------------------- verify --notes

@@ -49,6 +49,7 @@ class Published:
 
 MAX_NOTES_PER_FETCH = 1000  # notes read by one fetch; the next fetch goes on from where it stopped
 MAX_FETCH_BYTES = 64 * 1024 * 1024  # note bytes read by one fetch (the first note is always read)
+MAX_SIGNATURE_CHECKS_PER_FETCH = 1000  # signer processes one fetch starts (team trust on)
 
 
 @dataclass
@@ -111,8 +112,11 @@ def _principal(
 
 @dataclass
 class _Budget:
+    """What one fetch may still spend: notes read, their bytes, signature checks."""
+
     notes: int
-    bytes: int = MAX_FETCH_BYTES
+    bytes: int
+    signatures: int
 
 
 def fetch(cwd: Path, store: ForeignStore, *, remote: str, registry: Registry | None = None,
@@ -130,7 +134,7 @@ def fetch(cwd: Path, store: ForeignStore, *, remote: str, registry: Registry | N
     incoming = fetch_and_merge(cwd, remote)
     if incoming is None:
         return out
-    budget = _Budget(max(1, limit))
+    budget = _Budget(max(1, limit), MAX_FETCH_BYTES, MAX_SIGNATURE_CHECKS_PER_FETCH)
     while True:
         target = state.importing or incoming
         if target == state.imported:
@@ -148,9 +152,9 @@ def fetch(cwd: Path, store: ForeignStore, *, remote: str, registry: Registry | N
             continue
         if state.cursor is not None:
             entries = [e for e in entries if e.commit > state.cursor]
-        last = _import(cwd, store, entries, budget, out, signers=signers, registry=registry)
-        if last is not None:  # the cap stopped it: the next fetch goes on after ``last``
-            state = FetchState(state.imported, target, last)
+        done, last = _import(cwd, store, entries, budget, out, signers=signers, registry=registry)
+        if not done:  # the cap stopped it: the next fetch goes on after ``last``
+            state = FetchState(state.imported, target, last or state.cursor)
             out.complete = False
             break
         state = FetchState(target)
@@ -162,9 +166,9 @@ def fetch(cwd: Path, store: ForeignStore, *, remote: str, registry: Registry | N
 
 
 def _import(cwd: Path, store: ForeignStore, entries: list[NoteEntry], budget: _Budget, out: Fetched, *,
-            signers: Path | None, registry: Registry | None) -> str | None:  # fmt: skip
-    """Import ``entries`` (in order) within ``budget``; the annotated id of the last one read when
-    the budget ran out before the end, else None."""
+            signers: Path | None, registry: Registry | None) -> tuple[bool, str | None]:  # fmt: skip
+    """Import ``entries`` (in order) within ``budget``: whether all were read, and the annotated
+    id of the last note read in full (None: none)."""
     present = existing_commits(cwd, (e.commit for e in entries))
     relevant = [e for e in entries if e.commit in present]
     if len(relevant) < len(entries):
@@ -185,41 +189,57 @@ def _import(cwd: Path, store: ForeignStore, entries: list[NoteEntry], budget: _B
         counted.add(entry.blob)
         budget.bytes -= cost
     blobs = read_blobs(cwd, {e.blob for e in chosen if e.blob in readable})
+    last: str | None = None
     for entry in chosen:
         where = f"{NOTES_REF} note of {entry.commit[:12]}"
         size = sizes.get(entry.blob)
+        out.read += 1
+        budget.notes -= 1
         if size is not None and size > note_limit:
             out.notes.append(f"the note of {entry.commit[:12]} is larger than {note_limit} bytes — skipped")
         elif entry.blob not in blobs:
             out.notes.append(f"{where} is not a readable blob — skipped")
-        else:
-            _import_note(blobs[entry.blob], where, store, out, signers=signers, registry=registry)
-    out.read += len(chosen)
-    budget.notes -= len(chosen)
+        elif not _import_note(blobs[entry.blob], where, store, out, budget, signers=signers, registry=registry):
+            out.notes.append(
+                f"fetch: {MAX_SIGNATURE_CHECKS_PER_FETCH} signatures checked, the most one fetch checks; run "
+                "'agentreview fetch' again to read the rest"
+            )
+            return False, last
+        last = entry.commit
     if len(chosen) == len(relevant):
-        return None
+        return True, last
     out.notes.append(
         f"fetch: {len(relevant)} new note(s), only the first {len(chosen)} read; run 'agentreview fetch' again "
         "to read the rest"
     )
-    return chosen[-1].commit if chosen else None
+    return False, last
 
 
-def _import_note(data: bytes, where: str, store: ForeignStore, out: Fetched, *, signers: Path | None,
-                 registry: Registry | None) -> None:  # fmt: skip
+def _import_note(data: bytes, where: str, store: ForeignStore, out: Fetched, budget: _Budget, *,
+                 signers: Path | None, registry: Registry | None) -> bool:  # fmt: skip
+    """Import the attestations of one note; False when the signature budget ran out before its
+    end (what it stored stays stored, and is not checked again when the note is read again)."""
     from agentreview.store.layout import LedgerError
 
     docs, skipped = parse_note(data, where)
     out.notes.extend(skipped)
     for raw in docs:
         out.found += 1
-        principal = _principal(raw, signers, registry, where, out.notes)
         try:
+            if store.has(raw):  # the shape is checked before any signer runs; a stored one is not checked again
+                continue
+            if signers is not None and registry is not None:
+                if budget.signatures <= 0:
+                    out.found -= 1
+                    return False
+                budget.signatures -= 1
+            principal = _principal(raw, signers, registry, where, out.notes)
             if store.add(raw, remote=out.remote, principal=principal):
                 out.new += 1
         except (LedgerError, ValueError) as exc:  # AttestationShapeError is a ValueError
             first = str(exc).splitlines()[0][:160]
             out.notes.append(f"{where}: a line is not a valid attestation ({first}) — skipped")
+    return True
 
 
 def note_attestations(cwd: Path, commit: str) -> tuple[list[dict[str, Any]], list[str]]:

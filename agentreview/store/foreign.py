@@ -41,6 +41,14 @@ class ForeignStore:
     def _dir(self, repo_remote: str) -> Path:
         return self.root / ledger_slug(repo_remote) / FOREIGN_DIR
 
+    def has(self, attestation: dict[str, Any]) -> bool:
+        """True when ``attestation`` is stored already; raises as :meth:`add` for one that is malformed."""
+        from agentreview.model.attestation import Attestation
+
+        att = Attestation.read(attestation)
+        check_key(LedgerKey.of(att))
+        return (self._dir(att.target.repoRemote) / f"{att.attestation_sha256()}.json").is_file()
+
     def add(self, attestation: dict[str, Any], *, remote: str, principal: str | None) -> bool:
         """Store ``attestation``; True when it was not here yet.
 
