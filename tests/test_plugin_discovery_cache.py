@@ -34,8 +34,6 @@ import json, os, sys
 if os.environ.get("PROBE_SITEDIR"):
     import site
     site.addsitedir(os.environ["PROBE_SITEDIR"])  # processes its .pth files, as for site-packages
-if os.environ.get("PROBE_TOUCH"):
-    os.utime(os.environ["PROBE_TOUCH"])  # a change made just as the scan starts
 from agentreview.plugins.registry import load_registry
 registry = load_registry(cache=not os.environ.get("PROBE_NO_CACHE"))
 print(json.dumps({
@@ -329,11 +327,14 @@ def test_an_editable_install_reinstalled_with_new_entry_points_is_seen(env: Env,
 
 def test_a_change_just_before_the_scan_is_not_cached(env: Env) -> None:
     """A change within a clock tick of the scan could share its timestamp with the next one: such a
-    scan is used but not kept, so the next command scans again."""
-    settle()
-    result = env.probe(PROBE_TOUCH=str(env.site))
+    scan is used but not kept, so the next command scans again. The change is stamped an hour ahead
+    (as a skewed clock would), so it is too close to any scan however long the process takes to start."""
+    ahead = time.time_ns() + 3600 * 10**9
+    os.utime(env.site, ns=(ahead, ahead))
+    result = env.probe()
     assert result["metadata"] is True and "fake-alpha" in names(result)
     assert env.cache_files() == []
+    os.utime(env.site)
     settle()
     env.probe()
     assert env.probe()["metadata"] is False
