@@ -6,6 +6,8 @@
 * ``install_example(name)`` installs a distribution of ``docs/examples/`` on a fresh folder
   for ``PYTHONPATH``, so tests exercise the examples as installed plugins without touching
   the shared virtual environment.
+* Hypothesis runs without its per-example deadline and its too-slow health check: both time an
+  example by the wall clock, which a loaded CI machine stretches past any fixed limit.
 """
 
 from __future__ import annotations
@@ -16,6 +18,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile("agentreview", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("agentreview")
 
 EXAMPLES = Path(__file__).resolve().parent / "docs" / "examples"
 
