@@ -81,8 +81,10 @@ class Demo:
     def agentreview(self, *args: str, expect: set[int] | None = None) -> int:
         shown = " ".join(args)
         typer.secho(f"$ agentreview {shown}", fg=typer.colors.CYAN)
+        from agentreview.runs.detach import agentreview_argv
+
         proc = subprocess.run(
-            [sys.executable, "-m", "agentreview", *args],
+            [*agentreview_argv(), *args],  # -P: the demo repository's files are never imported
             cwd=self.repo,
             env=self.env,
             stdin=subprocess.DEVNULL,
@@ -131,8 +133,10 @@ class Demo:
 
         self.step("trust this host's review key: its allowed_signers line is committed on main")
         self.agentreview("key", expect={0})
+        from agentreview.runs.detach import agentreview_argv
+
         key = subprocess.run(
-            [sys.executable, "-m", "agentreview", "key", "--json"],
+            [*agentreview_argv(), "key", "--json"],
             cwd=self.repo,
             env=self.env,
             capture_output=True,

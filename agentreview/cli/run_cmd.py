@@ -119,7 +119,7 @@ def _detach(args: list[str], cwd: Path, as_json: bool) -> int:
 
     if not cwd.is_dir():
         raise UsageError(f"--cwd {cwd}: not a directory")
-    run_id = start_detached(args, cwd=cwd.resolve(), env=None)
+    run_id = start_detached(args, env=None)
     if as_json:
         sys.stdout.write(json.dumps({"runId": run_id, "status": "running"}) + "\n")
     else:

@@ -87,7 +87,7 @@ def start(request: RunRequest) -> str:
     """Start the run detached; its runId."""
     from agentreview.runs.detach import start_detached
 
-    return str(start_detached(request.cli_args(), cwd=request.cwd, env=request.env()))
+    return str(start_detached(request.cli_args(), env=request.env()))
 
 
 def view(run_id: str) -> dict[str, Any]:

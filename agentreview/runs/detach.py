@@ -1,8 +1,15 @@
 """``run --detach``: start a review in a background process that outlives the caller's terminal.
 
-The child is ``python -m agentreview run <args> --run-id <runId>`` in a session of its own
+The child is ``python -P -m agentreview run <args> --run-id <runId>`` in a session of its own
 (``setsid``: no controlling terminal, so the terminal's SIGHUP never reaches it), with stdin
 from ``/dev/null`` and its output in ``runs/<runId>.log``.
+
+The child never imports from the reviewed checkout: ``-m`` would put its working folder first
+on ``sys.path``, where a ``typer.py``, an ``agentreview/`` package or a ``*.dist-info`` declaring
+a plugin at the root of the change would run inside agentreview with the host's key. ``-P``
+leaves the working folder off ``sys.path``, and the working folder is the agentreview home
+anyway (a relative ``PYTHONPATH`` entry then names nothing in the checkout); the repository
+reaches the child only as ``--cwd``, an argument.
 
 Before this returns, the run's lock is taken here and passed down to the child as an inherited
 descriptor, and its record is written as ``running``: the runId can be asked about at once,
@@ -27,10 +34,18 @@ def new_run_id() -> str:
     return f"review-{uuid.uuid4()}"
 
 
-def start_detached(
-    args: list[str], *, cwd: Path, env: Mapping[str, str] | None = None, home: Path | None = None
-) -> str:
-    """Start ``agentreview run <args>`` detached; return its runId once its record says ``running``."""
+def agentreview_argv() -> list[str]:
+    """How the host starts agentreview in a child Python: this interpreter, ``-P`` so that the
+    child's working folder is never on its import path (see the module doc)."""
+    if not sys.executable:
+        raise OSError("no Python interpreter path (sys.executable is empty) to start agentreview with")
+    return [sys.executable, "-P", "-m", "agentreview"]
+
+
+def start_detached(args: list[str], *, env: Mapping[str, str] | None = None, home: Path | None = None) -> str:
+    """Start ``agentreview run <args>`` detached; return its runId once its record says ``running``.
+
+    ``args`` names the repository (``--cwd``, absolute): the child works in the home, not there."""
     from agentreview.host.home import ENV_HOME, home_dir
 
     child_env = dict(os.environ if env is None else env)
@@ -51,8 +66,8 @@ def start_detached(
         log = os.open(registry.log_path(run_id), flags, 0o600)
         try:
             subprocess.Popen(
-                [sys.executable, "-m", "agentreview", "run", *args, "--run-id", run_id],
-                cwd=cwd,
+                [*agentreview_argv(), "run", *args, "--run-id", run_id],
+                cwd=registry.dir,  # made by begin(); never the checkout
                 env=child_env,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
