@@ -2,7 +2,10 @@
 
 Prepare steps may change the tree (they are the only ``effects: true`` checks), so the
 head and the tree's dirtiness are read only after they finish; from then on the range
-is frozen and every lane sees the same ``{head}``. An agent lane may compose: reuse a
+is frozen and every lane sees the same ``{head}``. Prepare steps and lanes run in the
+:class:`~agentreview.engine.worktree.LaneTree` (the checkout, or a temporary worktree of the
+head when the checkout holds another commit), and the freeze refuses a head that is not the
+commit that tree holds: an attestation never names a commit its lanes did not run at. An agent lane may compose: reuse a
 prior passing attestation from this host's ledger (or, under team trust, a teammate's signed
 one: :mod:`agentreview.share.trust`) and review only the delta.
 """
@@ -16,8 +19,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentreview.engine.compose import find_prior
+from agentreview.engine.errors import PrepareFailed
 from agentreview.engine.execute import LaneContext, LanePlan, run_prepare
 from agentreview.engine.plan import RunPlan
+from agentreview.engine.worktree import LaneTree, tree_dirty, tree_head
 from agentreview.host import git
 from agentreview.manifest.placeholders import substitute
 from agentreview.report.progress import Reporter
@@ -36,11 +41,11 @@ class FrozenRange:
     placeholders: Mapping[str, str]  # the plan's host values plus {head}
 
 
-def prepare_context(plan: RunPlan, run_dir: Path, cancel: threading.Event) -> LaneContext:
-    """What prepare steps see: the host values, no head yet."""
+def prepare_context(plan: RunPlan, run_dir: Path, cancel: threading.Event, tree: LaneTree) -> LaneContext:
+    """What prepare steps see: the host values, no head yet; the tree they (and the lanes) run in."""
     return LaneContext(
         review_id=plan.review_id,
-        repo_root=plan.repo_root,
+        repo_root=tree.root,
         base_sha=plan.base_sha,
         head_sha="",
         placeholders=plan.host_values,
@@ -53,12 +58,21 @@ def prepare_context(plan: RunPlan, run_dir: Path, cancel: threading.Event) -> La
     )
 
 
-def prepare_and_freeze(plan: RunPlan, ctx: LaneContext, reporter: Reporter) -> FrozenRange:
-    """Run the prepare steps in order (PrepareFailed on the first failure), then freeze head and dirtiness."""
+def prepare_and_freeze(plan: RunPlan, ctx: LaneContext, reporter: Reporter, tree: LaneTree) -> FrozenRange:
+    """Run the prepare steps in order (PrepareFailed on the first failure), then freeze head and
+    dirtiness; PrepareFailed too when ``tree`` does not hold the head (a prepare step moved one of them)."""
     if plan.prepare:
         run_prepare(plan.prepare, ctx, reporter.phase)
     head_sha = git.rev_parse_commit(plan.repo_root, plan.head_ref)
-    dirty = git.is_dirty(plan.repo_root)
+    tested = tree_head(tree)
+    if tested != head_sha:
+        where = "the review's worktree" if tree.detached else "the checkout"
+        raise PrepareFailed(
+            f"'{plan.head_ref}' is {head_sha[:12]} after the prepare steps, but {where} holds {tested[:12]}: "
+            "the lanes would not run at the head they attest, so nothing is attested "
+            "(a prepare step that commits needs the head checked out and --head left at HEAD)"
+        )
+    dirty = tree_dirty(tree)
     if dirty:
         reporter.phase("working tree has uncommitted changes to tracked files: the attestation will be dirty")
     return FrozenRange(head_sha=head_sha, dirty=dirty, placeholders={**plan.host_values, "head": head_sha})

@@ -6,7 +6,8 @@ The spec's ten steps, and where each happens:
    digests: :func:`agentreview.engine.plan.build_plan`, into a frozen ``RunPlan``;
 6. supersede older in-flight runs: here, once this run is advertised;
 8. ledger cache, or join an identical run in flight: :mod:`agentreview.engine.cache`;
-9. prepare → freeze (head, dirty) → lanes in parallel: :mod:`agentreview.engine.freeze`
+9. prepare → freeze (head, dirty) → lanes in parallel, in the checkout or in a temporary
+   worktree of the head (:mod:`agentreview.engine.worktree`): :mod:`agentreview.engine.freeze`
    and :mod:`agentreview.engine.execute`;
 10. fold, sign (best effort), record, export: :mod:`agentreview.engine.record`.
 
@@ -182,14 +183,17 @@ def _execute(
     the cache or by joining never needs them."""
     from agentreview.engine.freeze import lane_context, plan_lanes, prepare_and_freeze, prepare_context
     from agentreview.engine.record import record_run
+    from agentreview.engine.worktree import lane_tree
 
     run_dir = ledger.run_dir(plan.repo_remote, plan.run_id)
     run_dir.mkdir(parents=True, exist_ok=True)
     try:
-        prepared = prepare_context(plan, run_dir, cancel)
-        frozen = prepare_and_freeze(plan, prepared, reporter)
-        ctx = lane_context(plan, frozen, prepared)
-        lanes = _run_lanes(plan_lanes(plan, frozen, ledger, reporter), ctx, reporter)
+        # the checkout, or a worktree of the head removed when the lanes are done (cancel included)
+        with lane_tree(plan.repo_root, plan.head_ref, plan.host.home, plan.run_id, reporter.phase) as tree:
+            prepared = prepare_context(plan, run_dir, cancel, tree)
+            frozen = prepare_and_freeze(plan, prepared, reporter, tree)
+            ctx = lane_context(plan, frozen, prepared)
+            lanes = _run_lanes(plan_lanes(plan, frozen, ledger, reporter), ctx, reporter)
         if cancel.is_set():
             raise Cancelled()
         return record_run(plan, frozen, lanes, ledger, reporter, cancel)

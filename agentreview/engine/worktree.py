@@ -1,0 +1,155 @@
+"""Where prepare steps and lanes run: the checkout when it holds the head, else a temporary worktree of it.
+
+An attestation says "these lanes passed at ``headSha``", so the lanes must see that commit. When
+the checkout's ``HEAD`` is the head to review (the usual case, and the default ``--head HEAD``),
+they run in the checkout, uncommitted changes and all (the attestation is then ``dirty``, as the
+spec says). When it is another commit (``run --head <sha>``, MCP ``review_run {head}``), prepare
+steps and lanes run in a fresh ``git worktree add --detach`` of the head under
+``$AGENTREVIEW_HOME/worktrees/<runId>``: never the checkout's tree, which holds other content.
+
+The worktree is made and removed through the host's hardened git (no hooks, no filters the
+repository defines). It lives as long as a lock (``<runId>.lock`` beside it) held by the run:
+removed at the end of the run whatever the outcome (cancel included), and a worktree whose run
+died (SIGKILL, a crash) is swept by the next run on this home, which also prunes the checkout's
+worktree list (``git worktree prune``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import stat
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from agentreview.host import git
+from agentreview.host.files import UnreadableFileError, read_regular_file
+from agentreview.host.gitrun import run_git
+from agentreview.host.locks import FileLock, LockTimeout
+
+__all__ = ["LaneTree", "lane_tree", "sweep", "worktrees_dir"]
+
+ADD_TIMEOUT_S = 300.0
+# Set by git for hooks; they would point git commands run inside the worktree back at the checkout.
+_LOCATION_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_PREFIX")
+
+
+@dataclass(frozen=True)
+class LaneTree:
+    """The folder prepare steps and lanes run in, and whether it is a temporary worktree of the head."""
+
+    root: Path
+    detached: bool
+
+
+def worktrees_dir(home: Path) -> Path:
+    return home / "worktrees"
+
+
+def tree_env() -> dict[str, str]:
+    """This process's environment without the variables that name the checkout's repository."""
+    return {k: v for k, v in os.environ.items() if k not in _LOCATION_ENV}
+
+
+def tree_head(tree: LaneTree) -> str:
+    """The commit checked out in ``tree``."""
+    if not tree.detached:
+        return git.rev_parse_commit(tree.root, "HEAD")
+    out = run_git(["rev-parse", "--verify", "HEAD^{commit}"], tree.root, env=tree_env()).stdout
+    return out.decode("ascii", "replace").strip()
+
+
+def tree_dirty(tree: LaneTree) -> bool:
+    """Uncommitted changes to tracked files in ``tree`` (untracked files never count)."""
+    if not tree.detached:
+        return git.is_dirty(tree.root)
+    out = run_git(["status", "--porcelain", "--untracked-files=no"], tree.root, env=tree_env()).stdout
+    return bool(out.strip())
+
+
+@contextlib.contextmanager
+def lane_tree(
+    repo_root: Path, head_ref: str, home: Path, run_id: str, report: Callable[[str], None]
+) -> Iterator[LaneTree]:
+    """The checkout when ``head_ref`` names its ``HEAD`` now; else a temporary worktree of the
+    commit ``head_ref`` names, removed when the block ends (normally, by an exception, or by a cancel)."""
+    sweep(home, repo_root)
+    head_sha = "" if head_ref == "HEAD" else git.rev_parse_commit(repo_root, head_ref)
+    if not head_sha or git.rev_parse_commit(repo_root, "HEAD") == head_sha:
+        yield LaneTree(repo_root, detached=False)
+        return
+    folder = worktrees_dir(home)
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path = folder / run_id
+    with FileLock(folder / f"{run_id}.lock", timeout=0) as lock:
+        try:
+            report(f"the checkout is not at {head_sha[:10]}: prepare steps and lanes run in a worktree of it")
+            try:
+                run_git(["worktree", "add", "--detach", "--", str(path), head_sha], repo_root, timeout=ADD_TIMEOUT_S)
+            except git.GitError as exc:
+                raise git.GitError(f"could not check {head_sha[:12]} out in a worktree for the lanes: {exc}") from exc
+            yield LaneTree(path, detached=True)
+        finally:
+            _remove(repo_root, path, Path(lock.lock_file))
+
+
+def sweep(home: Path, repo_root: Path) -> None:
+    """Remove the worktrees of runs that died (their lock is free) and prune them from their
+    repository's worktree list; best effort, never fails a run."""
+    folder = worktrees_dir(home)
+    try:
+        entries = [e for e in os.scandir(folder) if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return
+    for entry in entries:
+        lock_path = folder / f"{entry.name}.lock"
+        try:
+            with FileLock(lock_path, timeout=0):
+                common = _common_dir(Path(entry.path))
+                _remove_tree(Path(entry.path))
+                _prune(common or repo_root)
+                with contextlib.suppress(OSError):
+                    lock_path.unlink()
+        except (LockTimeout, OSError):
+            continue  # its run is alive (or the lock cannot be had): not ours to remove
+
+
+def _common_dir(tree: Path) -> Path | None:
+    """The repository (its git folder) a worktree of ours belongs to, from its ``.git`` file."""
+    try:
+        raw = read_regular_file(tree / ".git", limit=4096, follow_symlinks=False)
+    except (UnreadableFileError, OSError):
+        return None
+    admin = Path(raw.decode("utf-8", "replace").removeprefix("gitdir:").strip())
+    return admin.parent.parent if admin.is_absolute() and admin.parent.name == "worktrees" else None
+
+
+def _remove(repo_root: Path, path: Path, lock_path: Path) -> None:
+    _remove_tree(path)
+    _prune(repo_root)
+    with contextlib.suppress(OSError):
+        lock_path.unlink()
+
+
+def _prune(repo_root: Path) -> None:
+    with contextlib.suppress(git.GitError, OSError):
+        run_git(["worktree", "prune"], repo_root, timeout=60)
+
+
+def _remove_tree(path: Path) -> None:
+    """Delete ``path`` and everything under it, even folders a lane made read-only; never follows a link."""
+    if path.is_symlink() or not path.is_dir():
+        with contextlib.suppress(OSError):
+            path.unlink()
+        return
+    pending = [str(path)]
+    while pending:  # owner rwx on every folder first (rmtree cannot empty one it may not write)
+        folder = pending.pop()
+        with contextlib.suppress(OSError):
+            if stat.S_ISDIR(os.lstat(folder).st_mode):  # a folder, not a link to one
+                os.chmod(folder, stat.S_IRWXU)
+        with contextlib.suppress(OSError), os.scandir(folder) as found:
+            pending += [entry.path for entry in found if entry.is_dir(follow_symlinks=False)]
+    shutil.rmtree(path, ignore_errors=True)
