@@ -140,7 +140,10 @@ def register(app: typer.Typer) -> None:
         base: Annotated[
             str | None, typer.Option("--base", help="Base ref (default: merge-base with target.base).")
         ] = None,
-        head: Annotated[str | None, typer.Option("--head", help="Head ref (default: HEAD).")] = None,
+        head: Annotated[
+            str | None,
+            typer.Option("--head", help="Head ref (default: HEAD); another commit runs in a worktree of it."),
+        ] = None,
         no_cache: Annotated[
             bool, typer.Option("--no-cache", help="Ignore the verdict cache (and composition).")
         ] = False,

@@ -69,7 +69,10 @@ CWD_RUN = arg("Absolute path of the repository to review (any directory inside i
 MANIFEST = arg("REVIEW.md to use, absolute or relative to cwd (default: the repository root's).")
 BINDING_RUN = arg("Which binding (set of lanes) of REVIEW.md to run; default: the only one, else 'default'.")
 BASE = arg("Base ref or sha of the range (default: the merge-base with the manifest's target.base).")
-HEAD = arg("Head ref or sha (default: HEAD; uncommitted changes are reviewed and the review marked dirty).")
+HEAD = arg(
+    "Head ref or sha (default: HEAD; uncommitted changes are reviewed and the review marked dirty). "
+    "A head the checkout does not hold is reviewed in a temporary worktree of it."
+)
 NOCACHE = arg("Run every lane again instead of answering from a recorded verdict (implies compose=false).")
 COMPOSE = arg("Let agent lanes review only the delta since a prior passing review of this line of work.")
 WAIT = arg("true: return the finished review; false: return {runId, status: 'running'} at once.")
