@@ -128,6 +128,18 @@ def test_the_worktree_is_made_by_hardened_git(repo: Repo, tmp_path: Path) -> Non
     assert_no_worktree_left(repo)
 
 
+def test_a_hooks_index_is_not_overwritten_by_the_worktree(repo: Repo, tmp_path: Path) -> None:
+    """Run from a pre-commit hook, git names the index to use (GIT_INDEX_FILE): the worktree gets its own."""
+    _, backdoor = two_heads(repo, manifest(GATE))
+    index = tmp_path / "hook-index"
+    index.write_bytes((repo.path / ".git" / "index").read_bytes())
+    before = index.read_bytes()
+    data = repo.run_json("--head", backdoor, env={**repo.env, "GIT_INDEX_FILE": str(index)}, expect=1)
+    assert data["attestation"]["verdict"] == "block" and "dirty" not in data["attestation"]
+    assert index.read_bytes() == before
+    assert_no_worktree_left(repo)
+
+
 REVIEWER = """
 import json, os, pathlib, sys
 sys.stdin.read()

@@ -32,8 +32,10 @@ from agentreview.host.locks import FileLock, LockTimeout
 __all__ = ["LaneTree", "lane_tree", "sweep", "worktrees_dir"]
 
 ADD_TIMEOUT_S = 300.0
-# Set by git for hooks; they would point git commands run inside the worktree back at the checkout.
-_LOCATION_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_PREFIX")
+# Set by git for hooks (a pre-commit hook's GIT_INDEX_FILE, say): they name the checkout's work tree
+# and index, which making the worktree would overwrite, and git commands inside it would read.
+_CHECKOUT_ENV = ("GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX")
+_LOCATION_ENV = ("GIT_DIR", "GIT_COMMON_DIR", *_CHECKOUT_ENV)
 
 
 @dataclass(frozen=True)
@@ -48,9 +50,9 @@ def worktrees_dir(home: Path) -> Path:
     return home / "worktrees"
 
 
-def tree_env() -> dict[str, str]:
+def tree_env(names: tuple[str, ...] = _LOCATION_ENV) -> dict[str, str]:
     """This process's environment without the variables that name the checkout's repository."""
-    return {k: v for k, v in os.environ.items() if k not in _LOCATION_ENV}
+    return {k: v for k, v in os.environ.items() if k not in names}
 
 
 def tree_head(tree: LaneTree) -> str:
@@ -87,7 +89,8 @@ def lane_tree(
         try:
             report(f"the checkout is not at {head_sha[:10]}: prepare steps and lanes run in a worktree of it")
             try:
-                run_git(["worktree", "add", "--detach", "--", str(path), head_sha], repo_root, timeout=ADD_TIMEOUT_S)
+                run_git(["worktree", "add", "--detach", "--", str(path), head_sha], repo_root,
+                        env=tree_env(_CHECKOUT_ENV), timeout=ADD_TIMEOUT_S)  # fmt: skip
             except git.GitError as exc:
                 raise git.GitError(f"could not check {head_sha[:12]} out in a worktree for the lanes: {exc}") from exc
             yield LaneTree(path, detached=True)
