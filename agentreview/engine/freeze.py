@@ -64,7 +64,8 @@ def prepare_and_freeze(plan: RunPlan, ctx: LaneContext, reporter: Reporter, tree
     if plan.prepare:
         run_prepare(plan.prepare, ctx, reporter.phase)
     head_sha = git.rev_parse_commit(plan.repo_root, plan.head_ref)
-    tested = tree_head(tree)
+    # the checkout's HEAD is the head itself by definition; anything else is compared
+    tested = head_sha if plan.head_ref == "HEAD" and not tree.detached else tree_head(tree)
     if tested != head_sha:
         where = "the review's worktree" if tree.detached else "the checkout"
         raise PrepareFailed(

@@ -10,8 +10,8 @@ steps and lanes run in a fresh ``git worktree add --detach`` of the head under
 The worktree is made and removed through the host's hardened git (no hooks, no filters the
 repository defines). It lives as long as a lock (``<runId>.lock`` beside it) held by the run:
 removed at the end of the run whatever the outcome (cancel included), and a worktree whose run
-died (SIGKILL, a crash) is swept by the next run on this home, which also prunes the checkout's
-worktree list (``git worktree prune``).
+died (SIGKILL, a crash) is swept by the next run on this home, which also prunes it from its
+repository's worktree list (``git worktree prune``).
 """
 
 from __future__ import annotations
@@ -136,9 +136,10 @@ def _remove(repo_root: Path, path: Path, lock_path: Path) -> None:
         lock_path.unlink()
 
 
-def _prune(repo_root: Path) -> None:
+def _prune(where: Path) -> None:
+    """``git worktree prune`` in the repository at ``where`` (its root or its git folder)."""
     with contextlib.suppress(git.GitError, OSError):
-        run_git(["worktree", "prune"], repo_root, timeout=60)
+        run_git(["worktree", "prune"], where, env=tree_env(), timeout=60)
 
 
 def _remove_tree(path: Path) -> None:
