@@ -24,7 +24,10 @@ from agentreview.engine.execute import LaneContext, LanePlan, run_prepare
 from agentreview.engine.plan import RunPlan
 from agentreview.engine.worktree import LaneTree, tree_dirty, tree_head
 from agentreview.host import git
+from agentreview.host.files import read_regular_file
 from agentreview.manifest.placeholders import substitute
+from agentreview.model.digests import sha256_hex
+from agentreview.packs.confine import MAX_PACK_FILE_BYTES
 from agentreview.report.progress import Reporter
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -90,7 +93,9 @@ def lane_context(plan: RunPlan, frozen: FrozenRange, prepared: LaneContext) -> L
     return ctx
 
 
-def plan_lanes(plan: RunPlan, frozen: FrozenRange, ledger: Ledger, reporter: Reporter) -> list[LanePlan]:
+def plan_lanes(
+    plan: RunPlan, frozen: FrozenRange, ledger: Ledger, reporter: Reporter, tree: LaneTree
+) -> list[LanePlan]:
     """One LanePlan per binding check, in binding order: a command substituted, or a rubric and maybe a delta."""
     from agentreview.model.manifest import AgentCheck, CommandCheck
 
@@ -105,8 +110,8 @@ def plan_lanes(plan: RunPlan, frozen: FrozenRange, ledger: Ledger, reporter: Rep
         if isinstance(check, CommandCheck):
             lane.command = substitute(check.run, frozen.placeholders, label=f"check '{ref}'")
         elif isinstance(check, AgentCheck):  # a plugin's check kind needs neither a command nor a rubric
-            lane.rubric_path = plan.rubric_paths.get(ref)
             digest = plan.rubric_sha256(ref)
+            lane.rubric_path = _rubric_in(tree, plan, plan.rubric_paths.get(ref), digest)
             if compose and digest is not None:
                 if candidates is None:
                     key = plan.key
@@ -127,6 +132,20 @@ def plan_lanes(plan: RunPlan, frozen: FrozenRange, ledger: Ledger, reporter: Rep
                     )
         lanes.append(lane)
     return lanes
+
+
+def _rubric_in(tree: LaneTree, plan: RunPlan, path: Path | None, digest: str | None) -> Path | None:
+    """The rubric as the lane's tree has it: in a worktree of the head, the same file there when its
+    bytes are the ones digested before prepare (so the reviewer needs nothing outside the head's
+    tree), else the file that was digested."""
+    if path is None or digest is None or not tree.detached:
+        return path
+    try:
+        mirrored = tree.root / path.relative_to(plan.repo_root.resolve())
+        same = sha256_hex(read_regular_file(mirrored, limit=MAX_PACK_FILE_BYTES, follow_symlinks=False)) == digest
+    except (ValueError, OSError):  # outside the checkout (a pack's), or not the same file there
+        return path
+    return mirrored if same else path
 
 
 def _team_priors(plan: RunPlan) -> list[Attestation]:

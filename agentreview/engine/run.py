@@ -193,7 +193,7 @@ def _execute(
             prepared = prepare_context(plan, run_dir, cancel, tree)
             frozen = prepare_and_freeze(plan, prepared, reporter, tree)
             ctx = lane_context(plan, frozen, prepared)
-            lanes = _run_lanes(plan_lanes(plan, frozen, ledger, reporter), ctx, reporter)
+            lanes = _run_lanes(plan_lanes(plan, frozen, ledger, reporter, tree), ctx, reporter)
         if cancel.is_set():
             raise Cancelled()
         return record_run(plan, frozen, lanes, ledger, reporter, cancel)
