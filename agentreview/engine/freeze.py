@@ -5,9 +5,9 @@ head and the tree's dirtiness are read only after they finish; from then on the 
 is frozen and every lane sees the same ``{head}``. Prepare steps and lanes run in the
 :class:`~agentreview.engine.worktree.LaneTree` (the checkout, or a temporary worktree of the
 head when the checkout holds another commit), and the freeze refuses a head that is not the
-commit that tree holds: an attestation never names a commit its lanes did not run at. An agent lane may compose: reuse a
-prior passing attestation from this host's ledger (or, under team trust, a teammate's signed
-one: :mod:`agentreview.share.trust`) and review only the delta.
+commit that tree holds: an attestation never names a commit its lanes did not run at. An
+agent lane may compose: reuse a prior passing attestation from this host's ledger (or, under
+team trust, a teammate's signed one: :mod:`agentreview.share.trust`) and review only the delta.
 """
 
 from __future__ import annotations
