@@ -549,12 +549,18 @@ def test_no_cache_is_part_of_the_join_key(
 
 
 def test_two_identical_no_cache_runs_still_join(repo: Repo, tmp_path: Path) -> None:
-    counter = tmp_path / "count.txt"
-    start_feature(repo, manifest("  - id: once\n    kind: command\n    run: 'echo ran >> \"$COUNT_FILE\"; sleep 2'\n"))
-    env = {**repo.env, "COUNT_FILE": str(counter)}
+    """The first run's lane holds until the second run has advertised itself (its next step is the
+    join lock), plus a margin for that one step: not until a process start, which load stretches."""
+    counter, release = tmp_path / "count.txt", tmp_path / "release"
+    lane = 'echo ran >> "$COUNT_FILE"; i=0; until [ -e "$RELEASE" ] || [ $i -ge 1200 ]; do sleep 0.05; i=$((i+1)); done'
+    start_feature(repo, manifest(f"  - id: once\n    kind: command\n    run: '{lane}'\n"))
+    env = {**repo.env, "COUNT_FILE": str(counter), "RELEASE": str(release)}
     older = _start_run(repo, env, "--no-cache")
     assert wait_for(lambda: counter.exists() and "ran" in counter.read_text())
     newer = _start_run(repo, env, "--no-cache")
+    assert wait_for(lambda: len(list(repo.home.glob("reviews/*/inflight/*.json"))) == 2, timeout=60)
+    time.sleep(3)
+    release.touch()
     results = [json.loads(p.communicate(timeout=60)[0]) for p in (older, newer)]
     assert counter.read_text().count("ran") == 1
     assert results[1]["joined"] is True and results[1]["runId"] == results[0]["runId"]
