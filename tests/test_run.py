@@ -519,6 +519,10 @@ def test_a_full_run_is_never_served_from_a_headless_run(repo: Repo) -> None:
     assert repo.run_json(expect=0)["cached"] is True
 
 
+# A lane that counts itself into $COUNT_FILE, then holds until $RELEASE exists (60 s at most).
+HELD_LANE = 'echo ran >> "$COUNT_FILE"; i=0; until [ -e "$RELEASE" ] || [ $i -ge 1200 ]; do sleep .05; i=$((i+1)); done'
+
+
 def _start_run(repo: Repo, env: dict[str, str], *flags: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [*AGENTREVIEW, "run", "--json", *flags],
@@ -534,13 +538,17 @@ def _start_run(repo: Repo, env: dict[str, str], *flags: str) -> subprocess.Popen
 def test_no_cache_is_part_of_the_join_key(
     repo: Repo, tmp_path: Path, first: tuple[str, ...], second: tuple[str, ...]
 ) -> None:
-    """Two concurrent runs of one range that differ in --no-cache each run the lanes: neither joins the other."""
-    counter = tmp_path / "count.txt"
-    start_feature(repo, manifest("  - id: once\n    kind: command\n    run: 'echo ran >> \"$COUNT_FILE\"; sleep 3'\n"))
-    env = {**repo.env, "COUNT_FILE": str(counter)}
+    """Two concurrent runs of one range that differ in --no-cache each run the lanes: neither joins the other.
+    Each lane holds until both have started, so the first cannot record (and answer the second from the
+    cache) however slowly the second process starts."""
+    counter, release = tmp_path / "count.txt", tmp_path / "release"
+    start_feature(repo, manifest(f"  - id: once\n    kind: command\n    run: '{HELD_LANE}'\n"))
+    env = {**repo.env, "COUNT_FILE": str(counter), "RELEASE": str(release)}
     older = _start_run(repo, env, *first)
     assert wait_for(lambda: counter.exists() and "ran" in counter.read_text())
     newer = _start_run(repo, env, *second)
+    assert wait_for(lambda: counter.read_text().count("ran") == 2, timeout=60)
+    release.touch()
     results = [json.loads(p.communicate(timeout=60)[0]) for p in (older, newer)]
     assert [r["exitCode"] for r in results] == [0, 0]
     assert counter.read_text().count("ran") == 2
@@ -552,8 +560,7 @@ def test_two_identical_no_cache_runs_still_join(repo: Repo, tmp_path: Path) -> N
     """The first run's lane holds until the second run has advertised itself (its next step is the
     join lock), plus a margin for that one step: not until a process start, which load stretches."""
     counter, release = tmp_path / "count.txt", tmp_path / "release"
-    lane = 'echo ran >> "$COUNT_FILE"; i=0; until [ -e "$RELEASE" ] || [ $i -ge 1200 ]; do sleep 0.05; i=$((i+1)); done'
-    start_feature(repo, manifest(f"  - id: once\n    kind: command\n    run: '{lane}'\n"))
+    start_feature(repo, manifest(f"  - id: once\n    kind: command\n    run: '{HELD_LANE}'\n"))
     env = {**repo.env, "COUNT_FILE": str(counter), "RELEASE": str(release)}
     older = _start_run(repo, env, "--no-cache")
     assert wait_for(lambda: counter.exists() and "ran" in counter.read_text())
