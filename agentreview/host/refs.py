@@ -172,7 +172,7 @@ def _resolve(root: Path, name: str) -> ResolvedRef:
     if objects:
         return ResolvedRef(name, None, suffix, _commit(root, f"{objects[0]}{suffix}", name))
     if not refs:
-        if base.isupper() and base.replace("_", "").isalpha() and base != "HEAD":
+        if re.fullmatch(r"[A-Z_]+_HEAD", base):  # FETCH_HEAD, ORIG_HEAD, MERGE_HEAD, ...
             raise RefError(f"'{name}': only HEAD among the pseudo-refs is accepted — pass the commit id instead")
         raise RefError(f"cannot resolve '{name}' to a commit in {root}", missing=True)
     refname, oid, commit = refs[0]
@@ -203,7 +203,7 @@ def head_ref(root: Path, name: str) -> ResolvedRef:
 def resolve_range(root: Path, head: ResolvedRef, base: str | None, target_base: str) -> RangeRefs:
     """The range's base: ``--base`` resolved exactly, else the merge-base of ``target.base``
     (resolved exactly: an ambiguous name is refused) and the head. Raises :class:`GitError`."""
-    if base is not None:
+    if base:
         named = resolve(root, base, role="--base")
         return RangeRefs(named, head, named.commit)
     hint = f"cannot compute merge-base({target_base}, {head.name}) — pass --base explicitly or fetch the base ref"
@@ -215,5 +215,6 @@ def resolve_range(root: Path, head: ResolvedRef, base: str | None, target_base: 
         raise GitError(f"{hint} ({exc})") from exc
     code, out = _git(["merge-base", "--end-of-options", named.commit, head.commit], root)
     if code != 0 or not _OID.match(out.strip()):
-        raise GitError(f"{hint} (no common ancestor of {named.shown} and {head.shown})")
+        why = "no common ancestor" if code == 1 else f"git merge-base exited with {code}"
+        raise GitError(f"{hint} ({why}: {named.shown} and {head.shown})")
     return RangeRefs(named, head, out.strip())
