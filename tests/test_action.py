@@ -95,7 +95,7 @@ def test_action_shape() -> None:
     assert action["runs"]["using"] == "composite"
     inputs = action["inputs"]
     assert set(inputs) >= {"version", "policy-ref", "require-signed", "binding", "sarif"}
-    assert inputs["policy-ref"]["default"] == "origin/${{ github.base_ref }}"
+    assert inputs["policy-ref"]["default"] == "refs/remotes/origin/${{ github.base_ref }}"
     assert inputs["require-signed"]["default"] == "true" and inputs["sarif"]["default"] == "agentreview.sarif"
     assert inputs["version"]["default"] == ""
     steps = action["runs"]["steps"]

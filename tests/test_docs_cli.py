@@ -28,6 +28,7 @@ except ImportError:  # pragma: no cover
 
 from agentreview.cli.app import build_app
 from agentreview.engine.run import RunResult
+from agentreview.host.refs import ResolvedRef
 from agentreview.model import errors
 from agentreview.verify.gate import VerifyResult
 from agentreview.verify.report import result_json
@@ -324,7 +325,10 @@ def keys_of(value: Any) -> set[str]:
 
 def test_run_json_members_are_documented(doc: str) -> None:
     body = command_sections(doc)["run"]
-    every = RunResult(run_id="r", status="cancelled", joined=True, error="e", superseded_by="s").to_json()
+    head = ResolvedRef("HEAD", "HEAD", "", "0" * 40, role="head")
+    every = RunResult(
+        run_id="r", status="cancelled", joined=True, error="e", superseded_by="s", refs=(head,)
+    ).to_json()
     missing = [key for key in every if f'"{key}"' not in body and f"`{key}`" not in body]
     assert missing == []
     assert keys_of(first_json(body)) <= set(every)

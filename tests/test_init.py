@@ -123,7 +123,7 @@ def test_python_repository_manifest_is_valid_and_its_checks_pass(git_repo: GitRe
     check = ar(repo, "check", "--json")
     assert check.returncode == 0, check.stderr
     shown = json.loads(check.stdout)
-    assert shown["target"] == {"kind": "git-range", "base": "main"}  # no remote
+    assert shown["target"] == {"kind": "git-range", "base": "refs/heads/main"}  # no remote
     assert shown["exportDir"] == ".reviews"
     by_name = {b["name"]: b for b in shown["bindings"]}
     assert by_name["local"]["on"] == "pre-push" and by_name["ci"]["on"] == "pull_request"
@@ -185,7 +185,8 @@ def test_hook_blocks_a_push_with_a_failing_test_and_lets_a_passing_one_through(
     old_hook.chmod(0o755)
     proc = ar(repo, "init", "--reviewer", team_bot)
     assert proc.returncode == 0, proc.stderr
-    assert "base: origin/main" in proc.stdout  # asked of the remote (ls-remote): no origin/HEAD in this clone
+    # asked of the remote (ls-remote): no origin/HEAD in this clone
+    assert "base: refs/remotes/origin/main" in proc.stdout
     hooks = repo / ".git" / "hooks"
     assert (hooks / "pre-push.local").read_text().startswith("#!/bin/sh\ncat >>")
     assert (hooks / "pre-push").stat().st_mode & stat.S_IXUSR
@@ -294,12 +295,12 @@ def test_asking_the_remote_runs_no_program_its_configuration_names(git_repo: Git
     proc = ar(repo, "init", "--json")
     assert proc.returncode == 0, proc.stderr
     assert not pwned.exists()
-    assert "base: origin/main" in (repo / "REVIEW.md").read_text()
+    assert "base: refs/remotes/origin/main" in (repo / "REVIEW.md").read_text()
 
 
 def test_asking_an_ssh_remote_runs_no_ssh_command_of_the_repository(git_repo: GitRepoFactory, tmp_path: Path) -> None:
     """Attack: ``core.sshCommand`` in a planted .git/config runs on ``ls-remote`` to an ssh origin.
-    init asks with plain, non-prompting ssh (here refused at once) and falls back to origin/main."""
+    init asks with plain, non-prompting ssh (here refused at once) and falls back to refs/remotes/origin/main."""
     repo = git_repo(files=PY_FILES)
     pwned = tmp_path / "pwned"
     git(repo, "remote", "add", "origin", "ssh://git@127.0.0.1:1/acme/widgets.git")
@@ -308,7 +309,7 @@ def test_asking_an_ssh_remote_runs_no_ssh_command_of_the_repository(git_repo: Gi
     assert proc.returncode == 0, proc.stderr
     assert not pwned.exists()
     assert "could not ask origin" in proc.stderr or "did not name" in proc.stderr
-    assert "base: origin/main" in (repo / "REVIEW.md").read_text()
+    assert "base: refs/remotes/origin/main" in (repo / "REVIEW.md").read_text()
 
 
 def test_workflow_verify_step_run_as_written(git_repo: GitRepoFactory, team_bot: str, tmp_path: Path) -> None:

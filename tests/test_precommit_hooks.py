@@ -92,7 +92,10 @@ def test_pre_commit_runs_the_review_on_push_and_verify(
                 "rev": rev,
                 "hooks": [
                     {"id": "agentreview"},
-                    {"id": "agentreview-verify", "args": ["--policy-from", "origin/main", "--require-signed"]},
+                    {
+                        "id": "agentreview-verify",
+                        "args": ["--policy-from", "refs/remotes/origin/main", "--require-signed"],
+                    },
                 ],
             }
         ]

@@ -257,7 +257,7 @@ def test_an_invalid_manifest_at_the_ref_names_the_ref(repo: Repo) -> None:
     git(repo.root, "checkout", "-q", "feature")
     result = repo.verify(policy_from="main")
     assert result.exit_code == 3
-    assert (result.error or "").startswith("main:REVIEW.md"), result.error
+    assert (result.error or "").startswith("refs/heads/main:REVIEW.md"), result.error  # the full ref
 
 
 def test_a_manifest_outside_the_repository_is_a_usage_error(repo: Repo, tmp_path: Path) -> None:
@@ -273,7 +273,8 @@ def test_manifest_is_read_from_the_ref_at_the_same_path(tmp_path: Path) -> None:
     # sub/REVIEW.md at main is no manifest: the ref's version at that path is what is parsed.
     result = repo.verify(policy_from="main", manifest=Path("sub/REVIEW.md"))
     assert result.exit_code == 3
-    assert (result.error or "").startswith("main:sub/REVIEW.md"), result.error
+    # named by the full ref the name resolved to, never by the short name
+    assert (result.error or "").startswith("refs/heads/main:sub/REVIEW.md"), result.error
 
 
 # --------------------------------------------------------------------------- files the policy names

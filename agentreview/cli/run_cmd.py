@@ -73,6 +73,7 @@ def render_summary(result: RunResult, *, lanes_shown: bool = False) -> str:
             f"verdict: {att.verdict}{origin} — {att.reviewId}/{att.binding} "
             f"{target.baseSha[:10]}..{target.headSha[:10]} ({signed}{', dirty' if att.dirty else ''})"
         )
+        lines.extend(f"range:   {ref.line}" for ref in result.refs)
         if result.cached_from:
             via = f" via {result.cached_from['remote']}" if result.cached_from.get("remote") else ""
             lines.append(f"cached from: {result.cached_from['principal']}{via} (team trust; signed by them)")

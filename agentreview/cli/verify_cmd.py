@@ -54,7 +54,8 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--policy-from",
                 metavar="REF",
-                help="Read the review policy from commit REF (e.g. origin/main), never the working tree: the "
+                help="Read the review policy from commit REF (a full ref such as refs/remotes/origin/main; a short "
+                "name two refs match is refused), never the working tree: the "
                 "manifest at the same path (target.base, bindings, checks, exportDir, packs) and "
                 ".agentproto/allowed_signers. A checkout whose manifest differs from REF's fails (exit 1).",
             ),

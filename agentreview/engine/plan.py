@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 from agentreview.engine.coordination import InflightRun, join_key
 from agentreview.engine.options import RunOptions
-from agentreview.host import git
+from agentreview.host import git, refs
 from agentreview.host.home import home_dir
+from agentreview.host.refs import ResolvedRef
 from agentreview.manifest.parse import parse_review, read_manifest_bytes
 from agentreview.manifest.placeholders import compile_checks, host_values, substitute
 from agentreview.manifest.rules import resolve_binding
@@ -105,6 +106,7 @@ class RunPlan:
     host_values: Mapping[str, str]  # {base}, {changed}: bound in prepare steps and lanes
     prepare: tuple[LanePlan, ...]  # the binding's prepare steps, commands substituted
     plugins: DeferredRegistry  # loaded when a pack, a lane or a signature first needs it
+    refs: tuple[ResolvedRef, ...] = ()  # the base and head names as resolved (exactly), for the report
 
     @property
     def registry(self) -> Registry:
@@ -169,7 +171,8 @@ def build_plan(run_id: str, options: RunOptions, registry: Registry | None = Non
     cwd = options.cwd.resolve()
     # 1. repository
     head_ref = options.head or "HEAD"
-    root, pre_head_or_none = git.root_and_commit(cwd, head_ref)  # the head is reported at step 5
+    # the head is reported at step 5; a name other than HEAD is resolved exactly there
+    root, pre_head_or_none = git.root_and_commit(cwd, head_ref) if head_ref == "HEAD" else (git.repo_root(cwd), None)
     remote = git.repo_remote(root)
     # 2. manifest
     manifest_path = (cwd / options.manifest).resolve() if options.manifest else root / "REVIEW.md"
@@ -193,12 +196,14 @@ def build_plan(run_id: str, options: RunOptions, registry: Registry | None = Non
         raise AgentreviewError(f"{manifest_path}: " + "; ".join(str(p) for p in problems))
     if options.export and not options.export_to:
         check_export_dir(root, manifest.verdict.exportDir)
-    # 5. base and the pre-prepare head
-    pre_head = pre_head_or_none or git.rev_parse_commit(root, head_ref)
-    if options.base:
-        base_sha = git.rev_parse_commit(root, options.base)
-    else:
-        base_sha = git.merge_base(root, manifest.target.base, pre_head)
+    # 5. base and the pre-prepare head, every name resolved to exactly one full ref or commit
+    head = (
+        ResolvedRef(head_ref, "HEAD", "", pre_head_or_none, role="head")
+        if head_ref == "HEAD" and pre_head_or_none
+        else refs.head_ref(root, head_ref)
+    )
+    span = refs.resolve_range(root, head, options.base, manifest.target.base)
+    pre_head, base_sha = head.commit, span.base_sha
     msha = manifest_sha(source)
     # 7. rubric digests (before prepare)
     rubrics, rubric_paths = _rubric_digests(resolved, binding.checks)
@@ -226,7 +231,7 @@ def build_plan(run_id: str, options: RunOptions, registry: Registry | None = Non
         binding_name=binding_name,
         binding=binding,
         base_sha=base_sha,
-        head_ref=head_ref,
+        head_ref=head.exact,
         pre_head_sha=pre_head,
         key=LedgerKey(remote, msha, binding_name, range_sha(base_sha, pre_head)),
         rubrics=tuple(rubrics),
@@ -235,6 +240,7 @@ def build_plan(run_id: str, options: RunOptions, registry: Registry | None = Non
         host_values=values,
         prepare=prepare,
         plugins=plugins,
+        refs=span.refs,
     )
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from agentreview.model.errors import EXIT_ERROR, EXIT_INCOMPLETE, VERDICT_EXIT
 
 if TYPE_CHECKING:  # pragma: no cover
+    from agentreview.host.refs import ResolvedRef
     from agentreview.model.attestation import Attestation
 
 
@@ -32,6 +33,8 @@ class RunResult:
     exit_code: int = EXIT_ERROR
     # a cache hit served from a teammate's signed attestation (team trust): {principal, remote}
     cached_from: dict[str, str] | None = None
+    # the base and head names as resolved (each to exactly one full ref or commit); empty when unplanned
+    refs: tuple[ResolvedRef, ...] = ()
 
     @classmethod
     def done(
@@ -84,6 +87,8 @@ class RunResult:
             "signingError": self.signing_error,
             "exitCode": self.exit_code,
         }
+        if self.refs:
+            data["refs"] = [ref.as_dict() for ref in self.refs]
         if self.joined:
             data["joined"] = True
         if self.cached_from:

@@ -122,6 +122,12 @@ def _run(
     tracker: RunTracker,
 ) -> RunResult:
     plan = build_plan(run_id, options, registry)
+    result = _run_planned(plan, reporter, cancel, tracker)
+    result.refs = plan.refs  # the report names the full refs and commits the range came from
+    return result
+
+
+def _run_planned(plan: RunPlan, reporter: Reporter, cancel: threading.Event, tracker: RunTracker) -> RunResult:
     tracker.planned(plan)
     for warning in tracker.warnings:
         reporter.phase(warning)

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from agentreview.host.gitrun import GIT_TIMEOUT_S, GitError, run_git, run_hardened
+from agentreview.host.refs import RefError, resolve
 
 __all__ = [
     "GIT_TIMEOUT_S",
@@ -101,23 +102,10 @@ def repo_slug(remote: str) -> str:
     return slug or "repo"
 
 
-_SAFE_REF = re.compile(r"^[^\s\x00-\x1f~^:?*\[\\]+(?:[~^]\d*)*$")
-
-
-def _check_ref(ref: str) -> str:
-    if not ref or ref.startswith("-") or not _SAFE_REF.match(ref):
-        raise GitError(f"'{ref}' is not a valid git revision")
-    return ref
-
-
 def rev_parse_commit(root: Path, ref: str) -> str:
-    """The full sha of the commit ``ref`` names, or :class:`GitError`."""
-    _check_ref(ref)
-    proc = git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"], root, check=False)
-    sha = proc.stdout.strip()
-    if proc.returncode != 0 or not sha:
-        raise GitError(f"cannot resolve '{ref}' to a commit in {root}")
-    return sha
+    """The full sha of the commit ``ref`` names, resolved exactly (:func:`agentreview.host.refs.resolve`:
+    an ambiguous name is refused, never guessed), or :class:`GitError`."""
+    return resolve(root, ref).commit
 
 
 _SHA = re.compile(r"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")
@@ -131,10 +119,12 @@ def root_and_commit(cwd: Path | str, ref: str) -> tuple[Path, str | None]:
     raises :func:`repo_root`'s error outside a repository. Output it cannot read unambiguously (a
     root whose name has a line break) is answered by the two separate calls instead.
     """
-    try:
-        _check_ref(ref)
-    except GitError:
-        return repo_root(cwd), None
+    if ref != "HEAD" and not _SHA.match(ref):  # a name: looked up exactly, never in one rev-parse
+        root = repo_root(cwd)
+        try:
+            return root, rev_parse_commit(root, ref)
+        except GitError:
+            return root, None
     proc = git(
         ["rev-parse", "--show-toplevel", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"],
         cwd,
@@ -151,11 +141,15 @@ def root_and_commit(cwd: Path | str, ref: str) -> tuple[Path, str | None]:
 
 
 def merge_base(root: Path, base_ref: str, head: str) -> str:
-    _check_ref(base_ref)
-    _check_ref(head)
+    """The merge-base of ``base_ref`` and ``head``, each resolved exactly first: a name that is
+    ambiguous or refused raises its :class:`RefError` as is, never a guess."""
     try:
-        return git(["merge-base", "--end-of-options", base_ref, head], root).stdout.strip()
+        base_sha = base_ref if _SHA.match(base_ref) else rev_parse_commit(root, base_ref)
+        head_sha = head if _SHA.match(head) else rev_parse_commit(root, head)
+        return git(["merge-base", "--end-of-options", base_sha, head_sha], root).stdout.strip()
     except GitError as exc:
+        if isinstance(exc, RefError) and not exc.missing:
+            raise
         raise GitError(
             f"cannot compute merge-base({base_ref}, {head}) — pass --base explicitly or fetch the base ref ({exc})"
         ) from exc

@@ -64,18 +64,20 @@ def _branch_of(ref: str) -> str | None:
 
 
 def default_base(root: Path) -> tuple[str, str | None]:
-    """``(base, warning)``: ``origin/<default branch>``, or ``main`` when there is no ``origin``.
+    """``(base, warning)``: ``refs/remotes/origin/<default branch>``, or ``refs/heads/main`` when there
+    is no ``origin``. Full refs: a short name could be shadowed by a tag of the same name (the run and
+    the gate refuse an ambiguous name, and a full ref never is one).
 
     The clone's ``refs/remotes/origin/HEAD`` answers without the network; otherwise the remote is
-    asked (``ls-remote --symref``, bounded); a remote that does not answer gives ``origin/main``
-    and a warning.
+    asked (``ls-remote --symref``, bounded); a remote that does not answer gives
+    ``refs/remotes/origin/main`` and a warning.
     """
     if repo.origin_url(root) is None:
-        return "main", None
+        return "refs/heads/main", None
     local = repo.git(["symbolic-ref", "--quiet", "refs/remotes/origin/HEAD"], root, check=False)
     branch = _branch_of(local.stdout.strip()) if local.returncode == 0 else None
     if branch:
-        return f"origin/{branch}", None
+        return f"refs/remotes/origin/{branch}", None
     try:
         proc = repo.run_git(
             ["ls-remote", "--upload-pack=git-upload-pack", "--symref", "origin", "HEAD"],
@@ -85,13 +87,14 @@ def default_base(root: Path) -> tuple[str, str | None]:
             config=_LS_REMOTE_CONFIG,
         )
     except repo.GitError as exc:
-        return "origin/main", f"could not ask origin for its default branch ({exc}); assumed main"
+        return "refs/remotes/origin/main", f"could not ask origin for its default branch ({exc}); assumed main"
     for line in proc.stdout.decode("utf-8", "replace").splitlines():
         if line.startswith("ref: ") and line.endswith("\tHEAD"):
             branch = _branch_of(line[len("ref: ") : -len("\tHEAD")])
             if branch:
-                return f"origin/{branch}", None
-    return "origin/main", "origin did not name its default branch; assumed main (edit target.base in REVIEW.md)"
+                return f"refs/remotes/origin/{branch}", None
+    assumed = "origin did not name its default branch; assumed main (edit target.base in REVIEW.md)"
+    return "refs/remotes/origin/main", assumed
 
 
 def _scalar(text: str) -> str:
@@ -149,7 +152,7 @@ def render_manifest(*, rid: str, name: str, base: str, checks: Sequence[Detected
         "",
         "Review and export before you push (`agentreview run --binding local --export`), commit the",
         "export in `.reviews/`, and the pull request gate (`agentreview verify --policy-from",
-        "origin/<base> --require-signed`) accepts the change. Change this file, the rubric or",
+        "refs/remotes/origin/<base> --require-signed`) accepts the change. Change this file, the rubric or",
         "`.agentproto/allowed_signers` in a pull request of their own: the gate reads them from the",
         "base branch.",
         "",

@@ -17,7 +17,9 @@ from agentreview.setup.writer import Outcome, place
 __all__ = ["WORKFLOW_PATH", "render_workflow", "write_workflow"]
 
 WORKFLOW_PATH = ".github/workflows/agentreview.yml"
-VERIFY_RUN = 'agentreview verify --policy-from "origin/${{ github.base_ref }}" --require-signed'
+# The full ref: a short `origin/<branch>` would be refused when a tag of that name exists (tags are
+# fetched with the history), and a full ref is never ambiguous.
+VERIFY_RUN = 'agentreview verify --policy-from "refs/remotes/origin/${{ github.base_ref }}" --require-signed'
 
 
 def render_workflow() -> str:

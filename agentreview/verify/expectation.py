@@ -1,13 +1,18 @@
 """AIP-62 verification step 2: what the attestation must say about this checkout.
 
 The range comes from git (``--base``, else the merge-base of the manifest's
-``target.base`` and the head); the manifest digest and remote from the checkout.
+``target.base`` and the head), each name resolved to exactly one full ref or commit
+(:mod:`agentreview.host.refs`); the manifest digest and remote from the checkout.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agentreview.host.refs import RangeRefs
 
 
 @dataclass(frozen=True)
@@ -22,11 +27,16 @@ class Expectation:
     verdict: str = "pass"
 
 
-def resolve_expectation_shas(root: Path, manifest_base: str, base: str | None, head_ref: str) -> tuple[str, str]:
-    """``(base_sha, head_sha)``: ``head_ref`` as a commit, and ``base`` or else
-    ``merge-base(manifest_base, head)``. Raises ``GitError``."""
-    from agentreview.host.git import merge_base, rev_parse_commit
+def resolve_expectation(root: Path, manifest_base: str, base: str | None, head_ref: str) -> RangeRefs:
+    """The range: ``head_ref`` as a commit, and ``base`` or else ``merge-base(manifest_base, head)``,
+    every name resolved exactly (an ambiguous one is refused, never guessed). Raises ``GitError``."""
+    from agentreview.host.refs import head_ref as resolve_head
+    from agentreview.host.refs import resolve_range
 
-    head_sha = rev_parse_commit(root, head_ref)
-    base_sha = rev_parse_commit(root, base) if base else merge_base(root, manifest_base, head_sha)
-    return base_sha, head_sha
+    return resolve_range(root, resolve_head(root, head_ref), base, manifest_base)
+
+
+def resolve_expectation_shas(root: Path, manifest_base: str, base: str | None, head_ref: str) -> tuple[str, str]:
+    """``(base_sha, head_sha)`` of :func:`resolve_expectation`."""
+    found = resolve_expectation(root, manifest_base, base, head_ref)
+    return found.base_sha, found.head.commit

@@ -34,7 +34,7 @@ from agentreview.verify.checks import (
     shape_problems,
 )
 from agentreview.verify.composition import MAX_CHAIN_DEPTH, composed_from_checks
-from agentreview.verify.expectation import Expectation, resolve_expectation_shas
+from agentreview.verify.expectation import Expectation, resolve_expectation
 from agentreview.verify.exports import (
     MAX_ATTESTATION_BYTES,
     MAX_JSON_DEPTH,
@@ -148,11 +148,13 @@ class _Verifier:
         policy = self._read_policy(root)
         parsed = policy.parsed if policy is not None else self._read_manifest(root)
         try:
-            base_sha, head_sha = resolve_expectation_shas(root, parsed.manifest.target.base, o.base, o.head or "HEAD")
+            expected = resolve_expectation(root, parsed.manifest.target.base, o.base, o.head or "HEAD")
             remote = repo_remote(root)
         except GitError as exc:
             raise VerifyStop(EXIT_ERROR, "error", str(exc)) from exc
+        base_sha, head_sha = expected.base_sha, expected.head.commit
         result.base_sha, result.head_sha = base_sha, head_sha
+        result.refs.extend(expected.refs)
 
         # Step 3: the attestation (the range may move to HEAD^ when HEAD only commits exports).
         found = locate(o, parsed, root, base_sha, head_sha, absolute=self._abs, notes=result.notes)
@@ -227,6 +229,7 @@ class _Verifier:
         if self.o.policy_from is None:
             return None
         policy = read_policy(root, self.cwd, self.o.policy_from, self.o.manifest, self.plugins.given)
+        self.result.refs.append(policy.commit.resolved)
         self.plugins.adopt(policy.parsed.registry)
         self._add(*policy_checks(policy, root))
         return policy

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import posixpath
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -65,33 +65,36 @@ def manifest_rel(root: Path, cwd: Path, manifest: Path | None, ref: str) -> str:
 
 
 def read_policy(root: Path, cwd: Path, ref: str, manifest: Path | None, registry: Registry | None) -> Policy:
-    """Resolve ``ref`` and parse its manifest. A ref that does not resolve, a manifest absent there
+    """Resolve ``ref`` exactly and parse its manifest. A ref that does not resolve or is ambiguous (a tag
+    beside the remote branch of the same short name: refused, never guessed), a manifest absent there
     (or not a regular file, or too large) or invalid: :class:`VerifyStop` (exit 3)."""
-    from agentreview.host.git import GitError, blob_at, rev_parse_commit
+    from agentreview.host.git import GitError, blob_at
+    from agentreview.host.refs import resolve
     from agentreview.manifest.parse import MAX_MANIFEST_BYTES, ManifestError, parse_review
     from agentreview.model.errors import AgentreviewError
 
     rel = manifest_rel(root, cwd, manifest, ref)
     try:
-        sha = rev_parse_commit(root, ref)
-        source = blob_at(root, sha, rel, max_bytes=MAX_MANIFEST_BYTES)
+        resolved = resolve(root, ref)
+        source = blob_at(root, resolved.commit, rel, max_bytes=MAX_MANIFEST_BYTES)
     except GitError as exc:
         raise VerifyStop(EXIT_ERROR, "error", f"--policy-from {ref}: {exc}") from exc
+    commit = PolicyCommit(replace(resolved, role="--policy-from"))
     if source is None:
         raise VerifyStop(
             EXIT_ERROR,
             "error",
-            f"--policy-from {ref}: commit {sha[:10]} has no {rel} (absent, not a regular file, or larger than "
-            f"{MAX_MANIFEST_BYTES} bytes) — name the branch that holds the review policy",
+            f"--policy-from {ref}: {commit.ref} at {commit.sha[:10]} has no {rel} (absent, not a regular file, or "
+            f"larger than {MAX_MANIFEST_BYTES} bytes) — name the branch that holds the review policy",
         )
-    shown = f"{ref}:{rel}"
+    shown = f"{commit.ref}:{rel}"
     try:
         parsed = parse_review(source, root / rel, registry=registry)
     except ManifestError as exc:
         raise VerifyStop(EXIT_ERROR, "error", str(ManifestError(Path(shown), exc.problems))) from exc
     except (AgentreviewError, ValueError) as exc:
         raise VerifyStop(EXIT_ERROR, "error", f"{shown}: {exc}") from exc
-    return Policy(PolicyCommit(ref, sha), rel, parsed)
+    return Policy(commit, rel, parsed)
 
 
 def policy_checks(policy: Policy, root: Path) -> tuple[list[CheckLine], list[str]]:

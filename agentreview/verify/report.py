@@ -53,6 +53,7 @@ def result_json(result: VerifyResult) -> dict[str, Any]:
         "exitCode": result.exit_code,
         "baseSha": result.base_sha,
         "headSha": result.head_sha,
+        "refs": [ref.as_dict() for ref in result.refs],
         "runId": _member(att, "runId"),
         "reviewId": _member(att, "reviewId"),
         "binding": _member(att, "binding"),
@@ -89,6 +90,7 @@ def render_text(result: VerifyResult) -> str:
         lines.append(f"attestation: {result.path}")
     if result.base_sha and result.head_sha:
         lines.append(f"expected range: {result.base_sha}..{result.head_sha}")
+    lines.extend(f"resolved: {ref.line}" for ref in result.refs)
     width = max((len(c.name) for c in result.checks), default=0)
     for check in result.checks:
         mark = "?" if check.unverified else "✓" if check.ok else "✗"

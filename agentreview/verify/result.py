@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from agentreview.model.errors import EXIT_OK
 
 if TYPE_CHECKING:  # pragma: no cover
+    from agentreview.host.refs import ResolvedRef
     from agentreview.plugins.registry import Registry
 
 VERDICT_CHOICES = ("pass", "block", "incomplete", "any")
@@ -77,6 +78,7 @@ class VerifyResult:
     base_sha: str | None = None
     head_sha: str | None = None
     error: str | None = None  # the one-line message for exit 3 and 64
+    refs: list[ResolvedRef] = field(default_factory=list)  # every name the gate resolved, as resolved
 
     @property
     def ok(self) -> bool:

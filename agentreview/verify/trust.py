@@ -24,9 +24,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agentreview.model.errors import EXIT_ERROR, EXIT_USAGE
 from agentreview.verify.result import VerifyStop
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agentreview.host.refs import ResolvedRef
 
 ALLOWED_SIGNERS_IN_REPO = Path(".agentproto") / "allowed_signers"
 MAX_ALLOWED_SIGNERS_BYTES = 1024 * 1024
@@ -40,10 +44,18 @@ UNNAMED_BASE = (
 
 @dataclass(frozen=True)
 class PolicyCommit:
-    """``--policy-from``: the ref as the caller named it and the commit it resolved to."""
+    """``--policy-from``: the name as resolved (to exactly one full ref or commit) and the commit."""
 
-    ref: str
-    sha: str
+    resolved: ResolvedRef
+
+    @property
+    def ref(self) -> str:
+        """The full ref (or the commit id) the name resolved to: what messages show."""
+        return self.resolved.exact
+
+    @property
+    def sha(self) -> str:
+        return self.resolved.commit
 
 
 @dataclass(frozen=True)
