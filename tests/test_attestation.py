@@ -74,7 +74,9 @@ def full_document() -> dict[str, Any]:
         "preset": "claude",
         "summary": "fine",
         "model": "m-1",
-        "fallbacks": [{"preset": "codex", "error": "not installed"}],
+        "fallbacks": [{"preset": "codex", "error": "not installed"},
+                      {"preset": "kimi", "error": "capability_missing: unknown item type 'x'",
+                       "unknownFields": ["unknown item type 'x'"]}],
         "composedFrom": {"rangeSha": "b" * 64, "headSha": "3" * 40, "attestationSha256": "c" * 64},
     }
     command_lane = {"id": "tests", "kind": "command", "status": "fail", "blocking": False,
@@ -304,6 +306,20 @@ def test_read_still_checks_shapes() -> None:
     doc = full_document()
     doc["schema"] = "agentproto.review.attestation/v2"
     with pytest.raises(AttestationShapeError, match=r"^schema: "):
+        Attestation.read(doc)
+
+
+def test_the_reviewer_audit_buckets_are_read_as_string_tuples_and_checked() -> None:
+    doc = full_document()
+    doc["lanes"][2] = {**doc["lanes"][2], "kind": "agent", "error": "reviewer boundary violation: unsafe mode",
+                       "unsafeValues": ["unsafe mode"], "unknownFields": ["init has an unknown non-empty list 'a'"]}
+    att = Attestation.read(copy.deepcopy(doc))
+    assert att.lanes[2].unsafeValues == ("unsafe mode",)
+    assert att.lanes[2].unknownFields == ("init has an unknown non-empty list 'a'",)
+    assert att.lanes[0].fallbacks[1].unknownFields == ("unknown item type 'x'",)
+    assert att.lanes[0].unsafeValues is None and att.lanes[0].fallbacks[0].unknownFields is None
+    doc["lanes"][2]["unsafeValues"] = [1]
+    with pytest.raises(AttestationShapeError, match=r"^lanes\.2\.unsafeValues\.0: must be a string"):
         Attestation.read(doc)
 
 

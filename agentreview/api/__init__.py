@@ -22,7 +22,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-API_VERSION = "2.0"
+API_VERSION = "2.1"
 
 # name -> module that defines it. One table, so ``__all__``, the lazy loader and the
 # documentation cannot disagree.

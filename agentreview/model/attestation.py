@@ -127,6 +127,10 @@ def _strings(data: Any) -> tuple[str, ...]:
     return tuple(data)
 
 
+def _maybe_strings(data: Any) -> tuple[str, ...] | None:
+    return None if data is None else tuple(data)
+
+
 def _json_of(value: Any) -> Any:
     """A member value as JSON: a view becomes its members, a tuple a list."""
     if isinstance(value, Member):
@@ -240,6 +244,8 @@ class Fallback(Member):
     _definition = "Fallback"
     preset: _Value[str] = _Value()
     error: _Value[str] = _Value()
+    unknownFields = _Views(_maybe_strings)
+    unsafeValues = _Views(_maybe_strings)
 
 
 class LaneResult(Member):
@@ -259,6 +265,9 @@ class LaneResult(Member):
     exitCode: _Value[int | None] = _Value()
     model: _Value[str | None] = _Value()
     fallbacks = _Views(_maybe_many(Fallback))
+    # The reviewer audit's two buckets: shapes it could not verify, and breached boundaries.
+    unknownFields = _Views(_maybe_strings)
+    unsafeValues = _Views(_maybe_strings)
     composedFrom = _Views(_maybe_one(ComposedFrom))
 
 

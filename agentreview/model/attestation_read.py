@@ -399,7 +399,12 @@ COMPOSED_FROM = _Object("ComposedFrom", [
     _req("headSha", _non_empty),
     _req("attestationSha256", _hex64),
 ])  # fmt: skip
-FALLBACK = _Object("Fallback", [_req("preset", _string), _req("error", _string)])
+FALLBACK = _Object("Fallback", [
+    _req("preset", _string),
+    _req("error", _string),
+    _opt("unknownFields", _Array(_string)),
+    _opt("unsafeValues", _Array(_string)),
+])  # fmt: skip
 LANE_RESULT = _Object("LaneResult", [
     _req("id", _string),
     _req("kind", _kind),
@@ -414,6 +419,8 @@ LANE_RESULT = _Object("LaneResult", [
     _opt("exitCode", _integer()),
     _opt("model", _string),
     _opt("fallbacks", _Array(FALLBACK)),
+    _opt("unknownFields", _Array(_string)),
+    _opt("unsafeValues", _Array(_string)),
     _opt("composedFrom", COMPOSED_FROM),
 ])  # fmt: skip
 TARGET = _Object("Target", [_req("repoRemote", _non_empty), _req("baseSha", _non_empty), _req("headSha", _non_empty)])

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentreview.model.attestation import LaneResult
-from agentreview.model.contracts.lanes import DeltaRange, LaneOutcome
+from agentreview.model.contracts.lanes import DeltaRange, FallbackAttempt, LaneOutcome
 
 TAIL_CHARS = 4000
 SEVERITY_RANK = {"low": 1, "medium": 2, "high": 3}
@@ -39,8 +39,15 @@ def _session_fields(outcome: LaneOutcome) -> dict[str, Any]:
         if value:
             fields[key] = value
     if outcome.fallbacks:
-        fields["fallbacks"] = [{"preset": f.preset, "error": f.error} for f in outcome.fallbacks]
+        fields["fallbacks"] = [{"preset": f.preset, "error": f.error, **_buckets(f)} for f in outcome.fallbacks]
+    fields.update(_buckets(outcome))
     return fields
+
+
+def _buckets(source: LaneOutcome | FallbackAttempt) -> dict[str, list[str]]:
+    """The reviewer audit's two buckets, when it named anything (``ReviewerResult``)."""
+    named = (("unknownFields", source.unknown_fields), ("unsafeValues", source.unsafe_values))
+    return {key: list(values) for key, values in named if values}
 
 
 def to_lane_result(

@@ -105,10 +105,15 @@ def agentreview_register_reviewer_providers(register: Callable[[ReviewerProvider
     ``verdict_path``, ``work_dir``, one ``deadline`` (a ``time.monotonic()`` value
     shared by retries and fallbacks), ``cancel`` and ``home``. ``ReviewerResult.end``
     is ``verdict``, ``unavailable`` (a fallback preset may be tried), ``timeout``,
-    ``boundary_violation``, ``malformed`` or ``cancelled``. Subclassing
-    ``agentreview.api.ReviewerBase`` gives the allow-listed environment, a private
-    HOME, the process group bound to the deadline and cancel, and the validation of
-    the preset options the provider declares (``validate_options``).
+    ``boundary_violation``, ``malformed`` or ``cancelled``. A provider that audits
+    its reviewer's output names what it found in ``ReviewerResult.unknown_fields``
+    (a shape it could not verify: drift, with ``unavailable``) and
+    ``ReviewerResult.unsafe_values`` (a breached boundary, with
+    ``boundary_violation``); the lane records both (``unknownFields``,
+    ``unsafeValues``). Subclassing ``agentreview.api.ReviewerBase`` gives the
+    allow-listed environment, a private HOME, the process group bound to the
+    deadline and cancel, and the validation of the preset options the provider
+    declares (``validate_options``).
     """
 
 

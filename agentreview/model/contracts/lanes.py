@@ -34,6 +34,9 @@ class FallbackAttempt:
 
     preset: str
     error: str
+    # The audit's buckets for this attempt (see ``ReviewerResult``): drift that made it unavailable.
+    unknown_fields: tuple[str, ...] = ()
+    unsafe_values: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,9 @@ class LaneOutcome:
     preset: str | None = None
     model: str | None = None
     fallbacks: tuple[FallbackAttempt, ...] = ()
+    # The audit's buckets for the reviewer that ended the lane (see ``ReviewerResult``).
+    unknown_fields: tuple[str, ...] = ()
+    unsafe_values: tuple[str, ...] = ()
 
     @classmethod
     def exited(cls, exit_code: int, output: str = "") -> LaneOutcome:

@@ -57,11 +57,19 @@ class ReviewerRequest:
 
 @dataclass(frozen=True)
 class ReviewerResult:
+    """How one attempt ended. A provider that audits its reviewer's output names what the audit
+    found in two buckets (the wrapper contract's): ``unknown_fields``, a shape it could not verify
+    (drift: the attempt is ``unavailable`` and another reviewer may try), and ``unsafe_values``, a
+    breached boundary (a tool use outside the allow-list, a known field carrying an unsafe value:
+    terminal). Both are short, redacted descriptions; both are recorded with the lane."""
+
     end: ReviewerEnd
     error: str | None = None
     retryable: bool = False
     session_id: str | None = None
     model: str | None = None
+    unknown_fields: tuple[str, ...] = ()
+    unsafe_values: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

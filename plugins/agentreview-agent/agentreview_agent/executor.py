@@ -106,7 +106,13 @@ class AgentLaneExecutor:
             if outcome is not None:
                 return outcome
         last = chain.fallbacks.pop()
-        return LaneOutcome.skipped(last.error, preset=last.preset, fallbacks=chain.fallbacks)
+        return LaneOutcome.skipped(
+            last.error,
+            preset=last.preset,
+            fallbacks=chain.fallbacks,
+            unknown_fields=last.unknown_fields,
+            unsafe_values=last.unsafe_values,
+        )
 
     def _run_preset(
         self,
@@ -152,7 +158,7 @@ class AgentLaneExecutor:
                 error = result.error or "reviewer unavailable"
                 if tries > 1:
                     error += f" (after {tries} attempts)"
-                chain.fallbacks.append(FallbackAttempt(spec.name, error))
+                chain.fallbacks.append(FallbackAttempt(spec.name, error, result.unknown_fields, result.unsafe_values))
                 return None
             return self._finish(result, check.timeoutMs, prompt.verdict_path, chain, session)
 
@@ -213,4 +219,10 @@ class AgentLaneExecutor:
             )
         label = {"boundary_violation": "reviewer boundary violation", "malformed": "malformed reviewer answer"}
         prefix = label.get(result.end, f"reviewer ended with '{result.end}'")
-        return LaneOutcome.skipped(f"{prefix}: {result.error or 'no detail'}", fallbacks=fallbacks, **session)
+        return LaneOutcome.skipped(
+            f"{prefix}: {result.error or 'no detail'}",
+            fallbacks=fallbacks,
+            unknown_fields=result.unknown_fields,
+            unsafe_values=result.unsafe_values,
+            **session,
+        )

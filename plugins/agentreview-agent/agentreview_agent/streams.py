@@ -1,10 +1,13 @@
 """Shared parsing of reviewer event streams and failure texts.
 
 Streams are parsed strictly (duplicate keys rejected) because the audit must see
-exactly what the CLI reported; a line that is not a JSON object in a stream makes it
-un-auditable, which is never treated as clean. The text patterns classify why a
-reviewer was unavailable (auth, quota, transient) as ``reviewer-clis.md`` section 7
-shows for each CLI.
+exactly what the CLI reported. A line that is not a JSON object does not stop the
+parse: the events after it are still audited (a tool use after an update notice is
+still a tool use). A line with no ``{`` cannot be or hide an event (an update notice,
+a progress message) and is left out; any other unparsable line might be a mangled
+event, so it is drift (``Stream.stray``): the answer is not used, and the lane may fall
+back. The text patterns classify why a reviewer was unavailable (auth, quota,
+transient) as ``reviewer-clis.md`` section 7 shows for each CLI.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentreview.api import loads_strict
+from agentreview_agent.audit import note
 
 AUTH_TEXT = re.compile(
     r"(?i)not logged in|please run /login|invalid api key|invalid x-api-key"
@@ -33,7 +37,8 @@ PERMANENT_TEXT = re.compile(
 @dataclass
 class Stream:
     events: list[dict[str, Any]] = field(default_factory=list)
-    corrupt: str | None = None  # why the stream cannot be audited
+    stray: list[str] = field(default_factory=list)  # drift notes: lines that might be events but do not parse
+    ignored: int = 0  # lines that cannot be events (no ``{``)
 
 
 def parse_jsonl(text: str) -> Stream:
@@ -41,14 +46,17 @@ def parse_jsonl(text: str) -> Stream:
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
+        if "{" not in line:
+            stream.ignored += 1
+            continue
         try:
             event = loads_strict(line)
         except (ValueError, RecursionError) as exc:
-            stream.corrupt = f"line {number} is not JSON ({exc})"
-            break
+            stream.stray.append(f"stdout line {number} is not JSON ({note(str(exc), 80)}): {note(line, 120)}")
+            continue
         if not isinstance(event, dict):
-            stream.corrupt = f"line {number} is not a JSON object"
-            break
+            stream.stray.append(f"stdout line {number} is not a JSON object: {note(line, 120)}")
+            continue
         stream.events.append(event)
     return stream
 

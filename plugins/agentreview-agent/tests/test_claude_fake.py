@@ -81,7 +81,7 @@ def test_preset_model_is_passed(lane, claude) -> None:
         ("bad_key", "authentication failed: Invalid API key · Fix external API key"),
         ("quota", "quota or rate limit: You've hit your limit · resets 5pm"),
         ("prose", "claude's answer is not the verdict JSON (invalid model output)"),
-        ("drift_container", "capability_missing: unrecognized surface-shaped init field 'connectors'"),
+        ("drift_container", "capability_missing: init has an unknown non-empty list 'connectors'"),
     ],
 )
 def test_unavailable_reviewer_falls_back(lane, claude, scenario: str, error: str) -> None:
@@ -92,17 +92,31 @@ def test_unavailable_reviewer_falls_back(lane, claude, scenario: str, error: str
     assert alone.kind == "skipped" and alone.error == error and alone.preset == "claude"
 
 
+def test_drift_is_recorded_in_its_own_bucket_and_never_as_unsafe(lane, claude) -> None:
+    check, outcome = run(lane, claude, "drift_container", fallbackPresets=["backup"])
+    [fallback] = outcome.fallbacks
+    assert fallback.unknown_fields == ("init has an unknown non-empty list 'connectors'",)
+    assert fallback.unsafe_values == ()
+    recorded = to_lane_result(check, outcome, 1).to_json_dict()
+    assert recorded["fallbacks"] == [
+        {"preset": "claude", "error": fallback.error, "unknownFields": list(fallback.unknown_fields)}
+    ]
+    assert "unsafeValues" not in recorded and "unknownFields" not in recorded  # the lane itself passed on backup
+
+
 @pytest.mark.parametrize(
     ("scenario", "error"),
     [
-        ("tool_breach", "reviewer boundary violation: reviewer used tool 'Bash' outside the allow-list"),
-        ("unsafe_mode", "reviewer boundary violation: unsafe permissionMode 'bypassPermissions'"),
+        ("tool_breach", """reviewer used tool 'Bash' outside the allow-list (input: {"command": "touch pwned"})"""),
+        ("unsafe_mode", "unsafe permissionMode 'bypassPermissions'"),
     ],
 )
 def test_boundary_violation_is_terminal(lane, claude, scenario: str, error: str) -> None:
-    _, outcome = run(lane, claude, scenario, fallbackPresets=["backup"])
-    assert outcome.kind == "skipped" and outcome.error == error
+    check, outcome = run(lane, claude, scenario, fallbackPresets=["backup"])
+    assert outcome.kind == "skipped" and outcome.error == "reviewer boundary violation: " + error
     assert outcome.preset == "claude" and not outcome.fallbacks
+    assert outcome.unsafe_values == (error,) and outcome.unknown_fields == ()
+    assert to_lane_result(check, outcome, 1).to_json_dict()["unsafeValues"] == [error]
     assert not (lane.repo.root / "pwned").exists()
 
 
@@ -140,13 +154,24 @@ def test_the_planted_config_would_be_caught_if_it_were_reached(claude, tmp_path:
         [str(claude.bin_dir / "claude"), "-p", "--output-format", "stream-json", "--verbose"],
         input="hi", capture_output=True, text=True, timeout=30, cwd=tmp_path,
     ).stdout  # fmt: skip
-    audit, corrupt = audit_stream(out)
-    assert corrupt is None
-    assert any("MCP servers: evil" in b for b in audit.breach)
-    assert any("bypassPermissions" in b for b in audit.breach)
-    assert any("Bash" in b for b in audit.breach)
+    unsafe = audit_stream(out).outcome.unsafe_values
+    assert any("MCP servers: evil" in b for b in unsafe)
+    assert any("bypassPermissions" in b for b in unsafe)
+    assert any("Bash" in b for b in unsafe)
 
 
-def test_corrupt_stream_cannot_be_audited() -> None:
-    _, corrupt = audit_stream('{"type": "system", "subtype": "init"}\nnot json\n')
-    assert corrupt == "line 2 is not JSON (Expecting value: line 1 column 1 (char 0))"
+INIT = {"type": "system", "subtype": "init", "tools": ["Read", "Grep", "Glob", "StructuredOutput"],
+        "mcp_servers": [], "permissionMode": "plan"}  # fmt: skip
+TOOL_USE = {"type": "assistant", "message": {"content": [{"type": "tool_use", "name": "Bash", "input": {}}]}}
+
+
+def test_a_stray_line_is_drift_never_a_breach_and_the_events_after_it_are_still_audited() -> None:
+    notice = "Update available: 2.1.400 · run claude update"  # no brace: cannot be (or hide) an event
+    clean = audit_stream(f"{notice}\n{json.dumps(INIT)}\n").outcome
+    assert clean.unsafe_values == [] and clean.unknown_fields == []
+    mangled = audit_stream(f"{json.dumps(INIT)}\n{{not json\n").outcome
+    assert mangled.unsafe_values == []
+    assert mangled.unknown_fields == ["stdout line 2 is not JSON (Expecting property name enclosed in double quotes: "
+                                      "line 1 column 2 (char 1)): {not json"]  # fmt: skip
+    after = audit_stream(f"{json.dumps(INIT)}\n{{not json\n{json.dumps(TOOL_USE)}\n").outcome
+    assert after.unsafe_values == ["reviewer used tool 'Bash' outside the allow-list"]

@@ -93,12 +93,24 @@ def test_unavailable_falls_back(lane, codex, scenario: str, error: str) -> None:
     [
         ("tool_breach", "reviewer used 'file_change', which a read-only review may not"),
         ("unknown_item", "reviewer used 'collab_tool_call', which a read-only review may not"),
+        ("declined", "reviewer's command was declined by the sandbox policy: [path] -lc 'rm -rf x'"),  # redacted
     ],
 )
 def test_boundary_violation_is_terminal(lane, codex, scenario: str, error: str) -> None:
     _, outcome = run(lane, codex, scenario, fallbackPresets=["backup"])
     assert outcome.kind == "skipped" and not outcome.fallbacks
     assert outcome.error == "reviewer boundary violation: " + error
+
+
+def test_an_unknown_item_type_is_drift_and_falls_back(lane, codex) -> None:
+    check, outcome = run(lane, codex, "new_item", fallbackPresets=["backup"])
+    assert outcome.kind == "reported" and outcome.preset == "backup"
+    [fallback] = outcome.fallbacks
+    assert fallback.error == "capability_missing: unknown item type 'plan_update'"
+    assert fallback.unknown_fields == ("unknown item type 'plan_update'",) and fallback.unsafe_values == ()
+    _, alone = run(lane, codex, "new_item")
+    assert alone.kind == "skipped" and alone.error == fallback.error
+    assert alone.unknown_fields == fallback.unknown_fields and not alone.unsafe_values
 
 
 def test_user_mcp_config_would_be_a_breach_if_reached(codex, tmp_path) -> None:
@@ -110,8 +122,9 @@ def test_user_mcp_config_would_be_a_breach_if_reached(codex, tmp_path) -> None:
         [str(codex.bin_dir / "codex"), "exec", "--json", "-"],
         input="hi", capture_output=True, text=True, timeout=30, cwd=tmp_path,
     ).stdout  # fmt: skip
-    audit, corrupt = audit_stream(out)
-    assert corrupt is None and audit.breach == ["reviewer used 'mcp_tool_call', which a read-only review may not"]
+    audit = audit_stream(out).outcome
+    assert audit.unsafe_values == ["reviewer used 'mcp_tool_call', which a read-only review may not"]
+    assert audit.unknown_fields == []
 
 
 def test_harmless_noise_and_commands_in_the_sandbox_are_tolerated(lane, codex) -> None:

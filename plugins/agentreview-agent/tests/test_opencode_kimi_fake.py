@@ -89,7 +89,9 @@ def test_tool_breach_is_terminal(lane, reviewer) -> None:
     _, outcome = run(lane, reviewer, "tool_breach", fallbackPresets=["backup"])
     tool = "bash" if name == "opencode" else "Bash"
     assert outcome.kind == "skipped" and not outcome.fallbacks
-    assert outcome.error == f"reviewer boundary violation: reviewer used tool '{tool}' outside the allow-list"
+    breach = f"reviewer used tool '{tool}' outside the allow-list"
+    assert outcome.error.startswith(f"reviewer boundary violation: {breach} (input: "), outcome.error
+    assert "touch pwned" in outcome.error and outcome.unsafe_values == (outcome.error.split(": ", 1)[1],)
 
 
 def test_drift(lane, reviewer) -> None:

@@ -9,11 +9,13 @@ audited event stream and a final answer become a result.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 from agentreview.api import CliReviewer, ProcessResult, ReviewerBase, ReviewerResult
 from agentreview_agent.answer import record_answer
+from agentreview_agent.audit import AuditOutcome, name_of, note
 
 # The private-home and configuration variables of the shipped CLIs. Every shipped provider (exec included)
 # refuses them in a preset's ``env``, so no preset can point any reviewer at the user's own configuration.
@@ -54,19 +56,33 @@ def clip(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def stream_end(
-    name: str, corrupt: str | None, breach: list[str], proc: ProcessResult, **ids: Any
-) -> ReviewerResult | None:
-    """What an audited run ended in before its answer counts: an unauditable stream or a breach
-    (``boundary_violation``, terminal) outranks a spawn failure, timeout or cancel; ``None`` otherwise."""
-    if corrupt:
-        return ReviewerResult("boundary_violation", f"{name}'s event stream cannot be audited: {corrupt}", **ids)
-    if breach:
-        return ReviewerResult("boundary_violation", "; ".join(dict.fromkeys(breach)), **ids)
+def tool_note(tool: Any, tool_input: Any = None) -> str:
+    """The breach note for a tool use outside the allow-list, with a bounded, redacted excerpt of its input."""
+    text = f"reviewer used tool {name_of(tool)!r} outside the allow-list"
+    if tool_input not in (None, "", {}, []):
+        shown = tool_input if isinstance(tool_input, str) else json.dumps(tool_input, ensure_ascii=False, default=str)
+        text += f" (input: {note(shown, 120)})"
+    return text
+
+
+def stream_end(name: str, audit: AuditOutcome, proc: ProcessResult, **ids: Any) -> ReviewerResult | None:
+    """What an audited run ended in before its answer counts: a breach (``boundary_violation``,
+    terminal) outranks a spawn failure, timeout or cancel; ``None`` otherwise."""
+    if audit.unsafe_values:
+        return audit.result("boundary_violation", "; ".join(dict.fromkeys(audit.unsafe_values)), **ids)
     abnormal = ReviewerBase.ended_abnormally(proc, name)
     if abnormal:
         return ReviewerResult(abnormal.end, abnormal.error, **ids)
     return None
+
+
+def drifted(audit: AuditOutcome, **ids: Any) -> ReviewerResult | None:
+    """``capability_missing`` (unavailable: another reviewer may try) when the audit met a shape it
+    cannot verify; the answer of such a run is never used. ``None`` when there was no drift."""
+    if not audit.unknown_fields:
+        return None
+    reason = "capability_missing: " + "; ".join(dict.fromkeys(audit.unknown_fields))
+    return audit.result("unavailable", reason, **ids)
 
 
 def answered(answer: Any, verdict_path: Path, who: str, **ids: Any) -> ReviewerResult:

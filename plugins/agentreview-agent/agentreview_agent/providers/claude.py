@@ -6,9 +6,10 @@ an empty ``--mcp-config``), no user/project/local settings (``--setting-sources 
 ``--safe-mode`` and ``--disable-slash-commands`` when the installed CLI has them, and
 a private ``CLAUDE_CONFIG_DIR`` built fresh per attempt holding only a *link* to the
 user's credentials. What it did: the stream-json events are audited — a tool use
-outside the allow-list, a non-empty ``mcp_servers``, an unsafe ``permissionMode`` or a
-permission denial is a boundary violation (terminal); init fields are judged by
-shape, never by a list of names. The final answer arrives as ``--json-schema``
+outside the allow-list, a non-empty ``mcp_servers``, an unsafe ``permissionMode``, a
+directory this provider did not pass or a permission denial is a boundary violation
+(terminal); every other init field and event is judged by shape, never by its name
+(``agentreview_agent.audit``). The final answer arrives as ``--json-schema``
 structured output and this provider writes the verdict file from it. With no shell,
 the reviewer reads the range's ``git diff`` and ``git log`` from files this provider
 writes into the attempt's work dir.
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import json
 import os
-import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,16 @@ from agentreview.api import (
     user_dir,
 )
 from agentreview_agent.answer import VERDICT_SCHEMA
-from agentreview_agent.providers.base import ShippedCli, answered, clip, stream_end, tail
+from agentreview_agent.audit import (
+    AuditOutcome,
+    is_container,
+    list_of_strings,
+    name_of,
+    note,
+    unknown_event,
+    unknown_member,
+)
+from agentreview_agent.providers.base import ShippedCli, answered, clip, drifted, stream_end, tail, tool_note
 from agentreview_agent.streams import AUTH_TEXT, QUOTA_TEXT, parse_jsonl, unavailable_reason
 
 HELP_ARGS = ("--help",)
@@ -66,37 +76,31 @@ EXPECTED_TOOLS = frozenset((*READ_TOOLS, STRUCTURED_TOOL))
 SAFE_PERMISSION_MODES = frozenset(("default", "plan"))
 PERMISSION_MODE = "plan"
 
-# Init fields known to be host metadata (parse_probe_result's KNOWN_SAFE_INIT_METADATA_FIELDS).
-KNOWN_METADATA = frozenset(
-    (
-        "type", "subtype", "cwd", "session_id", "model", "permissionMode", "apiKeySource", "claude_code_version",
-        "output_style", "agents", "analytics_disabled", "product_feedback_disabled", "uuid", "fast_mode_state",
-    )
-)  # fmt: skip
+# The init's pinned fields, judged by value (the wrapper contract): `tools`, `mcp_servers`, `permissionMode`.
+PINNED = frozenset(("tools", "mcp_servers", "permissionMode"))
+# Skill, command and plugin lists are vocabulary, not a boundary: never judged by name, shape or origin.
+VOCABULARY = frozenset(("slash_commands", "terminal_slash_commands", "skills", "plugins"))
+# Host metadata with a shape check: a list of strings, no value vocabulary.
 LIST_OF_STRINGS = frozenset(("agents", "capabilities"))
-VOCABULARY = frozenset(("slash_commands", "terminal_slash_commands", "skills", "plugins"))  # never judged
-AUTHORITY_STEMS = (
-    "permission", "bypass", "dangerous", "sandbox", "privileg", "escalat", "elevat", "unrestricted", "authorit",
-    "admin", "superuser",
-)  # fmt: skip
+# Host metadata: the directories the model may read besides the cwd; each must be one this provider passed.
+DIRECTORY_LISTS = frozenset(("additional_directories",))
+# Host metadata containers known to be safe whatever they hold (the contract's KNOWN_SAFE_INIT_METADATA_FIELDS);
+# a scalar needs no entry: an unknown scalar or empty container is tolerated by shape.
+KNOWN_METADATA_CONTAINERS: frozenset[str] = frozenset()
+# Stream event types; any other is drift. `system` events other than init are the host's notices about
+# itself (api_retry, ui_invalidate, ...): the model acts only through assistant content blocks.
+EVENT_TYPES = frozenset(("system", "assistant", "user", "result", "rate_limit_event", "stream_event"))
+# Assistant content blocks: tool invocations (judged by the allow-list) and blocks that invoke nothing.
+TOOL_BLOCKS = frozenset(("tool_use", "server_tool_use", "mcp_tool_use"))
+INERT_BLOCKS = frozenset(("text", "thinking", "redacted_thinking"))
 CLEAN_SUBTYPES = (None, "success", "completed", "stop_turn", "end_turn")
-
-
-def _segments(name: str) -> list[str]:
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
-    return [s.lower() for s in re.split(r"[\s_.:\-]+", spaced) if s]
-
-
-def _safe_name(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.:-]", "?", name)[:60]
 
 
 @dataclass
 class Audit:
-    """What the event stream proves. ``breach`` is terminal, ``drift`` may fall back."""
+    """What the event stream proves (``outcome``) and what it reports."""
 
-    breach: list[str] = field(default_factory=list)
-    drift: list[str] = field(default_factory=list)
+    outcome: AuditOutcome = field(default_factory=AuditOutcome)
     inits: int = 0
     session_id: str | None = None
     model: str | None = None
@@ -105,90 +109,120 @@ class Audit:
     quota_signal: str | None = None
 
 
-def _audit_init(event: dict[str, Any], audit: Audit) -> None:
-    audit.inits += 1
-    audit.session_id = audit.session_id or _str(event.get("session_id"))
-    audit.model = _str(event.get("model")) or audit.model
+def _within(value: str, allowed: Sequence[Path]) -> bool:
+    try:
+        resolved = Path(value).resolve()
+    except (OSError, RuntimeError, ValueError):
+        return False
+    return any(value == str(d) or resolved == d.resolve() for d in allowed)
+
+
+def audit_init(event: dict[str, Any], allowed_dirs: Sequence[Path] = ()) -> AuditOutcome:
+    """Judge one ``system``/``init`` event: the pinned fields by value, every other field by shape.
+
+    ``allowed_dirs`` are the directories this provider gave the CLI (its cwd and each ``--add-dir``);
+    a directory the init lists beyond them came from configuration this provider did not control."""
+    out = AuditOutcome()
     tools = event.get("tools")
-    if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
-        audit.drift.append("init 'tools' is not a list of strings")
+    if not list_of_strings(tools):
+        out.drift("init 'tools' is not a list of strings")
     else:
         extra, missing = set(tools) - EXPECTED_TOOLS, EXPECTED_TOOLS - set(tools)
         if extra:
-            audit.breach.append("init offers tools outside the allow-list: " + ", ".join(sorted(extra)))
+            out.breach("init offers tools outside the allow-list: " + ", ".join(name_of(t) for t in sorted(extra)))
         if missing:
-            audit.drift.append("init lacks tools: " + ", ".join(sorted(missing)))
+            out.drift("init lacks tools: " + ", ".join(sorted(missing)))
     servers = event.get("mcp_servers", [])
-    if not isinstance(servers, (list, dict)):
-        audit.drift.append("init 'mcp_servers' is not a list")
+    if not is_container(servers):
+        out.drift("init 'mcp_servers' is not a list")
     elif servers:
-        names = [s.get("name", "?") if isinstance(s, dict) else str(s) for s in servers]
-        audit.breach.append("init lists MCP servers: " + ", ".join(_safe_name(str(n)) for n in names))
+        names = [s.get("name", "?") if isinstance(s, dict) else s for s in servers]
+        out.breach("init lists MCP servers: " + ", ".join(name_of(n) for n in names))
     if "permissionMode" not in event:
-        audit.drift.append("init has no permissionMode")
+        out.drift("init has no permissionMode")
     elif event["permissionMode"] not in SAFE_PERMISSION_MODES:
-        audit.breach.append(f"unsafe permissionMode {clip(str(event['permissionMode']), 40)!r}")
+        out.breach(f"unsafe permissionMode {note(str(event['permissionMode']), 40)!r}")
     for name, value in event.items():
-        if name in ("tools", "mcp_servers", "permissionMode") or name in VOCABULARY:
+        if name in PINNED or name in VOCABULARY or name in KNOWN_METADATA_CONTAINERS:
             continue
-        if name in LIST_OF_STRINGS:
-            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                audit.drift.append(f"init field '{name}' is not a list of strings")
+        if name in LIST_OF_STRINGS or name in DIRECTORY_LISTS:
+            if not list_of_strings(value):
+                out.drift(f"init field '{name}' is not a list of strings")
+            elif name in DIRECTORY_LISTS:
+                outside = [v for v in value if not _within(v, allowed_dirs)]
+                if outside:
+                    shown = ", ".join(name_of(Path(v).name or v) for v in outside)
+                    out.breach(f"init '{name}' names directories agentreview did not pass: {shown}")
             continue
-        container = isinstance(value, (list, dict))
-        if name in KNOWN_METADATA:
-            if container and value:
-                audit.drift.append(f"known init field '{name}' holds a non-empty {type(value).__name__}")
-            continue
-        if any(seg.startswith(AUTHORITY_STEMS) for seg in _segments(name)):
-            audit.drift.append(f"unverifiable authority-shaped init field '{_safe_name(name)}'")
-        elif container and value:
-            audit.drift.append(f"unrecognized surface-shaped init field '{_safe_name(name)}'")
+        drift = unknown_member("init", name, value)
+        if drift:
+            out.drift(drift)
+    return out
+
+
+def audit_event(event: dict[str, Any]) -> AuditOutcome:
+    """Judge one event other than init: its type by shape, every tool invocation by value."""
+    out = AuditOutcome()
+    kind = event.get("type")
+    if kind not in EVENT_TYPES:
+        out.add(unknown_event(f"unknown event type '{name_of(kind)}'", event))
+    elif kind == "assistant":
+        message = event.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        for block in content if isinstance(content, list) else []:
+            block_type = block.get("type") if isinstance(block, dict) else None
+            if block_type in TOOL_BLOCKS:
+                tool = block.get("name")
+                if not isinstance(tool, str) or tool not in EXPECTED_TOOLS:
+                    out.breach(tool_note(tool, block.get("input")))
+            elif block_type not in INERT_BLOCKS:
+                out.drift(f"assistant message has an unknown content block type '{name_of(block_type)}'")
+    elif kind == "result":
+        denials = event.get("permission_denials")
+        if denials:
+            names = sorted({str(d.get("tool_name")) for d in denials if isinstance(d, dict)})
+            out.breach("permission denied for " + ", ".join(name_of(n) for n in names or ["a tool"]))
+    return out
 
 
 def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def audit_stream(text: str) -> tuple[Audit, str | None]:
-    """Audit Claude's stream-json output; the second value says why it cannot be audited."""
+def audit_stream(text: str, allowed_dirs: Sequence[Path] = ()) -> Audit:
+    """Audit Claude's stream-json output (see :func:`audit_init` and :func:`audit_event`)."""
     stream = parse_jsonl(text)
     audit = Audit()
+    for stray in stream.stray:
+        audit.outcome.drift(stray)
     for event in stream.events:
         kind, subtype = event.get("type"), event.get("subtype")
         if kind == "system" and subtype == "init":
-            _audit_init(event, audit)
-        elif kind == "system" and subtype == "api_retry":
+            audit.inits += 1
+            audit.session_id = audit.session_id or _str(event.get("session_id"))
+            audit.model = _str(event.get("model")) or audit.model
+            audit.outcome.add(audit_init(event, allowed_dirs))
+            continue
+        audit.outcome.add(audit_event(event))
+        if kind == "system" and subtype == "api_retry":
             if event.get("error") == "authentication_failed" or event.get("error_status") == 401:
                 audit.auth_signal = "authentication_failed (api_retry)"
         elif kind == "rate_limit_event":
             info = event.get("rate_limit_info")
             if isinstance(info, dict) and info.get("status") == "rejected":
                 audit.quota_signal = "rate limit rejected"
-        elif kind in ("assistant", "user"):
-            message = event.get("message")
-            content = message.get("content") if isinstance(message, dict) else None
-            for block in content if isinstance(content, list) else []:
-                if isinstance(block, dict) and block.get("type") in ("tool_use", "server_tool_use"):
-                    name = block.get("name")
-                    if not isinstance(name, str) or name not in EXPECTED_TOOLS:
-                        audit.breach.append(f"reviewer used tool {clip(str(name), 60)!r} outside the allow-list")
-            if kind == "assistant" and event.get("error") == "authentication_failed":
-                audit.auth_signal = "authentication_failed"
+        elif kind == "assistant" and event.get("error") == "authentication_failed":
+            audit.auth_signal = "authentication_failed"
         elif kind == "result":
             audit.result = event
             audit.session_id = audit.session_id or _str(event.get("session_id"))
-            denials = event.get("permission_denials")
-            if denials:
-                tools = sorted({str(d.get("tool_name")) for d in denials if isinstance(d, dict)})
-                audit.breach.append("permission denied for " + ", ".join(tools or ["a tool"]))
-    return audit, stream.corrupt
+    return audit
 
 
-def classify(audit: Audit, corrupt: str | None, proc: ProcessResult) -> ReviewerResult | Any:
+def classify(audit: Audit, proc: ProcessResult) -> ReviewerResult | Any:
     """Turn the audit into a result, or return the final answer (dict or text) to record."""
     ids: dict[str, Any] = {"session_id": audit.session_id, "model": audit.model}
-    ended = stream_end("claude", corrupt, audit.breach, proc, **ids)
+    ended = stream_end("claude", audit.outcome, proc, **ids)
     if ended:
         return ended
     result = audit.result
@@ -202,7 +236,7 @@ def classify(audit: Audit, corrupt: str | None, proc: ProcessResult) -> Reviewer
             return ReviewerResult(
                 "unavailable", f"claude exited with code {proc.returncode} before finishing its turn: {stderr}", **ids
             )
-        return ReviewerResult(
+        return drifted(audit.outcome, **ids) or ReviewerResult(
             "unavailable", "claude produced an empty turn (commonly an auth failure or an invalid model id)", **ids
         )
     answer = result.get("result")
@@ -220,8 +254,9 @@ def classify(audit: Audit, corrupt: str | None, proc: ProcessResult) -> Reviewer
         return ReviewerResult("unavailable", f"{reason}: {detail}", retryable=retryable, **ids)
     if audit.inits == 0:
         return ReviewerResult("unavailable", "claude's stream has no init event, so isolation is unverified", **ids)
-    if audit.drift:
-        return ReviewerResult("unavailable", "capability_missing: " + "; ".join(dict.fromkeys(audit.drift)), **ids)
+    drift = drifted(audit.outcome, **ids)
+    if drift:
+        return drift
     structured = result.get("structured_output")
     return structured if isinstance(structured, dict) else text
 
@@ -291,8 +326,8 @@ class ClaudeProvider(ShippedCli):
             "CLAUDE_CODE_MAX_RETRIES": os.environ.get("CLAUDE_CODE_MAX_RETRIES", "3"),
         }
         proc = self.run(request, self.argv(info, request, add_dirs), env=env, stdin=prompt.encode("utf-8"))
-        audit, corrupt = audit_stream(proc.stdout_text())
-        outcome = classify(audit, corrupt, proc)
+        audit = audit_stream(proc.stdout_text(), [request.repo_root, *add_dirs])
+        outcome = classify(audit, proc)
         if isinstance(outcome, ReviewerResult):
             return outcome
         return answered(outcome, request.verdict_path, "claude", session_id=audit.session_id, model=audit.model)

@@ -6,9 +6,13 @@ fresh per attempt (only ``auth.json`` linked in), ``--ignore-user-config``,
 (unified exec sessions, sub-agents, apps, plugins, browser/computer use, ...) turned
 off when ``codex features list`` shows it, and web search disabled. Codex may run
 commands inside its read-only sandbox — the contract's one exception, since Codex
-has no other way to read the repository — but any other item (a file change, an MCP
-tool call, a web search, an item type this audit does not know) is a boundary
-violation. The final answer is constrained by ``--output-schema`` and read from the
+has no other way to read the repository — but a command the sandbox refused or the
+policy declined (seen started, updated or completed, however fast it ended) and any
+tool item (a file change, an MCP tool call, a web search) is a boundary violation; an
+item or event type this audit does not know is drift (``capability_missing``, another
+reviewer may try). What Codex does not report, the audit cannot see: a command that
+ends before Codex emits its item leaves no event, and there the read-only sandbox is
+the boundary. The final answer is constrained by ``--output-schema`` and read from the
 ``-o`` file, from which this provider writes the verdict file. The 401 and quota
 errors arrive in the JSONL stream (``turn.failed``), not on stderr.
 """
@@ -21,7 +25,7 @@ import re
 import tempfile
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -39,7 +43,8 @@ from agentreview.api import (
     user_dir,
 )
 from agentreview_agent.answer import VERDICT_SCHEMA
-from agentreview_agent.providers.base import ShippedCli, answered, clip, stream_end, tail
+from agentreview_agent.audit import AuditOutcome, name_of, note, unknown_event
+from agentreview_agent.providers.base import ShippedCli, answered, clip, drifted, stream_end, tail
 from agentreview_agent.streams import AUTH_TEXT, QUOTA_TEXT, parse_jsonl, unavailable_reason
 
 HELP_ARGS = ("exec", "--help")
@@ -62,8 +67,16 @@ DISABLE_FEATURES = (
     "skill_mcp_dependency_install", "realtime_conversation", "worktrees", "workspace_dependencies",
     "unbounded_connection_retries",
 )  # fmt: skip
-ALLOWED_ITEMS = frozenset(("agent_message", "reasoning", "error", "command_execution", "todo_list"))
-EROFS = "Read-only file system"  # a write the read-only sandbox refused
+# Item types that invoke nothing; `command_execution` is judged on its own (the contract's Codex exception: reads
+# through the read-only sandbox); a tool item is a breach; any other item type is drift (a new surface unverified).
+INERT_ITEMS = frozenset(("agent_message", "reasoning", "error", "todo_list"))
+TOOL_ITEMS = frozenset(("file_change", "mcp_tool_call", "web_search", "collab_tool_call", "image_generation"))
+EVENT_TYPES = frozenset(
+    ("thread.started", "turn.started", "turn.completed", "turn.failed", "item.started", "item.updated",
+     "item.completed", "error")
+)  # fmt: skip
+# A command the sandbox refused or the policy declined: an attempt to step outside read-only, however fast it ended.
+REFUSED = re.compile(r"Read-only file system|Operation not permitted")
 UNSUPPORTED = re.compile(r"unsupported call: ([^\s,;]+)")
 # OpenAI API access (key, endpoint, organization/project headers) and Codex's own key and automation token.
 MODEL_ENV = (
@@ -134,7 +147,7 @@ def config_overrides(options: Mapping[str, Any]) -> list[str] | str:
 
 @dataclass
 class Audit:
-    breach: list[str] = field(default_factory=list)
+    outcome: AuditOutcome = field(default_factory=AuditOutcome)
     session_id: str | None = None
     completed: bool = False
     failed: str | None = None
@@ -142,24 +155,42 @@ class Audit:
     last_message: str | None = None
 
 
-def audit_stream(text: str) -> tuple[Audit, str | None]:
+def audit_item(item: dict[str, Any]) -> AuditOutcome:
+    """Judge one item (started, updated or completed): any attempted write, patch or tool is a breach,
+    an item type this audit does not know is drift."""
+    out = AuditOutcome()
+    item_type = item.get("type")
+    if item_type == "command_execution":
+        command = note(str(item.get("command")), 120)
+        status, output = item.get("status"), str(item.get("aggregated_output", ""))
+        if status == "declined":
+            out.breach(f"reviewer's command was declined by the sandbox policy: {command}")
+        elif REFUSED.search(output):
+            out.breach(f"reviewer tried to write through its shell (the sandbox refused): {command}")
+    elif item_type in TOOL_ITEMS:
+        out.breach(f"reviewer used {name_of(item_type)!r}, which a read-only review may not")
+    elif item_type not in INERT_ITEMS:
+        out.drift(f"unknown item type '{name_of(item_type)}'")
+    return out
+
+
+def audit_stream(text: str) -> Audit:
     stream = parse_jsonl(text)
     audit = Audit()
+    for stray in stream.stray:
+        audit.outcome.drift(stray)
     for event in stream.events:
         kind = event.get("type")
-        if kind == "thread.started" and isinstance(event.get("thread_id"), str):
+        if kind not in EVENT_TYPES:
+            audit.outcome.add(unknown_event(f"unknown event type '{name_of(kind)}'", event))
+        elif kind == "thread.started" and isinstance(event.get("thread_id"), str):
             audit.session_id = event["thread_id"]
         elif kind in ("item.started", "item.updated", "item.completed"):
             raw = event.get("item")
             item: dict[str, Any] = raw if isinstance(raw, dict) else {}
-            item_type = item.get("type")
-            if item_type not in ALLOWED_ITEMS:
-                audit.breach.append(f"reviewer used {clip(str(item_type), 60)!r}, which a read-only review may not")
-            elif item_type == "agent_message" and kind == "item.completed" and isinstance(item.get("text"), str):
+            audit.outcome.add(audit_item(item))
+            if item.get("type") == "agent_message" and kind == "item.completed" and isinstance(item.get("text"), str):
                 audit.last_message = item["text"]
-            elif item_type == "command_execution" and EROFS in str(item.get("aggregated_output", "")):
-                command = clip(str(item.get("command")), 120)
-                audit.breach.append(f"reviewer tried to write through its shell (the sandbox refused): {command}")
         elif kind == "error" and isinstance(event.get("message"), str):
             if not event["message"].startswith("Reconnecting..."):
                 audit.errors.append(event["message"])
@@ -169,7 +200,7 @@ def audit_stream(text: str) -> tuple[Audit, str | None]:
             audit.failed = message if isinstance(message, str) else "turn failed"
         elif kind == "turn.completed":
             audit.completed = True
-    return audit, stream.corrupt
+    return audit
 
 
 def _refused_calls(stderr: str) -> list[str]:
@@ -177,10 +208,11 @@ def _refused_calls(stderr: str) -> list[str]:
     return [f"reviewer called tool {clip(name, 60)!r}, which was not offered" for name in UNSUPPORTED.findall(stderr)]
 
 
-def classify(audit: Audit, corrupt: str | None, proc: ProcessResult, last_file: Path) -> ReviewerResult | str:
+def classify(audit: Audit, proc: ProcessResult, last_file: Path) -> ReviewerResult | str:
     ids: dict[str, Any] = {"session_id": audit.session_id}
-    audit.breach += _refused_calls(proc.stderr_text())
-    ended = stream_end("codex", corrupt, audit.breach, proc, **ids)
+    for refused in _refused_calls(proc.stderr_text()):
+        audit.outcome.breach(refused)
+    ended = stream_end("codex", audit.outcome, proc, **ids)
     if ended:
         return ended
     if audit.failed or proc.returncode or not audit.completed:
@@ -196,6 +228,9 @@ def classify(audit: Audit, corrupt: str | None, proc: ProcessResult, last_file: 
             )
         reason, retryable = unavailable_reason(text)
         return ReviewerResult("unavailable", f"{reason}: {detail}", retryable=retryable, **ids)
+    drift = drifted(audit.outcome, **ids)
+    if drift:
+        return drift
     try:
         answer = last_file.read_text(encoding="utf-8", errors="replace")
     except OSError:
@@ -248,9 +283,9 @@ class CodexProvider(ShippedCli):
         env = {**env, "CODEX_HOME": str(home)}
         argv = self.argv(info, request, schema, last, extra)
         proc = self.run(request, argv, env=env, stdin=request.answer_prompt.encode("utf-8"))
-        audit, corrupt = audit_stream(proc.stdout_text())
-        outcome = classify(audit, corrupt, proc, last)
+        audit = audit_stream(proc.stdout_text())
+        outcome = classify(audit, proc, last)
         model = request.preset.model
         if isinstance(outcome, ReviewerResult):
-            return ReviewerResult(outcome.end, outcome.error, outcome.retryable, outcome.session_id, model)
+            return replace(outcome, model=model)
         return answered(outcome, request.verdict_path, "codex", session_id=audit.session_id, model=model)

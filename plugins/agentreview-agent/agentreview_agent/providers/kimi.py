@@ -8,7 +8,8 @@ whose ``config.toml`` keeps only the user's provider, model and thinking setting
 refresh is not lost. It runs in the attempt's empty work dir with the repository
 added read-side via ``--add-dir``, an empty ``--skills-dir`` when the CLI has it, and
 telemetry off. The stream is audited: a tool call outside the allow-list is a boundary
-violation. Kimi reports failures only on stderr (``error: failed to run prompt:
+violation; a role the audit does not know, or a stray line that might be an event, is
+drift (``capability_missing``). Kimi reports failures only on stderr (``error: failed to run prompt:
 <code>: <message>``), which is classified per section 7. The prompt goes in argv
 (Kimi Code 2.1 has no stdin prompt), so it is visible to other local users' ``ps``.
 """
@@ -22,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from agentreview.api import CliInfo, ReviewerRequest, ReviewerResult, attempt_dir, link_if_exists, user_dir
-from agentreview_agent.providers.base import ShippedCli, answered, clip, stream_end
+from agentreview_agent.audit import AuditOutcome, name_of, unknown_event
+from agentreview_agent.providers.base import ShippedCli, answered, clip, drifted, stream_end, tool_note
 from agentreview_agent.streams import AUTH_TEXT, QUOTA_TEXT, parse_jsonl, unavailable_reason
 
 HELP_ARGS = ("--help",)
@@ -72,26 +74,42 @@ def private_config(user_config: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def audit(text: str) -> tuple[list[str], str | None, str | None, str, int | None]:
-    """(breaches, corrupt, session id, final answer, retry status code) of a stream-json run."""
+# Stream roles; any other is drift. `meta` lines are the host's notices about itself (version, resume hint,
+# retries, compaction); the model acts only through an assistant line's `tool_calls`.
+ROLES = frozenset(("assistant", "tool", "meta", "user", "system"))
+
+
+def audit_event(event: dict[str, Any]) -> AuditOutcome:
+    """Judge one line: a tool call outside the allow-list is a breach, a role this audit does not know drift."""
+    out = AuditOutcome()
+    role = event.get("role")
+    if role not in ROLES:
+        out.add(unknown_event(f"unknown role '{name_of(role)}'", event))
+    elif role == "assistant":
+        calls = event.get("tool_calls") or []
+        for call in calls if isinstance(calls, list) else [calls]:
+            fn = call.get("function") if isinstance(call, dict) else None
+            name = fn.get("name") if isinstance(fn, dict) else None
+            if name not in READ_TOOLS:
+                out.breach(tool_note(name, fn.get("arguments") if isinstance(fn, dict) else None))
+    return out
+
+
+def audit(text: str) -> tuple[AuditOutcome, str | None, str, int | None]:
+    """(audit, session id, final answer, retry status code) of a stream-json run."""
     stream = parse_jsonl(text)
-    breach: list[str] = []
+    outcome = AuditOutcome(unknown_fields=list(stream.stray))
     session_id, final, status = None, "", None
     for event in stream.events:
+        outcome.add(audit_event(event))
         role, kind = event.get("role"), event.get("type")
-        if role == "assistant":
-            for call in event.get("tool_calls") or []:
-                fn = call.get("function") if isinstance(call, dict) else None
-                name = fn.get("name") if isinstance(fn, dict) else None
-                if name not in READ_TOOLS:
-                    breach.append(f"reviewer used tool {clip(str(name), 60)!r} outside the allow-list")
-            if isinstance(event.get("content"), str) and event["content"].strip():
-                final = event["content"]
+        if role == "assistant" and isinstance(event.get("content"), str) and event["content"].strip():
+            final = event["content"]
         elif role == "meta" and kind == "session.resume_hint" and isinstance(event.get("session_id"), str):
             session_id = event["session_id"]
         elif role == "meta" and kind == "turn.step.retrying" and isinstance(event.get("status_code"), int):
             status = event["status_code"]
-    return breach, stream.corrupt, session_id, final, status
+    return outcome, session_id, final, status
 
 
 class KimiProvider(ShippedCli):
@@ -116,9 +134,9 @@ class KimiProvider(ShippedCli):
             argv += ["-m", request.preset.model]
         env = {**env, "KIMI_CODE_HOME": str(home), "KIMI_DISABLE_TELEMETRY": "1"}
         proc = self.run(request, argv, env=env, cwd=cwd)
-        breach, corrupt, session_id, final, status = audit(proc.stdout_text())
+        outcome, session_id, final, status = audit(proc.stdout_text())
         ids: dict[str, Any] = {"session_id": session_id, "model": request.preset.model}
-        ended = stream_end("kimi", corrupt, breach, proc, **ids)
+        ended = stream_end("kimi", outcome, proc, **ids)
         if ended:
             return ended
         if proc.returncode:
@@ -131,4 +149,4 @@ class KimiProvider(ShippedCli):
             reason, retryable = unavailable_reason(message)
             retryable = retryable or proc.returncode == 75 or "provider.connection_error" in message
             return ReviewerResult("unavailable", f"{reason}: {message}", retryable=retryable, **ids)
-        return answered(final, request.verdict_path, "kimi", **ids)
+        return drifted(outcome, **ids) or answered(final, request.verdict_path, "kimi", **ids)

@@ -8,7 +8,8 @@ it reaches the repository), under private XDG config/data/state/cache dirs with 
 ``auth.json`` linked in, with ``--pure`` (no external plugins) when the CLI has it. A
 preflight ``opencode debug agent`` (no inference) must show every other tool off. The
 JSON event stream is audited: any ``tool_use`` other than those reads — including a
-call OpenCode itself rejected — is a boundary violation. The final text answer is the
+call OpenCode itself rejected — is a boundary violation; an event type the audit does
+not know, or a stray line that might be one, is drift (``capability_missing``). The final text answer is the
 verdict JSON, which this provider writes to the verdict file.
 
 A preset's ``config`` table becomes that private home's ``opencode.json``, so a user can
@@ -38,7 +39,17 @@ from agentreview.api import (
     run_process_group,
     user_dir,
 )
-from agentreview_agent.providers.base import ShippedCli, answered, clip, session_label, stream_end, tail
+from agentreview_agent.audit import AuditOutcome, name_of, unknown_event
+from agentreview_agent.providers.base import (
+    ShippedCli,
+    answered,
+    clip,
+    drifted,
+    session_label,
+    stream_end,
+    tail,
+    tool_note,
+)
 from agentreview_agent.streams import parse_jsonl, unavailable_reason
 
 HELP_ARGS = ("run", "--help")
@@ -144,28 +155,46 @@ def preflight(binary: str, project: Path, env: dict[str, str], deadline: float, 
     return "the generated agent still has tools: " + ", ".join(widened) if widened else None
 
 
-def audit(text: str) -> tuple[list[str], str | None, str | None, str, list[dict]]:
-    """(breaches, corrupt, session id, final text, error payloads) of a ``--format json`` stream."""
+# `--format json` event types; any other is drift. Only `tool_use` invokes anything.
+EVENT_TYPES = frozenset(("step_start", "step_finish", "text", "reasoning", "tool_use", "error"))
+
+
+def audit_event(event: dict[str, Any]) -> AuditOutcome:
+    """Judge one event: a tool use outside the reads (a call OpenCode refused included) is a breach,
+    an event type this audit does not know is drift."""
+    out = AuditOutcome()
+    kind = event.get("type")
+    if kind not in EVENT_TYPES:
+        out.add(unknown_event(f"unknown event type '{name_of(kind)}'", event))
+    elif kind == "tool_use":
+        raw = event.get("part")
+        part: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        tool = part.get("tool")
+        if tool not in READ_TOOLS:
+            state = part.get("state")
+            out.breach(tool_note(tool, state.get("input") if isinstance(state, dict) else None))
+    return out
+
+
+def audit(text: str) -> tuple[AuditOutcome, str | None, str, list[dict]]:
+    """(audit, session id, final text, error payloads) of a ``--format json`` stream."""
     stream = parse_jsonl(text)
-    breach: list[str] = []
+    outcome = AuditOutcome(unknown_fields=list(stream.stray))
     errors: list[dict] = []
     session_id, final, finished = None, "", False
     for event in stream.events:
         session_id = session_id or (event.get("sessionID") if isinstance(event.get("sessionID"), str) else None)
+        outcome.add(audit_event(event))
         raw = event.get("part")
         part: dict[str, Any] = raw if isinstance(raw, dict) else {}
         kind = event.get("type")
-        if kind == "tool_use":
-            tool = part.get("tool")
-            if tool not in READ_TOOLS:
-                breach.append(f"reviewer used tool {clip(str(tool), 60)!r} outside the allow-list")
-        elif kind == "text" and isinstance(part.get("text"), str):
+        if kind == "text" and isinstance(part.get("text"), str):
             final = part["text"]
         elif kind == "step_finish":
             finished = part.get("reason") == "stop"
         elif kind == "error" and isinstance(event.get("error"), dict):
             errors.append(event["error"])
-    return breach, stream.corrupt, session_id, final if finished else "", errors
+    return outcome, session_id, final if finished else "", errors
 
 
 def _data(error: dict[str, Any]) -> dict[str, Any]:
@@ -229,9 +258,9 @@ class OpenCodeProvider(ShippedCli):
             f"Follow the attached instructions (repository: {request.repo_root}).",
         ]
         proc = self.run(request, argv, env=env, cwd=project)
-        breach, corrupt, session_id, final, errors = audit(proc.stdout_text())
+        outcome, session_id, final, errors = audit(proc.stdout_text())
         ids: dict[str, Any] = {"session_id": session_id, "model": request.preset.model}
-        ended = stream_end("opencode", corrupt, breach, proc, **ids)
+        ended = stream_end("opencode", outcome, proc, **ids)
         if ended:
             return ended
         failed = _classify_errors(errors)
@@ -241,4 +270,4 @@ class OpenCodeProvider(ShippedCli):
             return ReviewerResult(
                 "unavailable", f"opencode exited with code {proc.returncode}: {tail(proc.stderr_text())}", **ids
             )
-        return answered(final, request.verdict_path, "opencode", **ids)
+        return drifted(outcome, **ids) or answered(final, request.verdict_path, "opencode", **ids)

@@ -149,6 +149,16 @@ def main():
             }
         )
         emit({"type": "turn.plan_updated", "plan": []})
+    if scenario == "new_item":  # an item type a later Codex adds (drift, not a breach)
+        emit({"type": "item.completed", "item": {"id": "item_p", "type": "plan_update", "steps": ["read the diff"]}})
+    if scenario == "declined":  # a command the approval policy declined
+        emit(
+            {
+                "type": "item.completed",
+                "item": {"id": "item_d", "type": "command_execution", "command": "/bin/bash -lc 'rm -rf x'",
+                         "aggregated_output": "", "exit_code": None, "status": "declined"},
+            }
+        )  # fmt: skip
     if scenario == "unknown_item":
         emit({"type": "item.completed", "item": {"id": "item_u", "type": "collab_tool_call", "tool": "spawn"}})
     if scenario == "malformed":

@@ -1,0 +1,130 @@
+"""Capture a real reviewer CLI's event stream as a fixture (the audit's fixture recipe, docs/providers.md).
+
+    .venv/bin/python plugins/agentreview-agent/tests/capture_stream.py claude /path/to/claude
+
+runs one ordinary review lane with the real CLI against the scripted model server (a passing
+verdict) and writes what the CLI printed on stdout to ``fixtures/<cli>/<version>/stream.jsonl``,
+with this run's temporary paths replaced by ``{repo}``, ``{work}`` and ``{tmp}`` so the fixture
+tests can put their own back. A run of the lane is the capture: there is no separate probe.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from model_server import ModelServer, Reply  # noqa: E402
+
+FIXTURES = HERE / "fixtures"
+VERDICT = {"decision": "approve", "summary": "stub review", "findings": []}
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def _repo(root: Path) -> tuple[str, str]:
+    root.mkdir()
+    _git(root, "init", "-q", "-b", "main")
+    _git(root, "config", "user.email", "t@example.invalid")
+    _git(root, "config", "user.name", "T")
+    (root / "rubrics").mkdir()
+    (root / "rubrics" / "correctness.md").write_text("Look for bugs.\n")
+    (root / "app.py").write_text("x = 1\n")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "base")
+    base = _git(root, "rev-parse", "HEAD")
+    (root / "app.py").write_text("x = 2\n")
+    _git(root, "commit", "-qam", "change x")
+    return base, _git(root, "rev-parse", "HEAD")
+
+
+def _claude_script(api: str, body: dict[str, Any]) -> Reply:
+    tools = {t.get("name") for t in body.get("tools") or []}
+    if "StructuredOutput" not in tools:
+        return Reply(text="ok")
+    answered = any(
+        isinstance(m.get("content"), list) and any(b.get("type") == "tool_result" for b in m["content"])
+        for m in body.get("messages") or []
+    )
+    return Reply(text="Done.") if answered else Reply(tool="StructuredOutput", tool_input=VERDICT)
+
+
+def _version(binary: str) -> str:
+    out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=60).stdout
+    return out.split()[0] if out.split() else "unknown"
+
+
+def capture(cli: str, binary: str) -> Path:
+    from agentreview_agent.executor import AgentLaneExecutor
+    from agentreview_agent.providers.claude import ClaudeProvider
+
+    from agentreview.model.contracts import LaneRequest, PresetSpec
+    from agentreview.model.manifest import AgentCheck
+    from agentreview.model.manifest_fields import validate
+
+    if cli != "claude":
+        raise SystemExit(f"capture_stream: no capture recipe for {cli!r} yet (claude)")
+    captured: list[tuple[str, str]] = []
+
+    class Recording(ClaudeProvider):
+        def run(self, request, argv, **kw):  # type: ignore[no-untyped-def]
+            proc = super().run(request, argv, **kw)
+            captured.append((proc.stdout_text(), str(request.work_dir)))
+            return proc
+
+    with tempfile.TemporaryDirectory(prefix="agentreview-capture-") as tmp_name:
+        tmp = Path(tmp_name).resolve()
+        os.environ.update(
+            HOME=str(tmp / "userhome"), AGENTREVIEW_HOME=str(tmp / "arhome"), ANTHROPIC_API_KEY="stub-key",
+            CLAUDE_CODE_MAX_RETRIES="0",
+        )  # fmt: skip
+        os.environ.pop("CLAUDE_CONFIG_DIR", None)
+        repo = tmp / "repo"
+        base, head = _repo(repo)
+        run_dir = tmp / "run"
+        run_dir.mkdir()
+        check = validate(
+            AgentCheck, {"id": "correctness", "kind": "agent", "preset": "claude", "rubric": "./rubrics/correctness.md"}
+        )
+        with ModelServer(_claude_script) as server:
+            os.environ["ANTHROPIC_BASE_URL"] = server.url
+            outcome = AgentLaneExecutor().run_lane(
+                LaneRequest(
+                    check=check,
+                    review_id="rev",
+                    repo_root=repo,
+                    base_sha=base,
+                    head_sha=head,
+                    placeholders={},
+                    run_dir=run_dir,
+                    cancel=threading.Event(),
+                    rubric_path=repo / "rubrics" / "correctness.md",
+                    presets={"claude": PresetSpec(name="claude", provider="claude", options={"binary": binary})},
+                    providers={"claude": Recording()},
+                )
+            )
+        if not captured:
+            raise SystemExit(f"capture_stream: the CLI never ran: {outcome.error}")
+        text, work = captured[-1]
+        text = text.replace(work, "{work}").replace(str(repo), "{repo}").replace(str(tmp), "{tmp}")
+    out = FIXTURES / cli / _version(binary) / "stream.jsonl"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("".join(json.dumps(json.loads(line)) + "\n" for line in text.splitlines() if line.strip()))
+    print(f"capture_stream: {out} ({outcome.kind}: {outcome.error or 'ok'})")
+    return out
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        raise SystemExit(__doc__)
+    capture(sys.argv[1], sys.argv[2])
