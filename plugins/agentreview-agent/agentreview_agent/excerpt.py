@@ -11,9 +11,11 @@ fail-closed stop must carry its evidence). Secrets are redacted before quoting.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 MAX_LINES = 20
 MAX_LINE_CHARS = 200
+MAX_FINDINGS = 5
 
 _CONCERN = re.compile(
     r"""(?ix)
@@ -62,3 +64,29 @@ def concern_excerpt(text: str) -> str:
         if len(picked) == MAX_LINES:
             break
     return " / ".join(picked)
+
+
+def _field(value: Any, limit: int) -> str:
+    text = redact(" ".join(str(value).split()))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def finding_excerpt(data: Any) -> str:
+    """The findings of a structured answer that breaks the lane contract, as the operator needs to
+    judge them: at most 5, each its severity, title, ``file:line`` and the start of its detail,
+    every value redacted and bounded. Empty when ``data`` holds no finding-shaped object."""
+    raw = data.get("findings") if isinstance(data, dict) else None
+    shown: list[str] = []
+    for index, item in enumerate(raw if isinstance(raw, list) else []):
+        if not isinstance(item, dict) or not ({"severity", "title"} & item.keys()):
+            continue
+        parts = [f"findings.{index}: [{_field(item.get('severity'), 20)}] {_field(item.get('title'), 100)}"]
+        if item.get("file") is not None:
+            where = _field(item["file"], 80)
+            parts.append(f"at {where}:{_field(item['line'], 10)}" if item.get("line") is not None else f"at {where}")
+        if item.get("detail"):
+            parts.append(f"— {_field(item['detail'], 80)}")
+        shown.append(" ".join(parts))
+        if len(shown) == MAX_FINDINGS:
+            break
+    return " / ".join(shown)

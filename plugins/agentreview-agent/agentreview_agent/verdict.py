@@ -1,7 +1,8 @@
 """Read and validate the one verdict file a reviewer leaves (reference-notes 1.4, 2.21).
 
 Anything short of a well-formed file is an error the executor turns into a
-``skipped`` lane: a lane that could not report is never a pass. The reviewer's
+``skipped`` lane: a lane that could not report is never a pass. The error quotes what
+the refused file said about findings (bounded, redacted), so the operator can judge it. The reviewer's
 ``decision`` is checked for shape and then dropped; status comes from findings.
 """
 
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from agentreview.api import ReportedFinding, loads_strict
+from agentreview_agent.excerpt import concern_excerpt, finding_excerpt, looks_like_finding
 
 MAX_VERDICT_BYTES = 1024 * 1024
 SEVERITIES = ("high", "medium", "low")
@@ -45,12 +47,21 @@ def parse_verdict_text(text: str) -> Verdict:
     try:
         data = loads_strict(strip_fence(text))
     except (ValueError, RecursionError) as exc:
-        raise VerdictError(f"verdict file is not valid JSON — {exc}") from None
+        raise VerdictError(f"verdict file is not valid JSON — {exc}{_evidence(None, text)}") from None
     problems: list[str] = []
     verdict = _validate(data, problems)
     if problems or verdict is None:
-        raise VerdictError("verdict file does not match the lane contract — " + "; ".join(problems[:10]))
+        raise VerdictError(
+            "verdict file does not match the lane contract — " + "; ".join(problems[:10]) + _evidence(data, text)
+        )
     return verdict
+
+
+def _evidence(data: Any, text: str) -> str:
+    """What a refused verdict said, so the operator sees the finding it may hold (wrapper contract: a
+    fail-closed stop carries its evidence): its findings, else its finding-shaped lines; redacted, bounded."""
+    excerpt = finding_excerpt(data) or (concern_excerpt(text) if looks_like_finding(text) else "")
+    return f" — excerpt: {excerpt}" if excerpt else ""
 
 
 def _validate(data: Any, problems: list[str]) -> Verdict | None:

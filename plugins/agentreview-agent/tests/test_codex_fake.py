@@ -103,7 +103,7 @@ def test_boundary_violation_is_terminal(lane, codex, scenario: str, error: str) 
 
 
 def test_an_unknown_item_type_is_drift_and_falls_back(lane, codex) -> None:
-    check, outcome = run(lane, codex, "new_item", fallbackPresets=["backup"])
+    _, outcome = run(lane, codex, "new_item", fallbackPresets=["backup"])
     assert outcome.kind == "reported" and outcome.preset == "backup"
     [fallback] = outcome.fallbacks
     assert fallback.error == "capability_missing: unknown item type 'plan_update'"

@@ -127,6 +127,26 @@ def test_bad_verdicts_are_errors_never_passes(text: str, message: str) -> None:
     assert message in str(info.value)
 
 
+def test_a_refused_verdict_shows_the_findings_it_holds_bounded_and_redacted() -> None:
+    secret = "token=sk-abcdefghijklmnopqrstuvwxyz0123456789"
+    rce = {"severity": "critical", "title": "RCE in app.py", "detail": f"eval of input; {secret}", "file": "app.py",
+           "line": 3}  # fmt: skip
+    findings = [rce] + [{"severity": "critical", "title": f"t{i}"} for i in range(9)]
+    with pytest.raises(VerdictError) as info:
+        parse_verdict_text(json.dumps({"findings": findings}))
+    message = str(info.value)
+    assert message.startswith("verdict file does not match the lane contract — findings.0.severity: must be one of")
+    assert "excerpt: findings.0: [critical] RCE in app.py at app.py:3 — eval of input; token=[redacted]" in message
+    assert "sk-abcdef" not in message
+    assert "findings.4: [critical] t3" in message and "t4" not in message  # at most five findings quoted
+    with pytest.raises(VerdictError) as info:  # not JSON, but finding-shaped lines: those lines are quoted
+        parse_verdict_text('{"findings": [ HIGH src/db.py:12 SQL injection\n')
+    assert str(info.value).endswith('excerpt: {"findings": [ HIGH src/db.py:12 SQL injection')
+    with pytest.raises(VerdictError) as info:  # nothing finding-shaped: nothing quoted
+        parse_verdict_text('{"summary": "fine"}')
+    assert "excerpt" not in str(info.value)
+
+
 def test_verdict_file_missing_empty_oversized(tmp_path: Path) -> None:
     path = tmp_path / "v.verdict.json"
     with pytest.raises(VerdictError, match="reviewer ended its turn without writing"):

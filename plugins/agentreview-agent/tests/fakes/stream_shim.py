@@ -1,0 +1,38 @@
+"""A shim in front of a REAL reviewer CLI that edits one thing in its stdout stream.
+
+A real CLI cannot be made to print a field or event a later release adds, or an unsafe
+value its own flags rule out, so the end-to-end tests put this shim in front of it: the
+real CLI runs unchanged (same argv, environment, stdin, exit code) and the shim applies
+the test's fixture to what it prints: ``init_extra`` is merged into Claude's
+``system``/``init`` event, ``before`` lines are printed before the stream. The fixture is
+``shim.json`` beside the shim (``{"real": "/path/to/cli", ...}``), never the environment,
+which is what the provider under test decides.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+
+def main():
+    with open(os.path.join(os.path.dirname(os.path.abspath(sys.argv[0])), "shim.json")) as fh:
+        fixture = json.load(fh)
+    proc = subprocess.Popen([fixture["real"], *sys.argv[1:]], stdout=subprocess.PIPE)
+    out = sys.stdout.buffer
+    if not any(flag in sys.argv for flag in ("--help", "--version")):
+        for line in fixture.get("before", []):
+            out.write(line.encode() + b"\n")
+    for raw in proc.stdout:
+        try:
+            event = json.loads(raw)
+        except ValueError:
+            event = None
+        if isinstance(event, dict) and event.get("type") == "system" and event.get("subtype") == "init":
+            raw = (json.dumps({**event, **fixture.get("init_extra", {})}) + "\n").encode()
+        out.write(raw)
+        out.flush()
+    return proc.wait()
+
+
+sys.exit(main())
