@@ -1,13 +1,22 @@
 """End to end with the real reviewer CLIs (installed by scripts/install-reviewer-clis)
 against a scripted model server on 127.0.0.1: a verdict answer passes or blocks the
 lane; a scripted request for a forbidden tool never reaches the repository and ends
-the lane skipped. Skipped only when the CLI binary is absent."""
+the lane skipped. Skipped only when the CLI binary is absent.
+
+Claude Code runs at two versions: the pinned one (``AGENTREVIEW_REVIEWER_CLIS``, default
+``build/reviewer-clis``) and the newest one tested (``AGENTREVIEW_REVIEWER_CLIS_NEWEST``,
+default ``build/reviewer-clis-newest``; same layout, ``node_modules/.bin/<cli>``). Where a
+real CLI cannot be made to print what a case needs (a field a later release adds, an
+unsafe value its own flags rule out, a stray stdout line), ``fakes/stream_shim.py`` sits in
+front of the real CLI and edits its stream from the test's fixture; the CLI itself runs
+unchanged."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,7 +24,7 @@ from model_server import ModelServer, Reply
 
 from agentreview.model.contracts import PresetSpec
 from agentreview.model.lanes import to_lane_result
-from conftest import git
+from conftest import APPROVING_REVIEWER, git
 
 pytestmark = pytest.mark.slow
 
@@ -23,6 +32,13 @@ ROOT = Path(__file__).resolve().parents[3]
 CLI_DIR = (
     Path(os.environ.get("AGENTREVIEW_REVIEWER_CLIS") or ROOT / "build" / "reviewer-clis") / "node_modules" / ".bin"
 )
+NEWEST_DIR = (
+    Path(os.environ.get("AGENTREVIEW_REVIEWER_CLIS_NEWEST") or ROOT / "build" / "reviewer-clis-newest")
+    / "node_modules"
+    / ".bin"
+)
+FAKES = Path(__file__).parent / "fakes"
+OK = {"decision": "approve", "summary": "stub review", "findings": []}
 HIGH = {"severity": "high", "title": "x is now 2", "detail": "breaks callers", "file": "app.py", "line": 1}
 
 
@@ -34,6 +50,27 @@ def cli(name: str) -> str:
             f"{name} CLI not installed: run scripts/install-reviewer-clis (installs into {CLI_DIR.parent.parent})"
         )
     return found
+
+
+def cli_at(release: str, name: str) -> str:
+    """The ``pinned`` or the ``newest`` tested release of CLI ``name``."""
+    if release == "pinned":
+        return cli(name)
+    path = NEWEST_DIR / name
+    if not os.access(path, os.X_OK):
+        pytest.skip(f"the newest {name} CLI is not installed in {NEWEST_DIR.parent.parent}")
+    return str(path)
+
+
+def shim(tmp_path: Path, real: str, **fixture) -> str:
+    """``fakes/stream_shim.py`` in front of the real CLI ``real``, editing its stream per ``fixture``."""
+    bin_dir = tmp_path / "shim"
+    bin_dir.mkdir()
+    target = bin_dir / Path(real).name
+    target.write_text(f"#!{sys.executable}\n" + (FAKES / "stream_shim.py").read_text())
+    target.chmod(0o755)
+    (bin_dir / "shim.json").write_text(json.dumps({"real": real, **fixture}))
+    return str(target)
 
 
 def _codex_preset(binary: str, url: str) -> PresetSpec:
@@ -141,34 +178,54 @@ def _claude_script(verdict: dict, first_tool: tuple[str, dict] | None = None):
     return script
 
 
-@pytest.fixture
-def claude_lane(lane, monkeypatch, tmp_path: Path):
+@pytest.fixture(params=["pinned", "newest"])
+def claude_lane(request, lane, monkeypatch, tmp_path: Path):
+    """A lane with the ``claude`` preset on the pinned or the newest Claude Code (``lane.claude_binary``)."""
     from agentreview_agent.providers.claude import ClaudeProvider
 
-    binary = cli("claude")
+    binary = cli_at(request.param, "claude")
     monkeypatch.setenv("HOME", str(tmp_path / "userhome"))
     monkeypatch.setenv("ANTHROPIC_API_KEY", "stub-key")
     monkeypatch.setenv("CLAUDE_CODE_MAX_RETRIES", "0")
     monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
     lane.providers["claude"] = ClaudeProvider()
     lane.presets["claude"] = PresetSpec(name="claude", provider="claude", options={"binary": binary})
+    lane.claude_binary = binary
     return lane
+
+
+def _claude_with(lane, tmp_path: Path, **fixture) -> None:
+    """Run the ``claude`` preset's real CLI behind the stream shim with ``fixture``."""
+    spec = lane.presets["claude"]
+    lane.presets["claude"] = PresetSpec(
+        name="claude", provider="claude", options={"binary": shim(tmp_path, lane.claude_binary, **fixture)}
+    )
+    assert spec.options["binary"] == lane.claude_binary
+
+
+def _run_claude(lane, monkeypatch, verdict: dict, first_tool=None, **check):
+    with ModelServer(_claude_script(verdict, first_tool=first_tool)) as server:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        checked = lane.check(preset="claude", timeoutMs=120000, **check)
+        return checked, lane.run(checked), server
 
 
 @pytest.mark.parametrize(("findings", "status"), [([], "pass"), ([HIGH], "fail")])
 def test_claude_verdict_passes_or_blocks(claude_lane, monkeypatch, findings, status) -> None:
     lane = claude_lane
     verdict = {"decision": "approve", "summary": "stub review", "findings": findings}
-    with ModelServer(_claude_script(verdict)) as server:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
-        check = lane.check(preset="claude", timeoutMs=120000)
-        outcome = lane.run(check)
+    check, outcome, server = _run_claude(lane, monkeypatch, verdict)
     assert outcome.kind == "reported", outcome.error
     assert outcome.preset == "claude" and outcome.session_id and outcome.model
+    assert not outcome.fallbacks and not outcome.unknown_fields and not outcome.unsafe_values
     assert to_lane_result(check, outcome, 1).status == status
     review = [b for api, b in server.requests if "StructuredOutput" in {t.get("name") for t in b.get("tools") or []}]
     assert review, "the review turn never reached the model server"
-    offered = {t.get("name") for t in review[0]["tools"]}
+    # Claude Code 2.1.332 also sends an empty, deferred placeholder ("never call this tool"); a call to it would
+    # be a tool use outside the allow-list, a breach like any other
+    placeholders = [t for t in review[0]["tools"] if t.get("defer_loading") is True]
+    assert all(t["input_schema"].get("properties") in (None, {}) for t in placeholders), placeholders
+    offered = {t.get("name") for t in review[0]["tools"] if t not in placeholders}
     assert offered == {"Read", "Grep", "Glob", "StructuredOutput"}, offered
 
 
@@ -176,18 +233,82 @@ def test_claude_verdict_passes_or_blocks(claude_lane, monkeypatch, findings, sta
     ("tool", "tool_input"),
     [
         ("Bash", {"command": "touch pwned.txt"}),
+        ("DeferredToolPlaceholder", {}),
         ("Write", {"file_path": "pwned.txt", "content": "pwned"}),
     ],
 )
 def test_claude_forbidden_tool_never_reaches_the_repo_and_skips(claude_lane, monkeypatch, tool, tool_input) -> None:
     lane = claude_lane
+    lane.exec_preset("backup", Path(__file__))  # would be wrong to reach: a breach never falls back
     tool_input = {k: (str(lane.repo.root / v) if k == "file_path" else v) for k, v in tool_input.items()}
-    with ModelServer(_claude_script({"findings": []}, first_tool=(tool, tool_input))) as server:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
-        outcome = lane.run(lane.check(preset="claude", timeoutMs=120000))
+    _, outcome, _ = _run_claude(lane, monkeypatch, {"findings": []}, (tool, tool_input), fallbackPresets=["backup"])
     assert not (lane.repo.root / "pwned.txt").exists()
-    assert outcome.kind == "skipped", outcome
-    assert outcome.error == f"reviewer boundary violation: reviewer used tool '{tool}' outside the allow-list"
+    assert outcome.kind == "skipped" and not outcome.fallbacks, outcome
+    breach = f"reviewer used tool '{tool}' outside the allow-list" + (" (input: " if tool_input else "")
+    assert outcome.error.startswith("reviewer boundary violation: " + breach), outcome.error
+    assert [v for v in outcome.unsafe_values if v.startswith(breach)], outcome.unsafe_values
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"sandbox_enabled": False, "dangerously_skip_permissions": False, "admin_mode": "off", "new_list": []},
+        {"plugins": [{"name": "anything", "path": "/x"}], "skills": ["x"], "slash_commands": ["/y"]},
+    ],
+    ids=["authority-named-scalars", "vocabulary"],
+)
+def test_claude_new_scalars_and_vocabulary_are_tolerated(claude_lane, monkeypatch, tmp_path: Path, extra) -> None:
+    lane = claude_lane
+    _claude_with(lane, tmp_path, init_extra=extra, before=["Update available! Run: claude update"])
+    _, outcome, _ = _run_claude(lane, monkeypatch, OK)
+    assert outcome.kind == "reported" and outcome.preset == "claude" and not outcome.fallbacks, outcome.error
+
+
+@pytest.mark.parametrize(
+    ("fixture", "drift"),
+    [
+        ({"init_extra": {"connectors": ["gmail"]}}, "init has an unknown non-empty list 'connectors'"),
+        ({"before": ['{"type": "notice", "text": "garbled']}, "stdout line 1 is not JSON"),
+    ],
+    ids=["new-init-container", "stray-line"],
+)
+def test_claude_drift_falls_back_with_capability_missing(claude_lane, monkeypatch, tmp_path: Path, fixture, drift):
+    lane = claude_lane
+    lane.presets["backup"] = PresetSpec(
+        name="backup", provider="exec", options={"command": [sys.executable, "-c", APPROVING_REVIEWER]}
+    )
+    _claude_with(lane, tmp_path, **fixture)
+    check, outcome, _ = _run_claude(lane, monkeypatch, OK, fallbackPresets=["backup"])
+    assert outcome.kind == "reported" and outcome.preset == "backup", outcome
+    [fallback] = outcome.fallbacks
+    assert fallback.preset == "claude" and fallback.error.startswith("capability_missing: " + drift), fallback.error
+    assert fallback.unknown_fields and fallback.unknown_fields[0].startswith(drift) and not fallback.unsafe_values
+    recorded = to_lane_result(check, outcome, 1).to_json_dict()
+    assert recorded["fallbacks"][0]["unknownFields"] == list(fallback.unknown_fields)
+
+
+@pytest.mark.parametrize(
+    ("extra", "breach"),
+    [
+        ({"permissionMode": "bypassPermissions"}, "unsafe permissionMode 'bypassPermissions'"),
+        ({"mcp_servers": [{"name": "evil", "status": "connected"}]}, "init lists MCP servers: evil"),
+        (
+            {"additional_directories": ["/"], "connectors": ["gmail"]},  # a breach outranks drift beside it
+            "init 'additional_directories' names directories agentreview did not pass: /",
+        ),
+    ],
+    ids=["permissionMode", "mcp_servers", "additional_directories"],
+)
+def test_claude_known_unsafe_value_is_terminal(claude_lane, monkeypatch, tmp_path: Path, extra, breach) -> None:
+    lane = claude_lane
+    lane.exec_preset("backup", Path(__file__))  # would be wrong to reach: a breach never falls back
+    _claude_with(lane, tmp_path, init_extra=extra)
+    check, outcome, _ = _run_claude(lane, monkeypatch, OK, fallbackPresets=["backup"])
+    assert outcome.kind == "skipped" and not outcome.fallbacks, outcome
+    assert outcome.error == "reviewer boundary violation: " + breach
+    assert outcome.unsafe_values == (breach,)
+    recorded = to_lane_result(check, outcome, 1).to_json_dict()
+    assert recorded["status"] == "skipped" and recorded["unsafeValues"] == [breach]
 
 
 # ----------------------------------------------------------------------------- OpenCode
