@@ -1,6 +1,7 @@
 """Capture a real reviewer CLI's event stream as a fixture (the audit's fixture recipe, docs/providers.md).
 
     .venv/bin/python plugins/agentreview-agent/tests/capture_stream.py claude /path/to/claude
+    .venv/bin/python plugins/agentreview-agent/tests/capture_stream.py codex /path/to/codex
 
 runs one ordinary review lane with the real CLI against the scripted model server (a passing
 verdict) and writes what the CLI printed on stdout to ``fixtures/<cli>/<version>/stream.jsonl``,
@@ -59,45 +60,72 @@ def _claude_script(api: str, body: dict[str, Any]) -> Reply:
     return Reply(text="Done.") if answered else Reply(tool="StructuredOutput", tool_input=VERDICT)
 
 
+def _codex_script(api: str, body: dict[str, Any]) -> Reply:
+    """Read the range through the sandboxed shell (the contract's Codex exception), then answer."""
+    read = any(isinstance(i, dict) and i.get("type") == "function_call_output" for i in body.get("input", []))
+    return (
+        Reply(text=json.dumps(VERDICT)) if read else Reply(tool="exec_command", tool_input={"cmd": "git diff HEAD~1"})
+    )
+
+
 def _version(binary: str) -> str:
-    out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=60).stdout
-    return out.split()[0] if out.split() else "unknown"
+    words = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=60).stdout.split()
+    numbers = [w for w in words if w[:1].isdigit()]
+    return numbers[0] if numbers else "unknown"
+
+
+def _setup(cli: str, binary: str, url: str) -> tuple[Any, Any]:
+    """(the provider class, the preset) of ``cli`` talking to the model server at ``url``."""
+    from agentreview_agent.providers.claude import ClaudeProvider
+    from agentreview_agent.providers.codex import CodexProvider
+
+    from agentreview.model.contracts import PresetSpec
+
+    if cli == "claude":
+        os.environ["ANTHROPIC_BASE_URL"] = url
+        return ClaudeProvider, PresetSpec(name="claude", provider="claude", options={"binary": binary})
+    stub = {"name": "stub", "base_url": url + "/v1", "env_key": "STUB_API_KEY", "wire_api": "responses"}
+    config = {"model_provider": "stub", "model_providers": {"stub": stub}}
+    return CodexProvider, PresetSpec(
+        name="codex", provider="codex", model="gpt-5", options={"binary": binary, "config": config}
+    )
 
 
 def capture(cli: str, binary: str) -> Path:
     from agentreview_agent.executor import AgentLaneExecutor
-    from agentreview_agent.providers.claude import ClaudeProvider
 
-    from agentreview.model.contracts import LaneRequest, PresetSpec
+    from agentreview.model.contracts import LaneRequest
     from agentreview.model.manifest import AgentCheck
     from agentreview.model.manifest_fields import validate
 
-    if cli != "claude":
-        raise SystemExit(f"capture_stream: no capture recipe for {cli!r} yet (claude)")
+    if cli not in ("claude", "codex"):
+        raise SystemExit(f"capture_stream: no capture recipe for {cli!r} yet (claude, codex)")
     captured: list[tuple[str, str]] = []
-
-    class Recording(ClaudeProvider):
-        def run(self, request, argv, **kw):  # type: ignore[no-untyped-def]
-            proc = super().run(request, argv, **kw)
-            captured.append((proc.stdout_text(), str(request.work_dir)))
-            return proc
 
     with tempfile.TemporaryDirectory(prefix="agentreview-capture-") as tmp_name:
         tmp = Path(tmp_name).resolve()
         os.environ.update(
             HOME=str(tmp / "userhome"), AGENTREVIEW_HOME=str(tmp / "arhome"), ANTHROPIC_API_KEY="stub-key",
-            CLAUDE_CODE_MAX_RETRIES="0",
+            CLAUDE_CODE_MAX_RETRIES="0", STUB_API_KEY="stub-key",
         )  # fmt: skip
-        os.environ.pop("CLAUDE_CONFIG_DIR", None)
+        for var in ("CLAUDE_CONFIG_DIR", "CODEX_HOME"):
+            os.environ.pop(var, None)
         repo = tmp / "repo"
         base, head = _repo(repo)
         run_dir = tmp / "run"
         run_dir.mkdir()
         check = validate(
-            AgentCheck, {"id": "correctness", "kind": "agent", "preset": "claude", "rubric": "./rubrics/correctness.md"}
+            AgentCheck, {"id": "correctness", "kind": "agent", "preset": cli, "rubric": "./rubrics/correctness.md"}
         )
-        with ModelServer(_claude_script) as server:
-            os.environ["ANTHROPIC_BASE_URL"] = server.url
+        with ModelServer(_claude_script if cli == "claude" else _codex_script) as server:
+            provider, preset = _setup(cli, binary, server.url)
+
+            class Recording(provider):  # type: ignore[misc,valid-type]
+                def run(self, request, argv, **kw):  # type: ignore[no-untyped-def]
+                    proc = super().run(request, argv, **kw)
+                    captured.append((proc.stdout_text(), str(request.work_dir)))
+                    return proc
+
             outcome = AgentLaneExecutor().run_lane(
                 LaneRequest(
                     check=check,
@@ -109,8 +137,8 @@ def capture(cli: str, binary: str) -> Path:
                     run_dir=run_dir,
                     cancel=threading.Event(),
                     rubric_path=repo / "rubrics" / "correctness.md",
-                    presets={"claude": PresetSpec(name="claude", provider="claude", options={"binary": binary})},
-                    providers={"claude": Recording()},
+                    presets={cli: preset},
+                    providers={cli: Recording()},
                 )
             )
         if not captured:
