@@ -113,6 +113,41 @@ def test_codex_verdict_passes_or_blocks(codex_lane, findings, status) -> None:
     assert not tool_names & {"apply_patch", "web_search", "spawn_agent", "create_goal", "image_generation"}, tool_names
 
 
+def test_codex_unknown_item_type_falls_back_with_capability_missing(codex_lane, tmp_path: Path) -> None:
+    lane, binary = codex_lane
+    lane.presets["backup"] = PresetSpec(
+        name="backup", provider="exec", options={"command": [sys.executable, "-c", APPROVING_REVIEWER]}
+    )
+    plan = {"type": "item.completed", "item": {"id": "item_p", "type": "plan_update", "steps": ["read the diff"]}}
+    shimmed = shim(tmp_path, binary, after_first=[json.dumps(plan)])
+    with ModelServer(lambda api, body: Reply(text=json.dumps(OK))) as server:
+        lane.presets["codex"] = _codex_preset(shimmed, server.url)
+        check = lane.check(preset="codex", fallbackPresets=["backup"], timeoutMs=120000)
+        outcome = lane.run(check)
+    assert server.requests, "codex never reached the model server"
+    assert outcome.kind == "reported" and outcome.preset == "backup", outcome
+    [fallback] = outcome.fallbacks
+    assert fallback.error == "capability_missing: unknown item type 'plan_update'"
+    assert fallback.unknown_fields == ("unknown item type 'plan_update'",) and not fallback.unsafe_values
+    assert to_lane_result(check, outcome, 1).to_json_dict()["fallbacks"][0]["unknownFields"] == [
+        "unknown item type 'plan_update'"
+    ]
+
+
+def test_codex_answer_breaking_the_contract_stops_and_shows_its_finding(codex_lane) -> None:
+    # Codex does not hold the answer to --output-schema itself (the model server does), so a finding with a
+    # severity outside the contract reaches the verdict file; the stop quotes it instead of only the schema problem.
+    lane, binary = codex_lane
+    lane.exec_preset("backup", Path(__file__))  # an answer that may hold a finding never falls back
+    rce = {"severity": "critical", "title": "RCE in app.py", "detail": "eval of input", "file": "app.py", "line": 1}
+    with ModelServer(lambda api, body: Reply(text=json.dumps({**OK, "findings": [rce]}))) as server:
+        lane.presets["codex"] = _codex_preset(binary, server.url)
+        outcome = lane.run(lane.check(preset="codex", fallbackPresets=["backup"], timeoutMs=120000))
+    assert outcome.kind == "skipped" and not outcome.fallbacks, outcome
+    assert "findings.0.severity: must be one of high, medium, low" in outcome.error
+    assert outcome.error.endswith("excerpt: findings.0: [critical] RCE in app.py at app.py:1 — eval of input")
+
+
 def _once(tool: str, tool_input: dict):
     """Ask for ``tool`` first, then answer with a passing verdict (which must not be accepted)."""
 

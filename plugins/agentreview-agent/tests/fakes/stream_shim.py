@@ -4,7 +4,8 @@ A real CLI cannot be made to print a field or event a later release adds, or an 
 value its own flags rule out, so the end-to-end tests put this shim in front of it: the
 real CLI runs unchanged (same argv, environment, stdin, exit code) and the shim applies
 the test's fixture to what it prints: ``init_extra`` is merged into Claude's
-``system``/``init`` event, ``before`` lines are printed before the stream. The fixture is
+``system``/``init`` event, ``before`` lines are printed before the stream, and
+``after_first`` lines right after its first line (Codex's ``thread.started``). The fixture is
 ``shim.json`` beside the shim (``{"real": "/path/to/cli", ...}``), never the environment,
 which is what the provider under test decides.
 """
@@ -23,6 +24,7 @@ def main():
     if not any(flag in sys.argv for flag in ("--help", "--version")):
         for line in fixture.get("before", []):
             out.write(line.encode() + b"\n")
+    first = True
     for raw in proc.stdout:
         try:
             event = json.loads(raw)
@@ -31,6 +33,10 @@ def main():
         if isinstance(event, dict) and event.get("type") == "system" and event.get("subtype") == "init":
             raw = (json.dumps({**event, **fixture.get("init_extra", {})}) + "\n").encode()
         out.write(raw)
+        if first:
+            for line in fixture.get("after_first", []):
+                out.write(line.encode() + b"\n")
+            first = False
         out.flush()
     return proc.wait()
 
