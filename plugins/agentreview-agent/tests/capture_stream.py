@@ -2,6 +2,7 @@
 
     .venv/bin/python plugins/agentreview-agent/tests/capture_stream.py claude /path/to/claude
     .venv/bin/python plugins/agentreview-agent/tests/capture_stream.py codex /path/to/codex
+    .venv/bin/python plugins/agentreview-agent/tests/capture_stream.py opencode /path/to/opencode
 
 runs one ordinary review lane with the real CLI against the scripted model server (a passing
 verdict) and writes what the CLI printed on stdout to ``fixtures/<cli>/<version>/stream.jsonl``,
@@ -68,6 +69,18 @@ def _codex_script(api: str, body: dict[str, Any]) -> Reply:
     )
 
 
+def _opencode_script(api: str, body: dict[str, Any]) -> Reply:
+    """A title for the title request; the review turn reads app.py once, then answers."""
+    if not body.get("tools"):
+        return Reply(text="Stub review")
+    if any(m.get("role") == "tool" for m in body.get("messages") or []):
+        return Reply(text=json.dumps(VERDICT))
+    return Reply(tool="read", tool_input={"filePath": os.environ["CAPTURE_READ"]})
+
+
+SCRIPTS = {"claude": _claude_script, "codex": _codex_script, "opencode": _opencode_script}
+
+
 def _version(binary: str) -> str:
     words = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=60).stdout.split()
     numbers = [w for w in words if w[:1].isdigit()]
@@ -78,9 +91,21 @@ def _setup(cli: str, binary: str, url: str) -> tuple[Any, Any]:
     """(the provider class, the preset) of ``cli`` talking to the model server at ``url``."""
     from agentreview_agent.providers.claude import ClaudeProvider
     from agentreview_agent.providers.codex import CodexProvider
+    from agentreview_agent.providers.opencode import OpenCodeProvider
 
     from agentreview.model.contracts import PresetSpec
 
+    if cli == "opencode":
+        provider = {"npm": "@ai-sdk/openai-compatible", "name": "Stub", "models": {"stub-model": {"name": "Stub"}},
+                    "options": {"baseURL": url + "/v1", "apiKey": "{env:STUB_API_KEY}"}}  # fmt: skip
+        options = {
+            "binary": binary,
+            "env": ["OPENCODE_DISABLE_MODELS_FETCH"],
+            "config": {"provider": {"stub": provider}},
+        }
+        return OpenCodeProvider, PresetSpec(
+            name="opencode", provider="opencode", model="stub/stub-model", options=options
+        )
     if cli == "claude":
         os.environ["ANTHROPIC_BASE_URL"] = url
         return ClaudeProvider, PresetSpec(name="claude", provider="claude", options={"binary": binary})
@@ -98,17 +123,19 @@ def capture(cli: str, binary: str) -> Path:
     from agentreview.model.manifest import AgentCheck
     from agentreview.model.manifest_fields import validate
 
-    if cli not in ("claude", "codex"):
-        raise SystemExit(f"capture_stream: no capture recipe for {cli!r} yet (claude, codex)")
+    if cli not in SCRIPTS:
+        raise SystemExit(f"capture_stream: no capture recipe for {cli!r} yet ({', '.join(SCRIPTS)})")
     captured: list[tuple[str, str]] = []
 
     with tempfile.TemporaryDirectory(prefix="agentreview-capture-") as tmp_name:
         tmp = Path(tmp_name).resolve()
         os.environ.update(
             HOME=str(tmp / "userhome"), AGENTREVIEW_HOME=str(tmp / "arhome"), ANTHROPIC_API_KEY="stub-key",
-            CLAUDE_CODE_MAX_RETRIES="0", STUB_API_KEY="stub-key",
+            CLAUDE_CODE_MAX_RETRIES="0", STUB_API_KEY="stub-key", OPENCODE_DISABLE_MODELS_FETCH="1",
+            CAPTURE_READ=str(tmp / "repo" / "app.py"),
         )  # fmt: skip
-        for var in ("CLAUDE_CONFIG_DIR", "CODEX_HOME"):
+        for var in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME",
+                    "XDG_CACHE_HOME"):  # fmt: skip
             os.environ.pop(var, None)
         repo = tmp / "repo"
         base, head = _repo(repo)
@@ -117,7 +144,7 @@ def capture(cli: str, binary: str) -> Path:
         check = validate(
             AgentCheck, {"id": "correctness", "kind": "agent", "preset": cli, "rubric": "./rubrics/correctness.md"}
         )
-        with ModelServer(_claude_script if cli == "claude" else _codex_script) as server:
+        with ModelServer(SCRIPTS[cli]) as server:
             provider, preset = _setup(cli, binary, server.url)
 
             class Recording(provider):  # type: ignore[misc,valid-type]

@@ -3,7 +3,9 @@ release printed in an ordinary review lane (captured with ``capture_stream.py``,
 paths replaced by ``{repo}``, ``{work}`` and ``{tmp}``). Each recorded stream must audit clean
 (GREEN); each case below adds one line to it and states the class the audit must give it,
 so a field a new release adds is a one-line RED/GREEN case here (docs/providers.md, "the
-fixtures recipe")."""
+fixtures recipe"). Kimi Code needs Node >= 22.19, which ``capture_stream.py`` does not set up:
+its fixture is the success output recorded in reviewer-clis.md section 6 (Kimi Code 2.1.0
+under Node 22), session id shortened, the answer replaced by a verdict."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from agentreview_agent.audit import AuditOutcome
-from agentreview_agent.providers import claude, codex
+from agentreview_agent.providers import claude, codex, kimi, opencode
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO, WORK = Path("/srv/review/repo"), Path("/srv/review/run/reviewers/correctness.1")
@@ -194,3 +196,64 @@ def test_codex_lines(line: dict, drift: str | None, unsafe: str | None) -> None:
         assert audit.outcome == AuditOutcome(
             unknown_fields=[drift] if drift else [], unsafe_values=[unsafe] if unsafe else []
         ), path
+
+
+# ----------------------------------------------------------------------------- OpenCode and Kimi
+
+OPENCODE_STREAMS, KIMI_STREAMS = recorded("opencode"), recorded("kimi")
+
+
+@pytest.mark.parametrize("path", OPENCODE_STREAMS, ids=lambda p: p.parent.name)
+def test_a_recorded_opencode_stream_audits_clean(path: Path) -> None:
+    outcome, session_id, final, errors = opencode.audit(stream_text(path))
+    assert outcome == AuditOutcome() and session_id and json.loads(final)["findings"] == [] and errors == []
+
+
+@pytest.mark.parametrize("path", KIMI_STREAMS, ids=lambda p: p.parent.name)
+def test_a_recorded_kimi_stream_audits_clean(path: Path) -> None:
+    outcome, session_id, final, status = kimi.audit(stream_text(path))
+    assert outcome == AuditOutcome() and session_id == "session_5672" and json.loads(final)["findings"] == []
+    assert status is None
+
+
+@pytest.mark.parametrize(
+    ("line", "drift", "unsafe"),
+    [
+        ({"type": "snapshot", "timestamp": 1, "sessionID": "ses_x"}, None, None),
+        ({"type": "patch", "sessionID": "ses_x", "part": {"files": ["app.py"]}},
+         "unknown event type 'patch' carries a non-empty dict 'part'", None),
+        ({"type": "tool_use", "part": {"tool": "bash", "state": {"status": "error", "input": {"command": "rm x"}}}},
+         None, """reviewer used tool 'bash' outside the allow-list (input: {"command": "rm x"})"""),
+        ({"type": "tool_use", "part": {"tool": "glob", "state": {"status": "completed"}}}, None, None),
+    ],
+    ids=["empty-new-event", "new-event-with-content", "bash", "glob"],
+)  # fmt: skip
+def test_opencode_lines(line: dict, drift: str | None, unsafe: str | None) -> None:
+    for path in OPENCODE_STREAMS:
+        lines = stream_text(path).splitlines()
+        outcome = opencode.audit("\n".join([lines[0], json.dumps(line), *lines[1:]]))[0]
+        assert outcome == AuditOutcome(
+            unknown_fields=[drift] if drift else [], unsafe_values=[unsafe] if unsafe else []
+        )
+
+
+@pytest.mark.parametrize(
+    ("line", "drift", "unsafe"),
+    [
+        ({"role": "meta", "type": "turn.new_notice", "data": {"a": 1}}, None, None),  # host notice
+        ({"role": "planner", "steps": []}, None, None),
+        ({"role": "planner", "steps": ["run tests"]}, "unknown role 'planner' carries a non-empty list 'steps'", None),
+        ({"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "Read", "arguments": "{}"}}]},
+         None, None),
+        ({"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "Shell", "arguments": "{}"}}]},
+         None, "reviewer used tool 'Shell' outside the allow-list (input: {})"),
+    ],
+    ids=["meta", "empty-new-role", "new-role-with-content", "read", "shell"],
+)  # fmt: skip
+def test_kimi_lines(line: dict, drift: str | None, unsafe: str | None) -> None:
+    for path in KIMI_STREAMS:
+        lines = stream_text(path).splitlines()
+        outcome = kimi.audit("\n".join([lines[0], json.dumps(line), *lines[1:]]))[0]
+        assert outcome == AuditOutcome(
+            unknown_fields=[drift] if drift else [], unsafe_values=[unsafe] if unsafe else []
+        )

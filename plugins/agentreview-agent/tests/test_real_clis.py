@@ -463,7 +463,34 @@ def test_opencode_forbidden_tool_never_reaches_the_repo_and_skips(opencode_lane,
     assert "unavailable tool" in _tool_messages(server)[0]
     # ... and the attempt still voids the review: a breach is terminal, never a fallback
     assert outcome.kind == "skipped" and not outcome.fallbacks, outcome
-    assert outcome.error == f"reviewer boundary violation: reviewer used tool '{tool}' outside the allow-list"
+    breach = f"reviewer used tool '{tool}' outside the allow-list (input: "
+    assert outcome.error.startswith("reviewer boundary violation: " + breach), outcome.error
+    assert [v for v in outcome.unsafe_values if v.startswith(breach)], outcome.unsafe_values
+
+
+@pytest.mark.parametrize(
+    ("fixture", "drift"),
+    [
+        ({"after_first": ['{"type": "patch", "part": {"files": ["app.py"]}}']},
+         "unknown event type 'patch' carries a non-empty dict 'part'"),
+        ({"before": ['{"type": "step_start", "part": {']}, "stdout line 1 is not JSON"),
+    ],
+    ids=["new-event-with-content", "stray-line"],
+)  # fmt: skip
+def test_opencode_drift_falls_back_with_capability_missing(opencode_lane, tmp_path: Path, fixture, drift) -> None:
+    lane, binary = opencode_lane
+    lane.presets["backup"] = PresetSpec(
+        name="backup", provider="exec", options={"command": [sys.executable, "-c", APPROVING_REVIEWER]}
+    )
+    with ModelServer(_opencode_script(json.dumps(OK))) as server:
+        _opencode_presets(lane, shim(tmp_path, binary, subcommand="run", **fixture), server.url)
+        check = lane.check(preset="opencode-stub", fallbackPresets=["backup"], timeoutMs=120000)
+        outcome = lane.run(check)
+    assert _review_turns(server), "opencode never reached the model server"
+    assert outcome.kind == "reported" and outcome.preset == "backup", outcome
+    [fallback] = outcome.fallbacks
+    assert fallback.error.startswith("capability_missing: " + drift), fallback.error
+    assert fallback.unknown_fields[0].startswith(drift) and not fallback.unsafe_values
 
 
 def test_opencode_rejected_key_is_unavailable_and_falls_back(opencode_lane) -> None:

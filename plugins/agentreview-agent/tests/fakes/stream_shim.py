@@ -5,7 +5,9 @@ value its own flags rule out, so the end-to-end tests put this shim in front of 
 real CLI runs unchanged (same argv, environment, stdin, exit code) and the shim applies
 the test's fixture to what it prints: ``init_extra`` is merged into Claude's
 ``system``/``init`` event, ``before`` lines are printed before the stream, and
-``after_first`` lines right after its first line (Codex's ``thread.started``). The fixture is
+``after_first`` lines right after its first line (Codex's ``thread.started``); with
+``subcommand``, only an invocation whose first argument is it is edited (OpenCode's
+``run``, not its ``debug agent`` preflight). The fixture is
 ``shim.json`` beside the shim (``{"real": "/path/to/cli", ...}``), never the environment,
 which is what the provider under test decides.
 """
@@ -21,6 +23,9 @@ def main():
         fixture = json.load(fh)
     proc = subprocess.Popen([fixture["real"], *sys.argv[1:]], stdout=subprocess.PIPE)
     out = sys.stdout.buffer
+    wanted = fixture.get("subcommand")
+    if wanted and sys.argv[1:2] != [wanted]:
+        fixture = {"real": fixture["real"]}
     if not any(flag in sys.argv for flag in ("--help", "--version")):
         for line in fixture.get("before", []):
             out.write(line.encode() + b"\n")
