@@ -346,6 +346,73 @@ def test_claude_known_unsafe_value_is_terminal(claude_lane, monkeypatch, tmp_pat
     assert recorded["status"] == "skipped" and recorded["unsafeValues"] == [breach]
 
 
+def _agentreview_run(tmp_path: Path, binary: str, url: str) -> dict:
+    """``agentreview run --json`` as a process, in a real repository whose one agent lane runs the
+    ``claude`` provider on ``binary`` with an approving exec ``backup`` as its fallback."""
+    import subprocess
+
+    repo, home = tmp_path / "runrepo", tmp_path / "runhome"
+    home.mkdir()
+    (home / "presets.toml").write_text(
+        f'[presets.shimmed]\nprovider = "claude"\nbinary = {json.dumps(binary)}\n'
+        f'[presets.backup]\nprovider = "exec"\ncommand = {json.dumps([sys.executable, "-c", APPROVING_REVIEWER])}\n'
+    )
+    review = (
+        "---\nkind: review\nid: demo\ntarget: { kind: git-range, base: main }\nchecks:\n"
+        "  - id: review\n    kind: agent\n    preset: shimmed\n    fallbackPresets: [backup]\n"
+        "    rubric: ./rubric.md\n    timeoutMs: 120000\n---\n\n# demo\n"
+    )
+    repo.mkdir()
+    for args in (
+        ["init", "-q", "-b", "main"],
+        ["config", "user.email", "t@example.invalid"],
+        ["config", "user.name", "T"],
+    ):
+        git(repo, *args)
+    (repo / "REVIEW.md").write_text(review)
+    (repo / "rubric.md").write_text("Look for bugs.\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "base")
+    git(repo, "switch", "-qc", "feature")
+    (repo / "app.py").write_text("x = 2\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "change")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTREVIEW_")}
+    env.update(AGENTREVIEW_HOME=str(home), CI="true", ANTHROPIC_BASE_URL=url)
+    proc = subprocess.run(
+        [sys.executable, "-m", "agentreview", "run", "--json"],
+        cwd=repo, env=env, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert proc.stdout, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_claude_buckets_reach_agentreview_run_json(claude_lane, monkeypatch, tmp_path: Path) -> None:
+    # drift: the lane falls back and passes; the fallback records what the audit could not verify
+    (tmp_path / "drift").mkdir()
+    (tmp_path / "unsafe").mkdir()
+    drifting = shim(tmp_path / "drift", claude_lane.claude_binary, init_extra={"connectors": ["gmail"]})
+    with ModelServer(_claude_script(OK)) as server:
+        data = _agentreview_run(tmp_path / "drift", drifting, server.url)
+    [lane] = data["attestation"]["lanes"]
+    assert data["verdict"] == "pass" and lane["status"] == "pass" and lane["preset"] == "backup", lane
+    assert lane["fallbacks"] == [
+        {
+            "preset": "shimmed",
+            "error": "capability_missing: init has an unknown non-empty list 'connectors'",
+            "unknownFields": ["init has an unknown non-empty list 'connectors'"],
+        }
+    ]
+    assert "unsafeValues" not in lane
+    # an unsafe value: the lane stops, never falls back, and records the breach in its own bucket
+    unsafe = shim(tmp_path / "unsafe", claude_lane.claude_binary, init_extra={"permissionMode": "bypassPermissions"})
+    with ModelServer(_claude_script(OK)) as server:
+        data = _agentreview_run(tmp_path / "unsafe", unsafe, server.url)
+    [lane] = data["attestation"]["lanes"]
+    assert data["verdict"] == "incomplete" and lane["status"] == "skipped" and "fallbacks" not in lane, lane
+    assert lane["unsafeValues"] == ["unsafe permissionMode 'bypassPermissions'"] and "unknownFields" not in lane
+
+
 # ----------------------------------------------------------------------------- OpenCode
 
 
