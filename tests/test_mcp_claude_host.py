@@ -82,8 +82,10 @@ def test_claude_code_calls_review_run_and_reads_the_verdict(tmp_path: Path) -> N
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTREVIEW_", "ANTHROPIC_", "CLAUDE"))}
     (tmp_path / "userhome").mkdir()
     with ModelServer(script) as server:
+        # --print connects MCP servers in the background: a first model request sent while the server still
+        # starts (a loaded machine) lists no agentreview tool. MCP_CONNECTION_NONBLOCKING=false waits for it.
         env.update(HOME=str(tmp_path / "userhome"), ANTHROPIC_API_KEY="stub-key", ANTHROPIC_BASE_URL=server.url,
-                   CLAUDE_CODE_MAX_RETRIES="0")  # fmt: skip
+                   CLAUDE_CODE_MAX_RETRIES="0", MCP_CONNECTION_NONBLOCKING="false")  # fmt: skip
         proc = subprocess.run(
             [binary, "--print", "I changed src/app.txt; review it.", "--mcp-config", json.dumps(config),
              "--strict-mcp-config", "--allowedTools", TOOL, "--setting-sources", "",
