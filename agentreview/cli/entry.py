@@ -34,7 +34,16 @@ def _flush(stream: object) -> None:
         stream.flush()  # type: ignore[attr-defined]
 
 
+def _escape_unencodable(stream: object) -> None:
+    """Write what the stream's encoding cannot hold (a lone surrogate in a reviewer's finding or an
+    export's string) as its ``\\uXXXX`` escape: visible to the reader, never an encoding error."""
+    with contextlib.suppress(AttributeError, ValueError, OSError):
+        stream.reconfigure(errors="backslashreplace")  # type: ignore[attr-defined]
+
+
 def console() -> NoReturn:  # pragma: no cover - exercised by every CLI subprocess test
+    _escape_unencodable(sys.stdout)
+    _escape_unencodable(sys.stderr)
     code = main()
     try:
         atexit._run_exitfuncs()

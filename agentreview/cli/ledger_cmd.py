@@ -7,13 +7,13 @@ repository at ``--cwd``. Exit codes: 0, 3 when a ref cannot be resolved, 64 usag
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from agentreview.model.digests import json_text
 from agentreview.model.errors import AgentreviewError, UsageError
 
 FULL_SHA = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
@@ -131,7 +131,7 @@ def register(app: typer.Typer) -> None:
             rows.extend(_foreign_rows(ledger_root(), normalize_remote(repo) if repo else None, binding, rsha))
             rows = sorted(rows, key=lambda r: str(r.get("createdAt") or ""), reverse=True)[:limit]
         if as_json:
-            typer.echo(json.dumps(rows, indent=2, ensure_ascii=False))
+            typer.echo(json_text(rows))
         elif rows:
             typer.echo(_table(rows))
         else:

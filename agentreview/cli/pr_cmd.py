@@ -10,12 +10,12 @@ Exit codes: 0 linked; 3 ``gh_unavailable``, ``gh_failed``, ``unsupported_remote`
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from agentreview.model.digests import json_text
 from agentreview.model.errors import EXIT_ERROR, EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE
 
 EXIT_FOR_CODE = {"not_found": EXIT_NOT_FOUND, "no_pr": EXIT_NOT_FOUND, "invalid_argument": EXIT_USAGE}
@@ -79,7 +79,7 @@ def register(app: typer.Typer) -> None:
         for line in reply.pop("warnings", []):
             print_warning(line)
         if as_json:
-            typer.echo(json.dumps(reply, indent=2, ensure_ascii=False))
+            typer.echo(json_text(reply))
         elif reply["ok"]:
             typer.echo(neutralize(_summary(reply)))
         if reply["ok"]:

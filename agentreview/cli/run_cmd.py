@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from agentreview.model.digests import json_text
 from agentreview.model.errors import EXIT_ERROR, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -232,7 +233,7 @@ def register(app: typer.Typer) -> None:
             body = result.to_json()
             if publish:
                 body["published"] = published
-            sys.stdout.write(json.dumps(body, indent=2, ensure_ascii=False) + "\n")
+            sys.stdout.write(json_text(body) + "\n")
         else:
             from agentreview.report.progress import LiveReporter
 

@@ -8,11 +8,11 @@ Exit codes: 0, 4 unknown run id, 64 usage.
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
 import typer
 
+from agentreview.model.digests import json_text
 from agentreview.model.errors import EXIT_NOT_FOUND, AgentreviewError
 
 
@@ -48,7 +48,7 @@ def register(app: typer.Typer) -> None:
         if run_id is None:
             views = registry.running()
             if as_json:
-                typer.echo(json.dumps(views, indent=2, ensure_ascii=False))
+                typer.echo(json_text(views))
             else:
                 typer.echo(neutralize("\n".join(_line(v) for v in views)) if views else "no review is running")
             return 0
@@ -56,7 +56,7 @@ def register(app: typer.Typer) -> None:
         if view is None:
             raise AgentreviewError(f"review run '{run_id}' not found", exit_code=EXIT_NOT_FOUND)
         if as_json:
-            typer.echo(json.dumps(view, indent=2, ensure_ascii=False))
+            typer.echo(json_text(view))
         else:
             typer.echo(neutralize(_line(view)))
         return 0

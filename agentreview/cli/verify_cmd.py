@@ -90,9 +90,9 @@ def register(app: typer.Typer) -> None:
         ] = None,
     ) -> int:
         """Verify an exported attestation against this checkout (no lane is re-run)."""
-        from agentreview.report.neutral import neutralize
+        from agentreview.report.neutral import neutralize, printable
         from agentreview.verify.gate import VerifyOptions, verify
-        from agentreview.verify.report import json_text, printable, render_text
+        from agentreview.verify.report import json_text, render_text
 
         base_dir = cwd if cwd.is_absolute() else Path.cwd() / cwd
         result = verify(

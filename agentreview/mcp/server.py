@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
@@ -23,16 +22,34 @@ from mcp_types import CallToolResult, TextContent
 from agentreview import __version__
 from agentreview.mcp import args, queries, runs
 from agentreview.mcp import descriptions as d
+from agentreview.model.digests import json_text
 from agentreview.model.errors import AgentreviewError
+from agentreview.report.neutral import printable
 
 T = TypeVar("T")
 Text = str | None
 
 
+def _encodable(value: Any) -> Any:
+    """``value`` with every string made encodable as UTF-8: a lone surrogate (which a reviewer's
+    finding or an export's string may hold) written as the text ``\\udxxx``. The SDK serializes
+    structured content strictly and would fail on it."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {printable(str(key)): _encodable(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_encodable(item) for item in value]
+    return value
+
+
 def reply(data: dict[str, Any], *, error: bool = False) -> CallToolResult:
-    """The tool's answer: the JSON as text (what a model reads) and as structured content."""
-    text = json.dumps(data, indent=2, ensure_ascii=False)
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data, is_error=error)
+    """The tool's answer: the JSON as text (what a model reads; a lone surrogate as its JSON escape)
+    and as structured content."""
+    text = json_text(data)
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)], structured_content=_encodable(data), is_error=error
+    )
 
 
 def checked(check: Callable[..., T], *a: Any, **kw: Any) -> T:

@@ -28,7 +28,6 @@ host builds omits unset members (never ``"x": null``).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Generic, Literal, Self, TypeVar, overload
@@ -36,7 +35,7 @@ from typing import Any, ClassVar, Generic, Literal, Self, TypeVar, overload
 from agentreview.model.attestation_read import SCHEMA as SCHEMA
 from agentreview.model.attestation_read import AttestationShapeError as AttestationShapeError
 from agentreview.model.attestation_read import copy_json, read_attestation, read_object
-from agentreview.model.digests import attestation_sha256_of, loads_strict, range_sha, signed_bytes_of
+from agentreview.model.digests import attestation_sha256_of, json_text, loads_strict, range_sha, signed_bytes_of
 from agentreview.model.fold import fold_verdict
 
 PACK_DIGEST_ALG = "agentproto-pack-digest/v1"
@@ -524,7 +523,7 @@ class Attestation(Member):
 
     def export_text(self) -> str:
         """The export form: two-space indent, trailing newline (the schema's member order)."""
-        return json.dumps(self._document(), indent=2, ensure_ascii=False) + "\n"
+        return json_text(self._document()) + "\n"
 
 
 def now_iso() -> str:

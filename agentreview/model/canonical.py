@@ -72,14 +72,35 @@ def canonical_json(value: Any) -> bytes:
     except UnicodeEncodeError:
         # Surrogates can only sit inside strings (everything structural is ASCII), so the
         # whole text can be made well-formed at once, as JSON.stringify does per string.
-        return _well_formed(text).encode("utf-8")
+        return well_formed_json(text).encode("utf-8")
 
 
-def _well_formed(text: str) -> str:
-    # A high surrogate followed by a low one is one character to JavaScript: join the pairs
-    # (the UTF-16 round trip does exactly that), then escape what is still alone.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def well_formed_json(text: str) -> str:
+    """JSON ``text`` with every surrogate code point written as ``JSON.stringify`` writes it, so
+    the text encodes as UTF-8: a high surrogate followed by a low one is one character to
+    JavaScript and is joined into it; one still alone becomes its ``\\udxxx`` escape.
+
+    Exact on JSON text: outside strings JSON has only ASCII, and inside one a backslash is
+    always escaped, so the escape reads back as the very same string. Text without a
+    surrogate (nearly all) is returned as it is.
+    """
+    if _SURROGATE.search(text) is None:
+        return text
+    # The UTF-16 round trip joins the pairs; what is still alone is escaped.
     joined = text.encode("utf-16-be", "surrogatepass").decode("utf-16-be", "surrogatepass")
-    return re.sub("[\ud800-\udfff]", lambda m: f"\\u{ord(m.group()):04x}", joined)
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", joined)
+
+
+def json_text(value: Any, *, indent: int | None = 2) -> str:
+    """``value`` as JSON text for a file or a reader: non-ASCII written literally, a lone
+    surrogate (a reviewer's or an export's string may hold one) escaped as the canonical
+    form writes it, so writing the text as UTF-8 never fails. Key order as given."""
+    import json
+
+    return well_formed_json(json.dumps(value, indent=indent, ensure_ascii=False))
 
 
 def _utf16(key: str) -> bytes:

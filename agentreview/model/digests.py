@@ -3,7 +3,8 @@
 * ``canonical_json``: the spec's canonical form, byte for byte what a JavaScript host
   writes (``model/canonical.py``): ``None`` is ``null`` and kept, :data:`UNDEFINED` is
   the omitted member, lone surrogates and integers beyond 2**53 written as
-  ``JSON.stringify`` writes them.
+  ``JSON.stringify`` writes them; ``json_text`` the readable form of a document written
+  to a file or a reader, with a lone surrogate escaped as the canonical form writes it.
 * ``manifest_sha``, ``range_sha``, rubric digests and ``agentproto-pack-digest/v1``.
 """
 
@@ -17,6 +18,7 @@ from typing import Any
 from agentreview.model.canonical import UNDEFINED as UNDEFINED
 from agentreview.model.canonical import CanonicalJsonError as CanonicalJsonError
 from agentreview.model.canonical import canonical_json as canonical_json
+from agentreview.model.canonical import json_text as json_text
 
 PACK_DIGEST_ALG = "agentproto-pack-digest/v1"
 

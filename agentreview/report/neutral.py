@@ -15,13 +15,16 @@ Lines are split wherever any reader might split them: ``\\n``, ``\\r`` and every
 character :meth:`str.splitlines` breaks on; leading whitespace is every character
 :meth:`str.isspace` accepts plus the invisible format characters (a superset of what .NET's
 ``TrimStart`` removes).
+
+:func:`printable` makes such text writable at all: a lone surrogate (strict JSON reads one from
+an escape) is written as its ``\\uXXXX`` escape rather than ending the output in an encoding error.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["neutralize"]
+__all__ = ["neutralize", "printable"]
 
 _BREAK = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
 _LEAD = r"[\s\u180e\u200b\u200c\u200d\u2060\ufeff]*"
@@ -36,3 +39,15 @@ def neutralize(text: str) -> str:
     if "##" in text:
         text = _LEGACY_COMMAND.sub("#%23", text)
     return text
+
+
+def printable(text: str) -> str:
+    """``text`` with every character UTF-8 cannot encode (a lone surrogate such as ``\\ud800``,
+    which strict JSON reads from an escape) written as its ``\\uXXXX`` escape.
+
+    An export is the change's to write, and a string stdout cannot encode would end the
+    report in an encoding error. Applied to JSON text it is exact: outside strings JSON
+    has only ASCII, and inside one a backslash is always escaped, so the ``\\uXXXX`` written
+    here reads back as the very same string.
+    """
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")

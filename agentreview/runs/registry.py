@@ -40,6 +40,7 @@ from typing import Any
 from agentreview.host.files import UnreadableFileError, atomic_write_text, read_regular_file
 from agentreview.host.home import runs_dir
 from agentreview.host.locks import is_held
+from agentreview.model.digests import json_text
 
 RUN_ID = re.compile(r"^review-[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 ENV_LOCK_FD = "AGENTREVIEW_RUN_LOCK_FD"  # a detached run's inherited lock (see module doc)
@@ -136,7 +137,7 @@ class RunRegistry:
 
     def _write(self, run_id: str, record: dict[str, Any]) -> None:
         self._make_dir()
-        atomic_write_text(self.record_path(run_id), json.dumps(record, ensure_ascii=False), durable=False)
+        atomic_write_text(self.record_path(run_id), json_text(record, indent=None), durable=False)
 
     def begin(
         self,

@@ -8,13 +8,12 @@ listed rows. An unreadable sidecar is ignored with a warning, never a crash.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from agentreview.host.files import MissingFileError, atomic_write_text, read_regular_file
-from agentreview.model.digests import loads_strict
+from agentreview.model.digests import json_text, loads_strict
 from agentreview.store.layout import LedgerError
 
 PR_STATES = ("open", "merged", "closed")
@@ -39,7 +38,7 @@ def rewrite_annotations(path: Path, change: Callable[[dict[str, Any]], None], wa
     if not isinstance(ann.get("prStatus", []), list):
         ann["prStatus"] = []
     change(ann)
-    atomic_write_text(path, json.dumps(ann, indent=2, ensure_ascii=False) + "\n")
+    atomic_write_text(path, json_text(ann) + "\n")
 
 
 def merge_into_row(row: dict[str, Any], ann: Mapping[str, Any]) -> dict[str, Any]:

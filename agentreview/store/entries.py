@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from agentreview.host.files import MissingFileError, UnreadableFileError, read_regular_file
-from agentreview.model.digests import range_sha
+from agentreview.model.digests import json_text, range_sha
 from agentreview.model.fold import fold_verdict
 from agentreview.store.layout import HEX64, LedgerKey
 
@@ -109,7 +109,7 @@ class Summary(NamedTuple):
 def entry_text(attestation: Attestation, host: HostInfo) -> str:
     """The bytes of an entry file: ``{attestation, host}``, two-space indent, trailing newline."""
     doc = {"attestation": attestation.to_json_dict(), "host": host.to_json()}
-    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    return json_text(doc) + "\n"
 
 
 def parse_entry(data: bytes, path: Path) -> LedgerEntry:

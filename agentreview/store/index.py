@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from agentreview.host.files import MissingFileError, UnreadableFileError, read_regular_file
+from agentreview.model.digests import json_text
 from agentreview.store.entries import MAX_ENTRY_BYTES, summarize
 from agentreview.store.layout import ENTRY_NAME, INDEX_NAME, ledger_slug, scope_of, valid_child
 
@@ -441,4 +442,4 @@ class LedgerIndex:
             return not_ok
         return (rel, name, *_stat_sig(st), 1, key.repo_remote, key.manifest_sha, key.binding, key.range_sha,
                 summary.base_sha, summary.head_sha, summary.run_id, summary.requester_session, summary.created_at,
-                json.dumps(summary.row, ensure_ascii=False))
+                json_text(summary.row, indent=None))

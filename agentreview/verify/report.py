@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agentreview.report.neutral import neutralize
+from agentreview.report.neutral import neutralize, printable
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentreview.verify.result import VerifyResult
@@ -18,18 +18,6 @@ if TYPE_CHECKING:  # pragma: no cover
 def _member(att: dict[str, Any], key: str) -> str | None:
     value = att.get(key)
     return value if isinstance(value, str) else None
-
-
-def printable(text: str) -> str:
-    """``text`` with every character UTF-8 cannot encode (a lone surrogate such as ``\\ud800``,
-    which strict JSON reads from an escape) written as its ``\\uXXXX`` escape.
-
-    An export is the change's to write, and a string stdout cannot encode would end the
-    report in an encoding error. Applied to JSON text it is exact: outside strings JSON
-    has only ASCII, and inside one a backslash is always escaped, so the ``\\uXXXX`` written
-    here reads back as the very same string.
-    """
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def json_text(result: VerifyResult) -> str:

@@ -59,9 +59,10 @@ def _drop_nulls(value: Any) -> Any:
 
 
 def write_verdict(path: Path, verdict: dict[str, Any]) -> None:
-    """Write ``verdict`` (nulls dropped) to ``path`` atomically."""
+    """Write ``verdict`` (nulls dropped) to ``path`` atomically, as ASCII JSON: a lone surrogate an
+    answer's escape produced is written as that escape, never an encoding error."""
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(_drop_nulls(verdict), ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    tmp.write_text(json.dumps(_drop_nulls(verdict), indent=2) + "\n", encoding="ascii")
     os.replace(tmp, path)
 
 
