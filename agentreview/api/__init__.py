@@ -94,6 +94,8 @@ _EXPORTS: dict[str, str] = {
     # git, always with the hardened configuration (no fsmonitor, hooks, external diff, textconv, filters, prompts)
     "run_git": "agentreview.host.gitrun",
     "GitError": "agentreview.host.gitrun",
+    # programs by absolute path, from the absolute PATH entries only (since API 2.1)
+    "find_program": "agentreview.host.programs",
 }
 
 # Kept literal so linters and type checkers read it; a test checks it against _EXPORTS.
@@ -140,6 +142,7 @@ __all__ = [
     "atomic_write_text",
     "attempt_dir",
     "env_names_problem",
+    "find_program",
     "fresh_dir",
     "home_dir",
     "hookimpl",
@@ -202,6 +205,7 @@ if TYPE_CHECKING:  # pragma: no cover - static names for type checkers and IDEs
     from agentreview.host.home import home_dir, load_config, pack_cache_dir
     from agentreview.host.locks import FileLock, LockTimeout
     from agentreview.host.procs.group import ProcessResult, run_process_group
+    from agentreview.host.programs import find_program
     from agentreview.model.check_model import CheckModel
     from agentreview.model.contracts import (
         DeltaRange,

@@ -16,7 +16,11 @@ and askpass helpers. Every git the core, the demo and the shipped plugins start 
   global and system configuration is switched off (``clean``, ``smudge`` and ``process``
   empty, ``required`` false), except the exact commands ``git lfs install`` writes;
 * the environment: ``GIT_*`` variables are dropped except :data:`KEEP_GIT_ENV`, and
-  ``GIT_TERMINAL_PROMPT=0``, ``GIT_PAGER=cat`` and ``GIT_OPTIONAL_LOCKS=0`` are set.
+  ``GIT_TERMINAL_PROMPT=0``, ``GIT_PAGER=cat`` and ``GIT_OPTIONAL_LOCKS=0`` are set;
+* git itself is started by its absolute path, found on the absolute ``PATH`` entries
+  (:mod:`agentreview.host.programs`), and the ``PATH`` it gets has no empty or relative entry:
+  it runs in the reviewed repository, where such an entry would run the change's ``./git``
+  (or, for git, its ``./git-lfs`` or ``./ssh``).
 
 Kept from the environment, because agentreview is run from git hooks (``pre-push``,
 ``pre-commit``) where git sets them to say which repository and index are meant: the
@@ -39,6 +43,8 @@ import re
 import subprocess
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
+
+from agentreview.host.programs import ProgramNotFoundError, program, safe_path
 
 __all__ = ["GIT_TIMEOUT_S", "HARDENING", "KEEP_GIT_ENV", "GitError", "hardened_env", "run_git"]
 
@@ -106,10 +112,13 @@ _LFS_VALUE = re.compile(r"git-lfs (?:clean|smudge)(?: --skip)? -- %f|git-lfs fil
 
 def hardened_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     """``base`` (default: this process's environment) without the ``GIT_*`` variables outside
-    :data:`KEEP_GIT_ENV` and without ``SSH_ASKPASS``, plus the no-prompt, no-pager settings."""
+    :data:`KEEP_GIT_ENV` and without ``SSH_ASKPASS``, plus the no-prompt, no-pager settings;
+    ``PATH`` keeps only its absolute entries."""
     source = os.environ if base is None else base
     env = {k: v for k, v in source.items() if (not k.startswith("GIT_") or k in KEEP_GIT_ENV) and k != "SSH_ASKPASS"}
     env.update({"GIT_TERMINAL_PROMPT": "0", "GIT_PAGER": "cat", "GIT_OPTIONAL_LOCKS": "0"})
+    if "PATH" in env:
+        env["PATH"] = safe_path(env["PATH"])
     return env
 
 
@@ -198,8 +207,12 @@ def _spawn(
     text: bool = False,
 ) -> subprocess.CompletedProcess[Any]:
     try:
+        executable = program("git", env.get("PATH", os.defpath))  # the PATH git itself gets
+    except ProgramNotFoundError as exc:
+        raise GitError(str(exc)) from exc
+    try:
         return subprocess.run(
-            argv,
+            [executable, *argv[1:]],
             cwd=cwd,
             input=(input_bytes.decode() if text else input_bytes) if input_bytes is not None else None,
             stdin=None if input_bytes is not None else subprocess.DEVNULL,
@@ -210,7 +223,7 @@ def _spawn(
             env=env,
         )
     except FileNotFoundError as exc:
-        raise GitError("git is not installed or not on PATH") from exc
+        raise GitError(f"git could not be started from {executable}: {exc.strerror}") from exc
     except subprocess.TimeoutExpired as exc:
         subcommand = next((a for a in argv[1:] if not a.startswith("-") and "=" not in a), "")
         raise GitError(f"git {subcommand} did not finish within {timeout:.0f}s") from exc

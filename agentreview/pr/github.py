@@ -15,7 +15,6 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
-import shutil
 import time
 import urllib.error
 import urllib.parse
@@ -78,10 +77,12 @@ def token(env: Mapping[str, str] | None = None, base: str = DEFAULT_API_URL) -> 
         value = (env.get(name) or "").strip()
         if value:
             return value
-    gh = shutil.which("gh", path=env.get("PATH"))
+    from agentreview.host.procs.group import run_process_group
+    from agentreview.host.programs import find_program
+
+    gh = find_program("gh", env.get("PATH"))
     if gh is None:
         return None
-    from agentreview.host.procs.group import run_process_group
 
     argv = [gh, "auth", "token"]
     host = api_host(base)

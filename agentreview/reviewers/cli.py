@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import tempfile
 import time
 from collections.abc import Iterable
@@ -21,8 +20,9 @@ from functools import lru_cache
 from pathlib import Path
 
 from agentreview.host.procs.group import ProcessResult, run_process_group
+from agentreview.host.programs import find_program
 from agentreview.model.contracts.reviewers import PresetSpec, ProviderStatus
-from agentreview.reviewers.env import reviewer_env, safe_path
+from agentreview.reviewers.env import reviewer_env
 
 PROBE_TIMEOUT_S = 20.0
 PROBE_KILL_GRACE_S = 1.0
@@ -38,7 +38,7 @@ def find_binary(spec: PresetSpec | None, default: str) -> str | None:
     name = str(spec.options.get("binary")) if spec and spec.options.get("binary") else default
     if os.sep in name:
         return name if os.access(name, os.X_OK) and Path(name).is_file() else None
-    return shutil.which(name, path=safe_path(os.environ.get("PATH", os.defpath)))
+    return find_program(name)
 
 
 def _probe(argv: tuple[str, ...]) -> ProcessResult:

@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from agentreview.host.programs import safe_path
 from agentreview.model.contracts.reviewers import PresetSpec, ReviewerRequest
 
 # What any CLI needs to run and to reach its model through the host's proxy and CA bundle. ``NAME_*`` is a family.
@@ -40,12 +41,6 @@ def _granted(name: str, allow: Iterable[str]) -> bool:
     return any(name.startswith(entry[:-1]) if entry.endswith("*") else name == entry for entry in allow)
 
 
-def safe_path(value: str) -> str:
-    """``PATH`` without empty or relative entries: a reviewer runs in the reviewed repository, where such
-    an entry would run the change author's ``./git`` or ``./node`` in place of the real one."""
-    return os.pathsep.join(entry for entry in value.split(os.pathsep) if os.path.isabs(entry))
-
-
 def reviewer_env(extra: Mapping[str, str], allow: Iterable[str] = ()) -> dict[str, str]:
     """The host variables :data:`BASE_ENV` and ``allow`` grant (``PATH`` made safe), plus ``extra``.
 
@@ -55,6 +50,8 @@ def reviewer_env(extra: Mapping[str, str], allow: Iterable[str] = ()) -> dict[st
     granted = (*BASE_ENV, *allow)
     env = {name: value for name, value in os.environ.items() if _granted(name, granted)}
     if "PATH" in env:
+        # A reviewer runs in the reviewed repository, where an empty or relative entry would run
+        # the change author's ``./git`` or ``./node`` in place of the real one.
         env["PATH"] = safe_path(env["PATH"])
     env.update(extra)
     return env

@@ -14,9 +14,9 @@ so it imports nothing heavy.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
-import shutil
 import stat
 import subprocess
 import tempfile
@@ -27,6 +27,7 @@ from typing import Any
 from agentreview import hookimpl
 from agentreview.host.files import atomic_write_bytes, read_regular_file
 from agentreview.host.home import hostname, keys_dir, load_config
+from agentreview.host.programs import find_program
 from agentreview.model.contracts.errors import SignatureInvalidError, SigningError
 from agentreview.model.contracts.signing import KeyInfo, SignerContext
 
@@ -40,10 +41,19 @@ VERIFY_TIMEOUT_S = 30.0
 NOT_FOUND = "ssh-keygen not found on PATH"
 
 
+def _keygen() -> str | None:
+    """ssh-keygen's absolute path on the absolute PATH entries: the host runs in the reviewed
+    repository, where an empty or relative entry would run the change's ``./ssh-keygen``."""
+    return find_program("ssh-keygen")
+
+
 def _run(args: Sequence[str], *, timeout: float, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
     """Run ssh-keygen; FileNotFoundError when it is not installed, TimeoutExpired past the deadline."""
+    executable = _keygen()
+    if executable is None:
+        raise FileNotFoundError(errno.ENOENT, NOT_FOUND, "ssh-keygen")
     return subprocess.run(
-        ["ssh-keygen", *args],
+        [executable, *args],
         input=stdin,
         stdin=None if stdin is not None else subprocess.DEVNULL,
         capture_output=True,
@@ -277,7 +287,7 @@ class SshSigner:
         return fields[1]
 
     def key_info(self, ctx: SignerContext) -> KeyInfo:
-        if shutil.which("ssh-keygen") is None:
+        if _keygen() is None:
             raise SigningError(f"could not prepare the review signing key: {NOT_FOUND}")
         key = self._ensure_key(ctx)
         public = key.with_suffix(".pub")
@@ -297,7 +307,7 @@ class SshSigner:
     def sign(self, payload: bytes, ctx: SignerContext) -> dict[str, str]:
         from agentreview.model.attestation import now_iso
 
-        if shutil.which("ssh-keygen") is None:
+        if _keygen() is None:
             raise SigningError(f"could not sign the attestation: {NOT_FOUND}")
         info = self.key_info(ctx)
         key = self.key_path(ctx.home)
@@ -343,7 +353,7 @@ class SshSigner:
             raise SignatureInvalidError(NOT_ONE_BLOCK)
         if not Path(allowed_signers).is_file():
             raise SignatureInvalidError(f"allowed_signers file not found: {allowed_signers}")
-        if shutil.which("ssh-keygen") is None:
+        if _keygen() is None:
             raise SignatureInvalidError("ssh-keygen is not available — cannot verify signatures")
         with tempfile.TemporaryDirectory(prefix="agentreview-verify-") as tmp:
             sig_path = Path(tmp) / "attestation.sig"

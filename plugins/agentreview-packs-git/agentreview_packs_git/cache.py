@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from types import ModuleType
 
-from agentreview_packs_git.gitrun import GitRunError, run_git, safe_env, user_ca_settings
+from agentreview_packs_git.gitrun import MISSING_GIT, GitRunError, git_executable, run_git, safe_env, user_ca_settings
 from agentreview_packs_git.tree import TreeMismatchError, commit_tree_id, disk_tree_id, write_tree
 
 COMMIT_FILE = "agentreview-commit"
@@ -103,10 +103,17 @@ def _objects() -> ModuleType:
 
     ``GIT_PYTHON_REFRESH=quiet`` for the import (unless the user chose a mode), so a git GitPython
     cannot find is reported by the reader as a fetch error rather than raised as an ImportError.
+    ``GIT_PYTHON_GIT_EXECUTABLE`` is git's absolute path for the import: the ``git version``
+    GitPython runs then would otherwise look git up on ``PATH`` as given, empty and relative
+    entries included, from this process's working directory (the reviewed repository).
     """
-    unset = "GIT_PYTHON_REFRESH" not in os.environ
-    if unset:
+    git = git_executable()
+    if git is None:
+        raise FetchError(MISSING_GIT)
+    saved = {name: os.environ.get(name) for name in ("GIT_PYTHON_REFRESH", "GIT_PYTHON_GIT_EXECUTABLE")}
+    if saved["GIT_PYTHON_REFRESH"] is None:
         os.environ["GIT_PYTHON_REFRESH"] = "quiet"
+    os.environ["GIT_PYTHON_GIT_EXECUTABLE"] = git
     try:
         from agentreview_packs_git import objects
     except ImportError as exc:
@@ -114,8 +121,11 @@ def _objects() -> ModuleType:
             f"reading a fetched pack needs GitPython ({exc}) — install 'gitpython>=3.1.57' next to agentreview"
         ) from exc
     finally:
-        if unset:
-            os.environ.pop("GIT_PYTHON_REFRESH", None)
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
     return objects
 
 

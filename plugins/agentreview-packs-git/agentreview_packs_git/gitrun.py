@@ -31,6 +31,7 @@ HARDENING: tuple[str, ...] = (
 )  # fmt: skip
 
 _KEEP_GIT_VARS = ("GIT_SSL_CAINFO", "GIT_SSL_CAPATH")
+MISSING_GIT = "git is not installed: no executable 'git' in an absolute PATH entry — install git"
 
 
 class GitRunError(Exception):
@@ -39,6 +40,14 @@ class GitRunError(Exception):
     def __init__(self, message: str, *, timed_out: bool = False):
         super().__init__(message)
         self.timed_out = timed_out
+
+
+def git_executable() -> str | None:
+    """git's absolute path on the absolute PATH entries, the one every git process of the loader
+    starts (an empty or relative entry would name a folder relative to the working directory)."""
+    from agentreview.api import find_program
+
+    return find_program("git")
 
 
 def safe_env(ca_overrides: dict[str, str] | None = None) -> dict[str, str]:
@@ -68,9 +77,12 @@ def user_ca_settings(cwd: Path, timeout: float) -> dict[str, str]:
     """``http.sslCAInfo`` / ``http.sslCAPath`` from the user's own config, carried over as the
     equivalent environment variables (the rest of that config is ignored on purpose)."""
     env = {k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE", "GIT_CEILING_DIRECTORIES")}
+    git = git_executable()
+    if git is None:
+        return {}  # the fetch that follows says git is missing
     try:
         proc = subprocess.run(
-            ["git", "config", "--get-regexp", r"^http\.sslca(info|path)$"],
+            [git, "config", "--get-regexp", r"^http\.sslca(info|path)$"],
             cwd=str(cwd),
             env=env,
             stdin=subprocess.DEVNULL,
@@ -103,9 +115,12 @@ def run_git(
     remaining = deadline - time.monotonic()
     if remaining <= 0:
         raise GitRunError(f"git {args[0]} was not started: the time limit was already used up", timed_out=True)
+    git = git_executable()
+    if git is None:
+        raise GitRunError(MISSING_GIT)
     try:
         proc = subprocess.Popen(
-            ["git", *HARDENING, *args],
+            [git, *HARDENING, *args],
             cwd=str(cwd),
             env=env,
             stdin=subprocess.DEVNULL,

@@ -9,7 +9,7 @@ on the fetch path; a cache hit never loads it.
 
 How GitPython is kept to the same rules as every other git call of the loader:
 
-* :class:`HardenedGit` starts every git process itself: argv ``git`` +
+* :class:`HardenedGit` starts every git process itself: argv git's absolute path +
   :data:`gitrun.HARDENING` (as GitPython's persistent options) + ``cat-file
   --batch`` or ``--batch-check``, nothing else; the environment is exactly
   :func:`gitrun.safe_env` (GitPython's own merge with ``os.environ`` is
@@ -27,7 +27,8 @@ How GitPython is kept to the same rules as every other git call of the loader:
   and the written files are re-hashed afterwards by the caller.
 
 The one git process not under these rules is the ``git version`` GitPython runs
-once when first imported; it reads no repository.
+once when first imported; it reads no repository, and it starts the same absolute
+path (``GIT_PYTHON_GIT_EXECUTABLE`` is set for the import, see ``cache._objects``).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ from typing import Any
 import git
 from git.db import GitCmdObjectDB
 
-from agentreview_packs_git.gitrun import HARDENING, GitRunError
+from agentreview_packs_git.gitrun import HARDENING, MISSING_GIT, GitRunError, git_executable
 from agentreview_packs_git.tree import MODE_EXEC, MODE_FILE, MODE_LINK, TreeEntry, TreeMismatchError, commit_tree_id
 
 _SHA = re.compile(r"^[0-9a-f]{40}$")
@@ -91,9 +92,12 @@ class HardenedGit(git.Git):
         with self._lock:
             if self._closed or time.monotonic() >= self.deadline:
                 raise GitRunError("git cat-file was not started: the time limit was already used up", timed_out=True)
+            git = git_executable()
+            if git is None:
+                raise GitRunError(MISSING_GIT)
             try:
                 proc = subprocess.Popen(
-                    ["git", *HARDENING, *call],
+                    [git, *HARDENING, *call],
                     cwd=str(self._root),
                     env=self._env,
                     stdin=subprocess.PIPE,
