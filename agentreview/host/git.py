@@ -21,6 +21,7 @@ __all__ = [
     "GIT_TIMEOUT_S",
     "GitError",
     "blob_at",
+    "changed_entries",
     "commit_author",
     "files_changed_by",
     "git",
@@ -36,6 +37,7 @@ __all__ = [
     "rev_parse_commit",
     "root_and_commit",
     "run_git",
+    "tree_modes",
     "user_email",
 ]
 
@@ -194,6 +196,36 @@ def files_changed_by(root: Path, sha: str) -> list[str]:
     if proc.returncode != 0:
         return []
     return [p for p in proc.stdout.split("\0") if p]
+
+
+def changed_entries(root: Path, sha: str) -> list[tuple[str, str, str]] | None:
+    """``(old mode, new mode, path)`` of every entry the commit ``sha`` changes relative to its first
+    parent (``000000`` where it is absent); ``None`` for a root commit or when git fails."""
+    proc = git(["diff-tree", "--no-commit-id", "--raw", "-r", "-z", f"{sha}^", sha], root, check=False)
+    if proc.returncode != 0:
+        return None
+    fields = proc.stdout.split("\0")
+    entries: list[tuple[str, str, str]] = []
+    for header, path in zip(fields[0::2], fields[1::2], strict=False):
+        modes = header.lstrip(":").split()
+        if len(modes) < 5 or not path:  # a rename or copy carries two paths; diff-tree detects none unasked
+            return None
+        entries.append((modes[0], modes[1], path))
+    return entries
+
+
+def tree_modes(root: Path, rev: str, paths: Sequence[str]) -> dict[str, str] | None:
+    """The mode of each of ``paths`` (literal repository paths) that exists in commit ``rev``
+    (``040000`` a folder, ``120000`` a symlink, ``160000`` a submodule); ``None`` when git fails."""
+    proc = git(["--literal-pathspecs", "ls-tree", "-z", "--full-tree", rev, "--", *paths], root, check=False)
+    if proc.returncode != 0:
+        return None
+    modes: dict[str, str] = {}
+    for item in proc.stdout.split("\0"):
+        meta, tab, path = item.partition("\t")
+        if tab:
+            modes[path] = meta.split()[0]
+    return modes
 
 
 def blob_at(root: Path, rev: str, relpath: str, *, max_bytes: int) -> bytes | None:

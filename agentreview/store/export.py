@@ -42,19 +42,52 @@ def export_path(att: Attestation, export_dir: Path) -> Path:
 
 
 def confined_export_dir(repo_root: Path, export_dir: str | Path) -> Path:
-    """``verdict.exportDir`` resolved against ``repo_root``, refused when its real path leaves the
-    repository (``..``, an absolute path, or a symlink the reviewed content committed).
+    """``verdict.exportDir`` resolved against ``repo_root``: refused when its real path leaves the
+    repository (``..``, an absolute path, or a symlink the reviewed content committed), and when
+    any folder on the way is a symbolic link, even one that stays inside.
 
-    exportDir is authored in the reviewed REVIEW.md: a change must not make a reviewer's
-    host write files wherever it likes. Raises ``ValueError`` naming the fix.
+    exportDir is authored in the reviewed REVIEW.md: a change must not make a reviewer's host
+    write files wherever it likes, and a linked folder (``.reviews -> config``) would put the
+    export beside files the gate's ``HEAD^`` rule must never let an unreviewed commit touch.
+    Raises ``ValueError`` naming the fix.
     """
     root_real = os.path.realpath(repo_root)
-    real = os.path.realpath(os.path.join(root_real, export_dir))
+    joined = os.path.join(root_real, export_dir)
+    real = os.path.realpath(joined)
     if real != root_real and not real.startswith(root_real.rstrip(os.sep) + os.sep):
         raise ValueError(
             f"verdict.exportDir {str(export_dir)!r} resolves to {real}, outside the repository {root_real}"
         )
+    rel = os.fspath(export_dir)
+    if os.path.isabs(rel):
+        rel = os.path.relpath(os.path.normpath(rel), root_real)
+        if rel.split(os.sep)[0] == "..":  # inside only through a link on the way to the root
+            raise ValueError(
+                f"verdict.exportDir {str(export_dir)!r} names the repository {root_real} through another path: "
+                "give it relative to the repository root"
+            )
+    link = linked_component(root_real, rel)
+    if link is not None:
+        raise ValueError(
+            f"verdict.exportDir {str(export_dir)!r} goes through the symbolic link {link!r}: exports are "
+            "written only into a real folder of the repository"
+        )
     return Path(real)
+
+
+def linked_component(root: str | Path, rel: str) -> str | None:
+    """The first prefix of the path ``rel`` (from ``root``, as written: ``a/../b`` checks ``a`` too)
+    that is a symbolic link on disk, ``None`` when there is none (components that do not exist
+    yet are no links)."""
+    current = os.fspath(root)
+    parts = [part for part in rel.split(os.sep) if part not in ("", ".")]
+    for index, part in enumerate(parts):
+        current = os.path.join(current, part)
+        if os.path.islink(current):
+            return "/".join(parts[: index + 1])
+        if not os.path.lexists(current):
+            return None
+    return None
 
 
 def recorded_export_target(entry: LedgerEntry) -> Path | None:

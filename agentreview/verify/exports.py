@@ -5,17 +5,21 @@ Where the reference is lax and being strict cannot reject an honest export, this
 * export files are read as strict JSON (no duplicate keys, no NaN), bounded in size and
   depth, and only when they are regular files (a FIFO in the export dir cannot hang a gate);
 * the ``HEAD^`` retry ("commit the export") applies only when HEAD touches nothing but
-  ``*.json`` files directly inside an export dir that is a proper sub-directory of the
-  repository, so an ``exportDir: .`` cannot wave an unreviewed commit through.
+  regular ``*.json`` files directly inside an export dir that is a proper sub-directory of the
+  repository, so an ``exportDir: .`` cannot wave an unreviewed commit through. The export dir
+  is a repository path, normalized as written and never resolved through the file system, and
+  no folder on its way may be a symlink in HEAD, in HEAD^ or on disk: a reviewed
+  ``.reviews -> config`` must not let the unreviewed HEAD change ``config/*.json``.
 """
 
 from __future__ import annotations
 
 import os
+import posixpath
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentreview.model.digests import loads_strict
@@ -147,20 +151,45 @@ def find_for_range(docs: Sequence[ExportDoc], base_sha: str, head_sha: str, bind
     return matches[0]
 
 
-def head_only_touches_exports(root: Path, directory: Path, head_sha: str) -> bool:
-    """True when ``head_sha`` changes nothing but ``*.json`` files directly inside ``directory``,
-    a proper sub-directory of the repository (the "commit the export" convention)."""
-    from agentreview.host.git import files_changed_by
+_REGULAR_OR_ABSENT = frozenset({"000000", "100644", "100755"})
+_FOLDER = "040000"
 
-    try:
-        rel = directory.resolve().relative_to(root)
-    except ValueError:
+
+def repository_folder(path: str) -> str | None:
+    """``path`` (relative to the repository root) as a repository path, normalized as written and
+    not through the file system; ``None`` unless it names a proper sub-folder."""
+    if os.path.isabs(path):
+        return None
+    rel = posixpath.normpath(path)
+    if rel in (".", "..") or rel.startswith("../"):
+        return None
+    return rel
+
+
+def head_only_touches_exports(root: Path, folder: str | None, head_sha: str) -> bool:
+    """True when ``head_sha`` changes nothing but regular ``*.json`` files directly inside the
+    repository folder ``folder`` (see :func:`repository_folder`), no part of which is a symlink
+    or anything else than a folder in HEAD, in its parent, or on disk (the "commit the export"
+    convention, held to its literal meaning)."""
+    from agentreview.host.git import changed_entries, tree_modes
+    from agentreview.store.export import linked_component
+
+    if folder is None or linked_component(root, folder) is not None:
         return False
-    if rel == Path("."):
-        return False
-    rel_posix = PurePosixPath(rel.as_posix())
-    changed = files_changed_by(root, head_sha)
-    return bool(changed) and all(PurePosixPath(p).parent == rel_posix and p.endswith(".json") for p in changed)
+    parts = folder.split("/")
+    prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+    for rev in (head_sha, f"{head_sha}^"):
+        modes = tree_modes(root, rev, prefixes)
+        if modes is None or any(mode != _FOLDER for mode in modes.values()):
+            return False
+    changed = changed_entries(root, head_sha)
+    return bool(changed) and all(
+        posixpath.dirname(path) == folder
+        and path.endswith(".json")
+        and old in _REGULAR_OR_ABSENT
+        and new in _REGULAR_OR_ABSENT
+        for old, new, path in changed or ()
+    )
 
 
 # --------------------------------------------------------------------------- step 3
@@ -175,6 +204,15 @@ class Located:
     docs: list[ExportDoc]
     base_sha: str
     head_sha: str
+
+
+def _named_folder(root: Path, options: VerifyOptions) -> str | None:
+    """The repository folder of a directory the caller named, read as written (a symlink on the
+    way is not resolved: it would name another folder); ``None`` outside the repository."""
+    assert options.path is not None
+    lexical = os.path.abspath(os.path.join(options.cwd, options.path))
+    rel = os.path.relpath(lexical, root)
+    return repository_folder(rel.replace(os.sep, "/"))
 
 
 def _scan_quietly(directory: Path) -> tuple[list[ExportDoc], list[str]]:
@@ -214,6 +252,7 @@ def locate(
             notes.extend(skipped)
             return Located(ExportDoc(given, raw), docs, base_sha, head_sha)
         directory = given
+        folder = _named_folder(root, options)
     else:
         export_dir = parsed.manifest.verdict.exportDir
         if export_dir is None:
@@ -230,12 +269,13 @@ def locate(
                 "file or directory, or add --if-exported to make 'not exported' its own outcome (exit 5)",
             )
         directory = root / export_dir
+        folder = repository_folder(export_dir)
     if not directory.is_dir():
         raise VerifyStop(EXIT_NOT_FOUND, "not_found", f"export directory {directory} does not exist")
     docs, skipped = scan_export_dir(directory)
     notes.extend(skipped)
     found = find_for_range(docs, base_sha, head_sha, options.binding)
-    if found is None and options.head is None and head_only_touches_exports(root, directory, head_sha):
+    if found is None and options.head is None and head_only_touches_exports(root, folder, head_sha):
         from agentreview.host.git import GitError
 
         try:
