@@ -62,7 +62,10 @@ def test_run_and_verify_never_start_the_checkouts_git_or_ssh_keygen(planted, pre
 def test_gitpython_probes_the_absolute_git_on_import(planted) -> None:
     """GitPython runs ``git version`` when first imported: the git pack reader sets it to git's absolute path."""
     gate, marker = planted
-    code = "from agentreview_packs_git.cache import _objects; _objects(); import git; print(git.Git.GIT_PYTHON_GIT_EXECUTABLE)"
+    code = (
+        "from agentreview_packs_git.cache import _objects; _objects(); "
+        "import git; print(git.Git.GIT_PYTHON_GIT_EXECUTABLE)"
+    )
     env = {**gate.env, "PATH": f":{os.environ['PATH']}"}
     env.pop("GIT_PYTHON_GIT_EXECUTABLE", None)
     proc = subprocess.run(

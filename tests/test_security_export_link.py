@@ -130,3 +130,32 @@ def test_an_export_folder_linked_deeper_down_is_refused_too(gate: GateRepo) -> N
     assert run.returncode == 3, run.stdout + run.stderr
     assert "goes through the symbolic link 'review'" in run.stderr
     assert sorted(p.name for p in (gate.root / "docs" / "real").iterdir()) == ["keep.txt"]
+
+
+def _nested_export_dir(gate: GateRepo, link: bool) -> None:
+    """exportDir ``review/exports``: a real folder, or ``review`` a link to ``config``."""
+    (gate.root / "config" / "exports").mkdir(parents=True)
+    (gate.root / "config" / "app.json").write_text("{}\n")
+    if link:
+        (gate.root / "review").symlink_to("config", target_is_directory=True)
+    else:
+        (gate.root / "review" / "exports").mkdir(parents=True)
+        (gate.root / "review" / "notes.md").write_text("exports go below\n")
+    (gate.root / "REVIEW.md").write_text((gate.root / "REVIEW.md").read_text().replace(".reviews", "review/exports"))
+    git(gate.root, "add", "-A")
+    git(gate.root, "commit", "-q", "-m", "exports in review/exports")
+
+
+@pytest.mark.parametrize("link", [False, True], ids=["real-folders", "linked-parent"])
+def test_a_nested_export_folder_takes_the_head_rule_only_when_real(gate: GateRepo, link: bool) -> None:
+    _nested_export_dir(gate, link)
+    (gate.root / "review" / "exports").mkdir(exist_ok=True)  # git keeps no empty folder
+    _attest_into(gate, "review/exports")
+    git(gate.root, "add", "-A")
+    git(gate.root, "commit", "-q", "-m", "review: attest")
+    proc = gate.agentreview("verify", "--base", "main", "--require-signed")
+    if link:
+        assert proc.returncode == 4, proc.stdout + proc.stderr
+    else:
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert "only adds exports" in proc.stdout

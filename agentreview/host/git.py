@@ -215,15 +215,19 @@ def changed_entries(root: Path, sha: str) -> list[tuple[str, str, str]] | None:
 
 
 def tree_modes(root: Path, rev: str, paths: Sequence[str]) -> dict[str, str] | None:
-    """The mode of each of ``paths`` (literal repository paths) that exists in commit ``rev``
-    (``040000`` a folder, ``120000`` a symlink, ``160000`` a submodule); ``None`` when git fails."""
+    """The mode of each of ``paths`` (literal repository paths) that commit ``rev`` lists as itself
+    (``040000`` a folder, ``120000`` a symlink, ``160000`` a submodule); ``None`` when git fails.
+
+    Given ``a`` and ``a/b`` together, git lists the folder ``a`` by its entries rather than as
+    itself, so a path missing from the answer is absent or a folder; anything else is listed."""
     proc = git(["--literal-pathspecs", "ls-tree", "-z", "--full-tree", rev, "--", *paths], root, check=False)
     if proc.returncode != 0:
         return None
     modes: dict[str, str] = {}
+    wanted = set(paths)
     for item in proc.stdout.split("\0"):
         meta, tab, path = item.partition("\t")
-        if tab:
+        if tab and path in wanted:
             modes[path] = meta.split()[0]
     return modes
 
