@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+import errno
 import hashlib
 import re
-import shutil
 import socket
 import subprocess
 import tempfile
@@ -45,6 +45,7 @@ from agentreview.api import (
     SigningError,
     UnreadableFileError,
     atomic_write_bytes,
+    find_program,
     hookimpl,
     load_config,
     read_regular_file,
@@ -63,9 +64,14 @@ VERIFY_TIMEOUT_S = 30.0
 
 
 def _openssl(args: Sequence[str], timeout: float) -> subprocess.CompletedProcess[bytes]:
-    """Run openssl; FileNotFoundError when it is missing, TimeoutExpired past the deadline."""
+    """Run openssl by its absolute path (verify runs in the reviewed repository, where an empty or
+    relative PATH entry would name the change's ``./openssl``); FileNotFoundError when it is
+    missing, TimeoutExpired past the deadline."""
+    executable = find_program("openssl")
+    if executable is None:
+        raise FileNotFoundError(errno.ENOENT, "openssl not found on PATH", "openssl")
     return subprocess.run(
-        ["openssl", *args], stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout, check=False
+        [executable, *args], stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout, check=False
     )
 
 
@@ -98,7 +104,7 @@ class OpensslSigner:
     def _ensure_key(self, ctx: SignerContext) -> tuple[Path, bytes]:
         """The private key's path and the DER public key, generating the key on first use."""
         key, public = self._paths(ctx.home)
-        if shutil.which("openssl") is None:
+        if find_program("openssl") is None:
             raise SigningError("could not prepare the example signing key: openssl not found on PATH")
         try:
             key.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -243,7 +249,7 @@ class OpensslSigner:
             raise SignatureInvalidError(
                 f"no key with fingerprint {claimed} is trusted for principal '{principal}' in {allowed_signers}"
             )
-        if shutil.which("openssl") is None:
+        if find_program("openssl") is None:
             raise SignatureInvalidError("openssl is not available — cannot verify openssl-ed25519 signatures")
         with tempfile.TemporaryDirectory(prefix="agentreview-verify-") as tmp:
             message, sig_path, pub = Path(tmp) / "message", Path(tmp) / "sig", Path(tmp) / "key.der"
