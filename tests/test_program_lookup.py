@@ -88,3 +88,11 @@ def test_lookup_skips_empty_and_relative_entries(tmp_path: Path, monkeypatch: py
     monkeypatch.setenv("PATH", "bin")
     with pytest.raises(ProgramNotFoundError, match=r"^only-here is not installed: .*relative entries are ignored"):
         program("only-here")
+
+
+def test_no_git_on_an_absolute_entry_is_the_hosts_failure_in_one_line(planted) -> None:
+    gate, marker = planted
+    proc = gate.agentreview("verify", "--policy-from", "origin/main", env={**gate.env, "PATH": ".:bin:"})
+    assert proc.returncode == 3, proc.stdout + proc.stderr  # the tool's own error, not a verdict on the change
+    assert "git is not installed" in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+    assert not marker.exists(), marker.read_text()
