@@ -34,10 +34,12 @@ def _tail(text: str, limit: int) -> str:
 
 
 def find_binary(spec: PresetSpec | None, default: str) -> str | None:
-    """The CLI to run: a preset's ``binary`` option, else ``default`` on the (cleaned) PATH."""
+    """The CLI to run, as an absolute path: a preset's ``binary`` option (a relative path is taken
+    from the current folder, not the reviewed repository the CLI runs in), else ``default`` on
+    the absolute PATH entries."""
     name = str(spec.options.get("binary")) if spec and spec.options.get("binary") else default
     if os.sep in name:
-        return name if os.access(name, os.X_OK) and Path(name).is_file() else None
+        return os.path.abspath(name) if os.access(name, os.X_OK) and Path(name).is_file() else None
     return find_program(name)
 
 
