@@ -255,7 +255,8 @@ def test_verify_through_the_head_retry_and_check_start_no_program_the_repository
 def test_each_git_fact_and_the_public_runner_stay_hardened(attacked: Attack) -> None:
     root, trap, env = attacked.root, attacked.trap, attacked.env
     head = hostgit.rev_parse_commit(root, "HEAD")
-    hostgit.files_changed_by(root, head)
+    assert hostgit.changed_entries(root, head)
+    assert hostgit.tree_modes(root, head, ["app.py"]) == {"app.py": "100644"}
     hostgit.is_dirty(root)
     hostgit.is_tracked(root, "app.py")
     assert hostgit.commit_author(root, head) == ("Dev", "dev@example.test")

@@ -23,7 +23,6 @@ __all__ = [
     "blob_at",
     "changed_entries",
     "commit_author",
-    "files_changed_by",
     "git",
     "is_ancestor",
     "is_dirty",
@@ -188,14 +187,6 @@ def user_email(root: Path | None) -> str | None:
     proc = git(["config", "user.email"], root or Path.cwd(), check=False)
     value = proc.stdout.strip()
     return value or None
-
-
-def files_changed_by(root: Path, sha: str) -> list[str]:
-    """Paths the commit ``sha`` touches relative to its first parent (empty for a root commit)."""
-    proc = git(["diff-tree", "--no-commit-id", "--name-only", "-r", "-z", f"{sha}^", sha], root, check=False)
-    if proc.returncode != 0:
-        return []
-    return [p for p in proc.stdout.split("\0") if p]
 
 
 def changed_entries(root: Path, sha: str) -> list[tuple[str, str, str]] | None:
