@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,13 +21,11 @@ from reviewrepo import AGENTREVIEW, Repo, manifest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "plugins" / "agentreview-agent" / "tests"))
+import reviewer_clis  # noqa: E402
 from model_server import ModelServer, Reply  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
-CLI_DIR = (
-    Path(os.environ.get("AGENTREVIEW_REVIEWER_CLIS") or ROOT / "build" / "reviewer-clis") / "node_modules" / ".bin"
-)
 TOOL = "mcp__agentreview__review_run"
 BLOCKING = manifest(
     "  - id: ok\n    kind: command\n    run: 'true'\n"
@@ -37,10 +34,9 @@ BLOCKING = manifest(
 
 
 def claude() -> str:
-    path = CLI_DIR / "claude"
-    found = str(path) if os.access(path, os.X_OK) else shutil.which("claude")
+    found = reviewer_clis.binary("claude")
     if not found:
-        pytest.skip(f"claude CLI not installed: run scripts/install-reviewer-clis (installs into {CLI_DIR.parents[1]})")
+        pytest.skip(reviewer_clis.missing("claude"))
     return found
 
 

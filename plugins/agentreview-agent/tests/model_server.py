@@ -6,13 +6,18 @@ to end.
 
 The script is a function ``reply(api, request_json) -> Reply`` chosen by the test: it
 sees every request (and the server records them) and answers with text or one tool
-call. Replies are streamed as server-sent events, as all three CLIs request. With an
-``api_key``, a request that does not present it is refused with 401, as a real API does.
+call. Replies are streamed as server-sent events, as all four CLIs request (Kimi Code
+speaks Chat Completions too, via ``KIMI_MODEL_BASE_URL``). With an ``api_key``, a
+request that does not present it is refused with 401, as a real API does. A reply may
+also ``stall`` (the request is read and never answered, until the server stops) or be
+``broken`` (a 200 whose event stream stops half-way and the connection closes), the
+two transport faults a lane must survive.
 """
 
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import uuid
 from collections.abc import Callable
@@ -26,6 +31,9 @@ class Reply:
     text: str | None = None
     tool: str | None = None  # a tool/function name the model "calls"
     tool_input: dict[str, Any] = field(default_factory=dict)
+    stall: bool = False  # never answer (the connection stays open until the server stops)
+    broken: bool = False  # announce the whole stream, send its first event, then drop the connection
+    refuse: bool = False  # refuse the key with 401, as for a request without ``api_key``
 
 
 Script = Callable[[str, dict[str, Any]], Reply]
@@ -168,6 +176,7 @@ class ModelServer:
         self.api_key = api_key
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.request_headers: list[dict[str, str]] = []  # one per entry of ``requests``
+        self.stopping = threading.Event()  # set on exit: releases stalled requests
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -207,11 +216,13 @@ class ModelServer:
                     return
                 outer.requests.append((api, body))
                 outer.request_headers.append(dict(self.headers))
-                if outer.api_key and outer.api_key not in (self.headers.get("x-api-key"), _bearer(self.headers)):
+                reply = outer.script(api, body)
+                if reply.refuse or (
+                    outer.api_key and outer.api_key not in (self.headers.get("x-api-key"), _bearer(self.headers))
+                ):
                     refused = {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}
                     self._send(401, [json.dumps(refused).encode()], "application/json")
                     return
-                reply = outer.script(api, body)
                 if api == "anthropic" and not body.get("stream"):
                     content = (
                         [{"type": "tool_use", "id": "toolu_x", "name": reply.tool, "input": reply.tool_input}]
@@ -230,7 +241,21 @@ class ModelServer:
                     }
                     self._send(200, [json.dumps(message).encode()], "application/json")
                     return
-                self._send(200, STREAMS[api](body, reply), "text/event-stream")
+                if reply.stall:
+                    outer.stopping.wait()
+                    return
+                events = STREAMS[api](body, reply)
+                if reply.broken:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.send_header("Content-Length", str(len(b"".join(events))))
+                    self.end_headers()
+                    self.wfile.write(events[0])
+                    self.wfile.flush()
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                self._send(200, events, "text/event-stream")
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
@@ -242,5 +267,6 @@ class ModelServer:
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        self.stopping.set()
         self.httpd.shutdown()
         self.httpd.server_close()

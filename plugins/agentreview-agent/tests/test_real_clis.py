@@ -3,9 +3,8 @@ against a scripted model server on 127.0.0.1: a verdict answer passes or blocks 
 lane; a scripted request for a forbidden tool never reaches the repository and ends
 the lane skipped. Skipped only when the CLI binary is absent.
 
-Claude Code runs at two versions: the pinned one (``AGENTREVIEW_REVIEWER_CLIS``, default
-``build/reviewer-clis``) and the newest one tested (``AGENTREVIEW_REVIEWER_CLIS_NEWEST``,
-default ``build/reviewer-clis-newest``; same layout, ``node_modules/.bin/<cli>``). Where a
+Claude Code runs at two versions: the pinned one and the newest one tested, both installed
+by scripts/install-reviewer-clis (``reviewer_clis.py`` finds them). Where a
 real CLI cannot be made to print what a case needs (a field a later release adds, an
 unsafe value its own flags rule out, a stray stdout line), ``fakes/stream_shim.py`` sits in
 front of the real CLI and edits its stream from the test's fixture; the CLI itself runs
@@ -15,11 +14,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 from pathlib import Path
 
 import pytest
+import reviewer_clis
 from model_server import ModelServer, Reply
 
 from agentreview.model.contracts import PresetSpec
@@ -28,38 +27,25 @@ from conftest import APPROVING_REVIEWER, git
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[3]
-CLI_DIR = (
-    Path(os.environ.get("AGENTREVIEW_REVIEWER_CLIS") or ROOT / "build" / "reviewer-clis") / "node_modules" / ".bin"
-)
-NEWEST_DIR = (
-    Path(os.environ.get("AGENTREVIEW_REVIEWER_CLIS_NEWEST") or ROOT / "build" / "reviewer-clis-newest")
-    / "node_modules"
-    / ".bin"
-)
 FAKES = Path(__file__).parent / "fakes"
 OK = {"decision": "approve", "summary": "stub review", "findings": []}
 HIGH = {"severity": "high", "title": "x is now 2", "detail": "breaks callers", "file": "app.py", "line": 1}
 
 
 def cli(name: str) -> str:
-    path = CLI_DIR / name
-    found = str(path) if os.access(path, os.X_OK) else shutil.which(name)
+    """The pinned release of ``name`` (the matrix in test_cli_matrix.py drives every installed release)."""
+    found = reviewer_clis.binary(name)
     if not found:
-        pytest.skip(
-            f"{name} CLI not installed: run scripts/install-reviewer-clis (installs into {CLI_DIR.parent.parent})"
-        )
+        pytest.skip(reviewer_clis.missing(name))
     return found
 
 
 def cli_at(release: str, name: str) -> str:
     """The ``pinned`` or the ``newest`` tested release of CLI ``name``."""
-    if release == "pinned":
-        return cli(name)
-    path = NEWEST_DIR / name
-    if not os.access(path, os.X_OK):
-        pytest.skip(f"the newest {name} CLI is not installed in {NEWEST_DIR.parent.parent}")
-    return str(path)
+    found = reviewer_clis.binary(name, release)
+    if not found:
+        pytest.skip(reviewer_clis.missing(f"{release} {name}"))
+    return found
 
 
 def shim(tmp_path: Path, real: str, **fixture) -> str:
