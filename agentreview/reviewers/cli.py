@@ -5,7 +5,7 @@ a missing *required* flag makes the provider unavailable (``capability_missing``
 the lane may fall back) instead of running the CLI less isolated than intended. The
 probes (``--version``, ``--help``) run with the basics only and a throwaway ``HOME``,
 in their own process group like every child, and are cached while the binary is
-unchanged.
+unchanged; lanes of one run that probe the same binary at once share one probe.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -59,6 +60,12 @@ def _probe_cached(argv: tuple[str, ...], stamp: tuple[int, int]) -> ProcessResul
     return _probe(argv)
 
 
+# One lock per probe: lanes starting together wait for one probe instead of each starting the CLI
+# (a Node CLI started by every lane at once can outlast the probe timeout on a loaded machine).
+_probe_locks: dict[tuple[str, ...], threading.Lock] = {}
+_probe_locks_guard = threading.Lock()
+
+
 def probe(binary: str, *args: str) -> ProcessResult:
     """Run ``binary args`` (``--help``, ``--version``), cached while the binary is unchanged."""
     try:
@@ -66,7 +73,11 @@ def probe(binary: str, *args: str) -> ProcessResult:
         stamp = (st.st_mtime_ns, st.st_size)
     except OSError:
         stamp = (0, 0)
-    return _probe_cached((binary, *args), stamp)
+    argv = (binary, *args)
+    with _probe_locks_guard:
+        lock = _probe_locks.setdefault(argv, threading.Lock())
+    with lock:
+        return _probe_cached(argv, stamp)
 
 
 def help_lists(help_text: str, flags: Iterable[str]) -> list[str]:
