@@ -38,7 +38,7 @@ def rewrite(cli: str, mode: str, event: dict[str, Any], first: bool) -> list[dic
         return [event, extra]
     if cli == "kimi" and event.get("type") == "system.version":
         if mode == "drift":
-            return [event, {"role": "meta", "type": "synthetic.event", "items": ["x"]}]
+            return [event, {"role": "plan", "items": ["x"]}]  # a new kind of line (meta lines are metadata)
         call = {"type": "function", "id": "call_synthetic", "function": {"name": "Write", "arguments": "{}"}}
         return [event, {"role": "assistant", "content": "", "tool_calls": [call]}]
     return [event]

@@ -48,7 +48,9 @@ MALFORMED = "P1 app.py:1 RCE in app.py | remove the eval"
 # stall always runs out its budget, which must still let the CLI start and reach the model server on a
 # loaded 2-core machine (9 lanes at once: OpenCode took 145 s there, Kimi Code 50 s, the others 20 s).
 DEFAULT_TIMEOUT_MS = 300000
-BROKEN_TIMEOUT_MS = 240000
+# Room for a prompt fallback even at OpenCode's start-up under load, not for a retry loop that takes
+# minutes (OpenCode 1.18.33 took 140 s of retries before falling back).
+BROKEN_TIMEOUT_MS = 120000
 
 KEY = "stub-key"
 
@@ -323,8 +325,10 @@ def expect(release: Release, case: str, run: dict[str, Any]) -> None:
     elif case in ("tool", "unsafe"):
         assert lane["status"] == "skipped" and not lane.get("fallbacks"), shown
         assert lane["error"].startswith("reviewer boundary violation"), shown
-        if case == "unsafe" and release.cli == "claude":  # a value-pinned field: its own bucket, never drift's
-            assert "unsafe_values" in shown and "permissionMode" in shown, shown
+        if case == "unsafe":  # its own bucket, never drift's
+            assert lane.get("unsafeValues") and "unknownFields" not in shown, shown
+        if case == "unsafe" and release.cli == "claude":
+            assert "permissionMode" in lane["error"], shown
     elif case == "malformed":
         assert lane["status"] == "skipped" and not lane.get("fallbacks"), shown
         assert "looks like a finding" in lane["error"] and "app.py:1" in lane["error"], shown
@@ -337,7 +341,7 @@ def expect(release: Release, case: str, run: dict[str, Any]) -> None:
         if case == "auth":
             assert "authentication failed" in fallback["error"], shown
         if case == "drift":
-            assert "capability_missing" in shown and "unknown_fields" in shown, shown
+            assert "capability_missing" in fallback["error"] and "unknownFields" in json.dumps(fallback), shown
     elif case == "stall":
         assert lane["status"] == "timeout" and not lane.get("fallbacks"), shown
     assert run["requests"][case], "the CLI never reached the model server"
@@ -349,17 +353,7 @@ def expect(release: Release, case: str, run: dict[str, Any]) -> None:
 
 # Cells that fail today for want of work the issue lists; the marks go once that work is in.
 # scripts/reviewer-cli-drift runs with --runxfail: its table shows what really happened.
-SHAPE_2_1_332 = "audit-shape: Claude Code 2.1.332's new init fields judged by shape, not by name"
 NEEDS: dict[tuple[str, str], str] = {
-    ("claude-2.1.332", "pass"): SHAPE_2_1_332,
-    ("claude-2.1.332", "block"): SHAPE_2_1_332,
-    ("claude-2.1.332", "malformed"): SHAPE_2_1_332,
-    ("claude-2.1.332", "broken"): SHAPE_2_1_332,
-    ("claude", "drift"): "audit-shape: the unknown_fields bucket in the lane's --json",
-    ("claude", "unsafe"): "audit-shape: the unsafe_values bucket in the lane's --json",
-    ("codex", "drift"): "audit-shape: an unknown Codex item type is drift (fallback), not a breach",
-    ("opencode", "drift"): "audit-shape: an unknown OpenCode event type is drift (fallback), not ignored",
-    ("kimi", "drift"): "audit-shape: an unknown Kimi event type is drift (fallback), not ignored",
     ("opencode", "broken"): "launch-side: a broken model stream falls back within a bounded time",
     ("kimi", "broken"): "launch-side: a broken model stream falls back within a bounded time",
     ("kimi", "pass"): "launch-side: the model recorded on every lane",
