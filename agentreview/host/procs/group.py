@@ -13,7 +13,11 @@ command lane's ``sh -c``, a reviewer CLI, its ``--help`` probe. One child, start
   tail (:mod:`agentreview.host.procs.buffers`). One thread does all of it with
   ``poll``, and bounds the reads per tick so a flood of output cannot starve the
   deadline check.
-* At the deadline, on cancel, and as soon as the leader exits: SIGTERM to the whole
+* With ``idle_s``, a child whose stdout went quiet for that long after its first
+  output is stopped as ``stalled``: a reviewer CLI whose model stream broke mid-answer
+  may wait forever on a dead connection, and an idle watchdog shorter than the lane's
+  budget turns that into a failure the lane can fall back from.
+* At the deadline, on cancel, on a stall, and as soon as the leader exits: SIGTERM to the whole
   group (and to any marked process that left it), SIGKILL to whatever is still alive
   after the grace period. Reviewer CLIs retry forever when the network is down and
   spawn helpers, and shells leave background jobs; the only safe stop is a signal to
@@ -74,6 +78,7 @@ class ProcessResult:
     stderr: bytes = b""
     timed_out: bool = False
     cancelled: bool = False
+    stalled: bool = False  # stdout went quiet for ``idle_s`` after its first output
     spawn_error: str | None = None
     truncated: bool = False  # a stream printed more than ``max_output`` bytes
     elapsed_s: float = 0.0
@@ -98,10 +103,12 @@ def run_process_group(
     max_output: int = MAX_CAPTURE,
     kill_grace_s: float = KILL_GRACE_S,
     mark: bool = False,
+    idle_s: float | None = None,
 ) -> ProcessResult:
     """Run ``argv`` until it exits, ``deadline`` (a ``time.monotonic()`` value) passes or a
     ``cancel`` event is set; then end its whole group. ``env`` is the child's entire
-    environment. ``keep`` says which end of each stream to keep, ``max_output`` bytes of it."""
+    environment. ``keep`` says which end of each stream to keep, ``max_output`` bytes of it.
+    ``idle_s``: stop it as ``stalled`` once stdout has been quiet that long after its first byte."""
     started = time.monotonic()
     events = (cancel,) if isinstance(cancel, threading.Event) else tuple(cancel)
     if any(event.is_set() for event in events):
@@ -131,7 +138,7 @@ def run_process_group(
     out, err = _buffer(keep, max_output), _buffer(keep, max_output)
     try:
         guard.register(proc.pid)
-        supervisor = _Supervisor(proc, stdin or b"", needle, out, err, kill_grace_s)
+        supervisor = _Supervisor(proc, stdin or b"", needle, out, err, kill_grace_s, idle_s)
     except BaseException:
         with contextlib.suppress(OSError, subprocess.TimeoutExpired):
             os.killpg(proc.pid, signal.SIGKILL)
@@ -149,6 +156,7 @@ def run_process_group(
         stderr=err.data(),
         timed_out=stop == "timeout",
         cancelled=stop == "cancel",
+        stalled=stop == "stalled",
         truncated=out.truncated or err.truncated,
         elapsed_s=time.monotonic() - started,
     )
@@ -178,8 +186,11 @@ class _Supervisor:
         out: _Buffer,
         err: _Buffer,
         grace_s: float,
+        idle_s: float | None = None,
     ) -> None:
         self.proc = proc
+        self.idle_s = idle_s
+        self.last_output: float | None = None  # when stdout last gave bytes (None: not yet)
         self.pgid = proc.pid
         self.needle = needle
         self.grace_s = grace_s
@@ -204,15 +215,20 @@ class _Supervisor:
     # ------------------------------------------------------------------ waiting
 
     def wait(self, deadline: float, cancels: tuple[threading.Event, ...]) -> str:
-        """Return ``"exited"``, ``"timeout"`` or ``"cancel"``; in every case the group is dead on return."""
+        """Return ``"exited"``, ``"timeout"``, ``"cancel"`` or ``"stalled"``; in every case the group is dead
+        on return."""
         stop = "exited"
         while self.proc.poll() is None:
             if any(event.is_set() for event in cancels):
                 stop = "cancel"
                 break
-            remaining = deadline - time.monotonic()
+            now = time.monotonic()
+            remaining = deadline - now
             if remaining <= 0:
                 stop = "timeout"
+                break
+            if self.idle_s is not None and self.last_output is not None and now - self.last_output >= self.idle_s:
+                stop = "stalled"
                 break
             self._pump(min(_TICK_S, remaining))
         if stop == "exited" and any(event.is_set() for event in cancels):
@@ -249,7 +265,7 @@ class _Supervisor:
         self._close_stdin()
 
     def _read(self, fd: int) -> None:
-        _pipe, buf = self._readers[fd]
+        pipe, buf = self._readers[fd]
         for _ in range(_READS_PER_TICK):
             try:
                 chunk = os.read(fd, _CHUNK)
@@ -260,6 +276,8 @@ class _Supervisor:
             if not chunk:
                 self._close_reader(fd)
                 return
+            if pipe is self.proc.stdout:
+                self.last_output = time.monotonic()
             buf.feed(chunk)
 
     def _read_available(self) -> None:
