@@ -1,0 +1,172 @@
+"""Credentials linked into a private home, and saving back what a CLI refreshed there.
+
+A reviewer CLI runs under a private home that holds a *link* to the user's credential
+file, so a token it refreshes in place lands in the user's own store. A CLI that
+refreshes by writing a new file and renaming it over the old one replaces the link
+instead, and the new token would be deleted with the attempt's folder; with rotating
+refresh tokens the user would be logged out. So every link is recorded (in this
+process, by the attempt's folder: never in a file the reviewer could read), and
+after the attempt :func:`save_refreshed` looks at each one:
+
+* still the link: nothing to do;
+* replaced by a regular file: it is copied back over the user's file (a temporary
+  file in the same folder, mode 0600, then a rename) only when it is a valid newer
+  credential of the same kind: a JSON object, with at least one top-level key in
+  common with the user's current file, not older by any expiry or issue time both
+  carry (``expiresAt``, ``expires_at``, ``expiry``, ``last_refresh``, ...), and
+  different from it;
+* anything else (removed, not JSON, another kind, older, unwritable): a note that says
+  why it was not saved, which the lane records. A replaced link is never dropped silently.
+
+A linked directory (Kimi's ``credentials/``) is handled file by file, one level deep.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+_LINKS: dict[str, list[tuple[Path, Path]]] = {}  # attempt folder -> (user's credential, link in the private home)
+_LOCK = threading.Lock()
+MAX_CREDENTIAL_BYTES = 1024 * 1024
+MAX_FILES = 64
+# Fields that say when a credential expires or was issued: a bigger value is a newer credential.
+TIME_KEYS = frozenset(
+    ("expiresat", "expires_at", "expires", "expiry", "expiry_date", "exp", "last_refresh", "issued_at", "iat")
+)
+
+
+def link_credential(work_dir: Path, source: Path, target: Path) -> bool:
+    """Symlink the user's credential ``source`` to ``target`` in a private home under ``work_dir``,
+    and record the link so :func:`save_refreshed` checks it after the attempt. False when absent."""
+    if not source.exists():
+        return False
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.symlink_to(source)
+    with _LOCK:
+        _LINKS.setdefault(str(work_dir), []).append((source, target))
+    return True
+
+
+def _read_json(path: Path) -> Any:
+    with path.open("rb") as fh:
+        raw = fh.read(MAX_CREDENTIAL_BYTES + 1)
+    if len(raw) > MAX_CREDENTIAL_BYTES:
+        raise ValueError("larger than a credential")
+    return json.loads(raw)
+
+
+def _times(value: Any, out: dict[str, float], depth: int = 0) -> dict[str, float]:
+    """Every expiry/issue time in ``value`` by dotted path (numbers, or ISO-like strings compared as text)."""
+    if depth > 4 or not isinstance(value, dict):
+        return out
+    for key, sub in value.items():
+        if isinstance(sub, dict):
+            inner = _times(sub, {}, depth + 1)
+            out.update({f"{key}.{k}": v for k, v in inner.items()})
+        elif str(key).lower() in TIME_KEYS:
+            if isinstance(sub, (int, float)) and not isinstance(sub, bool):
+                out[str(key)] = float(sub)
+            elif isinstance(sub, str) and sub:
+                out[str(key)] = _text_time(sub)
+    return out
+
+
+def _text_time(text: str) -> float:
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return float("nan")
+
+
+def why_not_newer(old: Any, new: Any) -> str | None:
+    """Why ``new`` is not a valid newer credential of the same kind as ``old``; None when it is."""
+    if not isinstance(new, dict) or not new:
+        return "it is not a JSON object"
+    if isinstance(old, dict) and old and not set(old) & set(new):
+        return "it is another kind of credential (no top-level key in common with yours)"
+    if new == old:
+        return "unchanged"
+    old_times, new_times = _times(old, {}), _times(new, {})
+    for key in set(old_times) & set(new_times):
+        if new_times[key] < old_times[key]:
+            return f"it is older than yours ({key})"
+    return None
+
+
+def _write_atomically(path: Path, data: bytes, mode: int) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=".agentreview-", dir=path.parent)
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _save_file(source: Path, replaced: Path) -> str | None:
+    """Copy ``replaced`` (a file the CLI wrote in place of its link) over ``source``; a note when not saved."""
+    if replaced.is_symlink() or not replaced.is_file():
+        return f"{replaced.name} was replaced by something other than a file"
+    try:
+        new_bytes = replaced.read_bytes()[: MAX_CREDENTIAL_BYTES + 1]
+        new = json.loads(new_bytes) if len(new_bytes) <= MAX_CREDENTIAL_BYTES else None
+    except (OSError, ValueError):
+        new = None
+    real = source.resolve()
+    try:
+        old = _read_json(real)
+    except (OSError, ValueError):
+        old = None
+    why = why_not_newer(old, new)
+    if why == "unchanged":
+        return None
+    if why:
+        return f"a refreshed {replaced.name} was not saved to {source}: {why}"
+    try:
+        mode = 0o600
+        _write_atomically(real, new_bytes, mode)
+    except OSError as exc:
+        return f"a refreshed {replaced.name} could not be saved to {source}: {exc.strerror or exc}"
+    return None
+
+
+def save_refreshed(work_dir: Path) -> list[str]:
+    """After an attempt: save every credential the CLI refreshed by replacing its link (see the module
+    docstring); return a note for each one that could not be saved."""
+    notes: list[str] = []
+    with _LOCK:
+        links = _LINKS.pop(str(work_dir), [])
+    for source, target in links:
+        try:
+            if target.is_symlink() and os.readlink(target) == str(source):
+                continue
+            if not target.exists() and not target.is_symlink():
+                notes.append(f"the linked credential {target.name} was removed by the CLI; {source} is unchanged")
+            elif target.is_dir() and not target.is_symlink():
+                for entry in sorted(target.iterdir())[:MAX_FILES]:
+                    if entry.is_symlink() or not entry.is_file():
+                        continue
+                    if not (source / entry.name).exists():
+                        notes.append(f"a new credential {entry.name} was not saved to {source}: yours has no such file")
+                        continue
+                    note = _save_file(source / entry.name, entry)
+                    notes += [note] if note else []
+            else:
+                note = _save_file(source, target)
+                notes += [note] if note else []
+        except OSError as exc:
+            notes.append(f"the linked credential {target.name} could not be checked: {exc.strerror or exc}")
+    return notes
