@@ -14,26 +14,34 @@
   (:func:`~agentreview.host.procs.group.run_process_group`), and ``ended_abnormally``
   to turn a spawn failure, timeout or cancel into the right result;
 * ``validate_options(options)`` — the check of its presets' options, from the
-  ``preset_options`` it declares (``env`` and ``retries`` come with the base).
+  ``preset_options`` it declares (``env``, ``retries`` and ``idle_timeout`` come with the base);
+* an idle-output watchdog: a reviewer whose stdout stays quiet for ``idle_timeout``
+  seconds (the preset's option, else the provider's ``idle_timeout_s``) after it began
+  is stopped as a broken stream, ``unavailable``, so the lane falls back well before
+  its own budget is gone instead of ending in a timeout.
 
 :class:`CliReviewer` adds what a provider driving one installed CLI needs: finding it
 (``binary``, overridable per preset), probing its help for the flags isolation needs
 (``required_flags``: a missing one makes the provider unavailable, never less
 isolated), ``status()``, and a ``review()`` that hands a probed CLI and the built
-environment to :meth:`CliReviewer.review_with`.
+environment to :meth:`CliReviewer.review_with` and afterwards saves back any credential
+the CLI refreshed by replacing its link (:mod:`agentreview.reviewers.credentials`),
+noting on the result each one it could not save.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
 from agentreview.host.procs.group import KILL_GRACE_S, MAX_CAPTURE, Keep, ProcessResult, run_process_group
-from agentreview.model.contracts.reviewers import ProviderStatus, ReviewerRequest, ReviewerResult
+from agentreview.model.contracts.reviewers import PresetSpec, ProviderStatus, ReviewerRequest, ReviewerResult
 from agentreview.reviewers.attempt import attempt_dir
-from agentreview.reviewers.cli import CliInfo, cli_info, status_from
+from agentreview.reviewers.cli import CliInfo, cli_info, find_binary, status_from
+from agentreview.reviewers.credentials import link_credential, save_refreshed
 from agentreview.reviewers.env import REDIRECTING_ENV, preset_env, request_env, reviewer_env
 from agentreview.reviewers.options import REVIEWER_OPTIONS, PresetOption, check_options
 
@@ -54,6 +62,8 @@ class ReviewerBase(ABC):
     redirecting_env: tuple[str, ...] = REDIRECTING_ENV
     # False: the reviewer keeps the user's own HOME (a vouched-for script), instead of an empty private one.
     private_home: bool = True
+    # Seconds of no stdout after its first output before a reviewer counts as a broken stream (None: never).
+    idle_timeout_s: float | None = None
     preset_options: ClassVar[Mapping[str, PresetOption]] = REVIEWER_OPTIONS
 
     @abstractmethod
@@ -98,7 +108,9 @@ class ReviewerBase(ABC):
         kill_grace_s: float = KILL_GRACE_S,
     ) -> ProcessResult:
         """Run ``argv`` (in ``cwd``, default the repository root) in its own process group until it exits,
-        the request's deadline (or an earlier ``deadline``) passes or the request is cancelled."""
+        the request's deadline (or an earlier ``deadline``) passes, its output stalls (``idle_timeout``)
+        or the request is cancelled."""
+        idle = request.preset.options.get("idle_timeout", self.idle_timeout_s)
         return run_process_group(
             argv,
             cwd=cwd if cwd is not None else request.repo_root,
@@ -109,6 +121,7 @@ class ReviewerBase(ABC):
             keep=keep,
             max_output=max_output,
             kill_grace_s=kill_grace_s,
+            idle_s=float(idle) if isinstance(idle, (int, float)) and not isinstance(idle, bool) else None,
         )
 
     @staticmethod
@@ -119,6 +132,12 @@ class ReviewerBase(ABC):
             return ReviewerResult("unavailable", f"reviewer spawn failed: {proc.spawn_error}")
         if proc.timed_out:
             return ReviewerResult("timeout", f"{who} exceeded the lane deadline and was killed")
+        if proc.stalled:
+            return ReviewerResult(
+                "unavailable",
+                f"stream_stalled: {who} produced no output for its idle timeout after its stream began "
+                "(a broken model stream); stopped so the lane can fall back",
+            )
         if proc.cancelled:
             return ReviewerResult("cancelled", "review cancelled while the reviewer was running")
         return None
@@ -139,13 +158,46 @@ class CliReviewer(ReviewerBase):
     preset_options: ClassVar[Mapping[str, PresetOption]] = CLI_OPTIONS
 
     def status(self) -> ProviderStatus:
-        return status_from(cli_info(None, self.binary, self.help_args), self.required_flags)
+        return self.preset_status(None)
+
+    def preset_status(self, spec: PresetSpec | None) -> ProviderStatus:
+        """Whether the CLI ``spec`` runs (its ``binary`` option, else ``binary`` on PATH) is usable here."""
+        return status_from(self.cli(spec), self.required_flags)
+
+    def runtime_problem(self, binary: str) -> str | None:
+        """Why the found CLI cannot run on this host at all, asked before it is probed (e.g. a Node too old
+        for it, which would only print a stack trace); ``None`` when nothing is known against it."""
+        return None
+
+    def cli(self, spec: PresetSpec | None) -> CliInfo | str:
+        """Find the CLI for ``spec``, check its runtime and probe it; its info, or why it is not usable."""
+        binary = find_binary(spec, self.binary)
+        problem = self.runtime_problem(binary) if binary else None
+        return problem if problem else cli_info(spec, self.binary, self.help_args)
+
+    def probe(self, spec: PresetSpec) -> str:
+        """What a lane of ``spec`` would meet here, without a paid model call (``agentreview presets --probe``):
+        ``usable``, ``would fall back: <reason>``, ``would stop: <reason>`` or ``missing: <fix>``."""
+        info = self.cli(spec)
+        if isinstance(info, str):
+            return f"missing: {info}"
+        lacking = info.lacks(self.required_flags)
+        if lacking:
+            who = f"{self.name} {info.version or ''}".rstrip()
+            lacks = " ".join(lacking)
+            return f"would fall back: {who} cannot run isolated: its help lacks {lacks} — install a newer one"
+        return self.admission_probe(info, spec) or "usable"
+
+    def admission_probe(self, info: CliInfo, spec: PresetSpec) -> str | None:
+        """Run the CLI's own admission (its config validation, its init event) without a paid model call, where
+        the CLI allows it; ``would fall back: ...`` or ``would stop: ...``, or ``None`` when it would run."""
+        return None
 
     def review(self, request: ReviewerRequest) -> ReviewerResult:
         allow = self.allowed_env(request)
         if isinstance(allow, str):
             return ReviewerResult("unavailable", allow)
-        info = cli_info(request.preset, self.binary, self.help_args)
+        info = self.cli(request.preset)
         if isinstance(info, str):
             return ReviewerResult("unavailable", info)
         missing = info.lacks(self.required_flags)
@@ -155,7 +207,17 @@ class CliReviewer(ReviewerBase):
         env = self.environment(request)
         if isinstance(env, str):
             return ReviewerResult("unavailable", env)
-        return self.review_with(info, request, env)
+        try:
+            result = self.review_with(info, request, env)
+        finally:
+            notes = save_refreshed(request.work_dir)
+        return replace(result, notes=(*result.notes, *notes)) if notes else result
+
+    @staticmethod
+    def link_credential(request: ReviewerRequest, source: Path, target: Path) -> bool:
+        """Link the user's credential ``source`` into this attempt's private home at ``target``; after the
+        attempt, a refreshed copy the CLI put in its place is saved back to ``source`` (or noted)."""
+        return link_credential(request.work_dir, source, target)
 
     @abstractmethod
     def review_with(self, info: CliInfo, request: ReviewerRequest, env: dict[str, str]) -> ReviewerResult:

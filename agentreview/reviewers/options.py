@@ -60,10 +60,13 @@ class PresetOption:
 
 
 # The options every reviewer preset understands: ``env`` is granted by ReviewerBase's environment, ``retries``
-# is how often the agent lane executor retries a transient failure of the preset before falling back.
+# is how often the agent lane executor retries a transient failure of the preset before falling back,
+# ``idle_timeout`` is ReviewerBase's idle-output watchdog.
 REVIEWER_OPTIONS: Mapping[str, PresetOption] = {
     "env": PresetOption("env_names"),
     "retries": PresetOption("integer", minimum=0, maximum=MAX_RETRIES),
+    # Seconds of no output, after a reviewer's output began, before it counts as a broken stream.
+    "idle_timeout": PresetOption("integer", minimum=1, maximum=24 * 3600),
 }
 
 

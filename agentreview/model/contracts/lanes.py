@@ -130,6 +130,9 @@ class LaneRequest:
     providers: Mapping[str, ReviewerProvider] = field(default_factory=dict)
     requester_session_id: str | None = None
     home: Path | None = None
+    # Model families that wrote the change, as the run was told (``agentreview run --authored-by``);
+    # agent lanes add what the range's commits say and never review with such a family.
+    authored_by: frozenset[str] = frozenset()
 
 
 @runtime_checkable

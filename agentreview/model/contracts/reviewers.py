@@ -50,9 +50,17 @@ class ReviewerRequest:
     # final answer, which the provider then writes to ``verdict_path`` (``prompt`` asks the
     # reviewer to write the file itself, as an ``exec`` reviewer does).
     answer_prompt: str = ""
+    # The answer form for a reviewer with read tools only (no shell): it names no command and points
+    # at the range's diff and log, which the provider writes and names at its end.
+    read_prompt: str = ""
     review_id: str = ""
     timeout_ms: int = 0
     attempt: int = 1  # 1-based, counted across the whole preset chain
+
+
+# The reasons a provider may ask the host to run the same preset once more before falling back
+# (reviewer-clis.md §1.3): an auth path the CLI could not use, a host path it could not start on.
+HostRetry = Literal["auth_path_unavailable", "host_path_unavailable"]
 
 
 @dataclass(frozen=True)
@@ -61,7 +69,11 @@ class ReviewerResult:
     found in two buckets (the wrapper contract's): ``unknown_fields``, a shape it could not verify
     (drift: the attempt is ``unavailable`` and another reviewer may try), and ``unsafe_values``, a
     breached boundary (a tool use outside the allow-list, a known field carrying an unsafe value:
-    terminal). Both are short, redacted descriptions; both are recorded with the lane."""
+    terminal). Both are short, redacted descriptions; both are recorded with the lane.
+    ``notes`` are lines the lane records beside its outcome (a retry of the preset, a refreshed
+    credential that could not be saved); ``host_retry`` asks the host for one more run of the
+    same preset before an ``unavailable`` end falls back; ``family`` is the model family that
+    actually answered when only the run could tell (OpenCode runs any provider's model)."""
 
     end: ReviewerEnd
     error: str | None = None
@@ -70,6 +82,9 @@ class ReviewerResult:
     model: str | None = None
     unknown_fields: tuple[str, ...] = ()
     unsafe_values: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    host_retry: HostRetry | None = None
+    family: str | None = None
 
 
 @dataclass(frozen=True)
