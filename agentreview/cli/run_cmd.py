@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 # How many last lines of a finding's detail (a command lane's output tail) the summary repeats.
 DETAIL_LINES = 5
+FAMILY_NAME = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
 PR_URL = re.compile(r"^(?:https?://)?github\.com/([^/]+/[^/]+)/pull/(\d+)(?:[/?#].*)?$")
 
 
@@ -101,6 +102,7 @@ def _detached_args(
     export_to: Path | None,
     pr: str | None,
     flags: dict[str, bool],
+    authored_by: list[str] | None = None,
 ) -> list[str]:
     """The background run's arguments: the same review, with paths made absolute (it runs elsewhere)."""
     here = cwd.resolve()
@@ -112,6 +114,8 @@ def _detached_args(
     for option, value in (("--binding", binding), ("--base", base), ("--head", head), ("--pr", pr)):
         if value is not None:
             args += [option, value]
+    for family in authored_by or []:
+        args += ["--authored-by", family]
     return args + [flag for flag, on in flags.items() if on]
 
 
@@ -178,6 +182,15 @@ def register(app: typer.Typer) -> None:
             Path | None,
             typer.Option("--summary", help="Append a Markdown summary to PATH (default: $GITHUB_STEP_SUMMARY)."),
         ] = None,
+        authored_by: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--authored-by",
+                metavar="FAMILY",
+                help="A model family that wrote the change (anthropic, openai, moonshot, ...; repeatable): agent "
+                "lanes run no reviewer of it, and no cached or composed verdict is reused.",
+            ),
+        ] = None,
     ) -> int:
         """Review base..head: prepare, freeze, run every lane in parallel, fold, sign, record."""
         from agentreview.engine.options import RunOptions, requester_from_env
@@ -189,6 +202,12 @@ def register(app: typer.Typer) -> None:
         if annotate and as_json:
             raise UsageError("--annotate writes workflow commands to stdout; it cannot be combined with --json")
         pr_ref = parse_pr_url(pr) if pr else None
+        families = [family.strip().lower() for family in authored_by or []]
+        for family in families:
+            if not FAMILY_NAME.match(family):
+                raise UsageError(
+                    f"--authored-by {family!r} is not a model family name (letters, digits and '-', e.g. anthropic)"
+                )
         if run_id is not None:
             from agentreview.runs.registry import RUN_ID
 
@@ -203,6 +222,7 @@ def register(app: typer.Typer) -> None:
                 cwd=cwd, manifest=manifest, binding=binding, base=base, head=head, export_to=export_to, pr=pr,
                 flags={"--no-cache": no_cache, "--no-compose": no_compose, "--headless": headless,
                        "--supersede": supersede, "--export": export, "--publish": publish},
+                authored_by=families,
             )
             return _detach(args, cwd, as_json)
         options = RunOptions(
@@ -220,6 +240,7 @@ def register(app: typer.Typer) -> None:
             pr=pr_ref,
             session_id=requester_from_env(),
             run_id=run_id,
+            authored_by=tuple(families),
         )
         reporter = make_reporter(quiet=as_json)
         result = run_review(options, reporter)

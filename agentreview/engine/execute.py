@@ -44,6 +44,7 @@ class LaneContext:
     providers: Mapping[str, Any] = field(default_factory=dict)
     requester_session_id: str | None = None
     home: Path | None = None
+    authored_by: frozenset[str] = frozenset()
 
 
 def _missing_executor_error(kind: str, headless: bool) -> str:
@@ -75,6 +76,7 @@ def _request(plan: LanePlan, ctx: LaneContext) -> LaneRequest:
         providers=ctx.providers,
         requester_session_id=ctx.requester_session_id,
         home=ctx.home,
+        authored_by=ctx.authored_by,
     )
 
 

@@ -58,6 +58,7 @@ def prepare_context(plan: RunPlan, run_dir: Path, cancel: threading.Event, tree:
         headless=plan.flags.headless,
         requester_session_id=plan.host.session_id,
         home=plan.host.home,
+        authored_by=plan.flags.authored_by,
     )
 
 

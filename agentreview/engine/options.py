@@ -39,3 +39,6 @@ class RunOptions:
     home: Path | None = None
     join_timeout_s: float | None = None
     run_id: str | None = None  # review-<uuid>, given by a caller that announced it (run --detach); else made
+    # Model families that wrote the change (--authored-by): agent lanes run no reviewer of them. A verdict
+    # reused from the cache or composed from an earlier run may come from such a reviewer, so neither is used.
+    authored_by: tuple[str, ...] = ()

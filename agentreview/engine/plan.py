@@ -75,6 +75,7 @@ class RunFlags:
     export_to: Path | None = None  # --export-to joined to the caller's directory; resolved when written
     pr: dict[str, Any] | None = None
     join_timeout_s: float | None = None
+    authored_by: frozenset[str] = frozenset()  # --authored-by: families no agent lane may review with
 
     @property
     def exports(self) -> bool:
@@ -214,13 +215,14 @@ def build_plan(run_id: str, options: RunOptions, registry: Registry | None = Non
         host=HostFacts(home=home, pid=os.getpid(), session_id=options.session_id),
         flags=RunFlags(
             headless=options.headless,
-            no_cache=options.no_cache,
-            no_compose=options.no_compose,
+            no_cache=options.no_cache or bool(options.authored_by),
+            no_compose=options.no_compose or bool(options.authored_by),
             supersede=options.supersede,
             export=options.export,
             export_to=options.cwd / options.export_to if options.export_to else None,
             pr=options.pr,
             join_timeout_s=options.join_timeout_s,
+            authored_by=frozenset(options.authored_by),
         ),
         repo_root=root,
         repo_remote=remote,
