@@ -1,10 +1,16 @@
 """``agentreview presets``: every reviewer preset this host knows, and whether it can run.
 
 Lists the built-in presets (one per registered provider, even when its CLI is
-missing) and the user presets of ``$AGENTREVIEW_HOME/presets.toml``, with the
-provider's status: installed, usable (version found and every flag it needs listed
-by the CLI's help), the version and a detail line. Provider status is probed once
-per provider, each probe bounded by the provider's own timeout.
+missing) and the user presets of ``$AGENTREVIEW_HOME/presets.toml``, with the status
+of the CLI each preset runs (its ``binary =`` option honoured): installed, usable
+(version found and every flag it needs listed by the CLI's help), the version and a
+detail line. Each distinct CLI is probed once, each probe bounded by the provider's
+own timeout.
+
+With ``--probe``, each preset's provider also runs its real admission without a paid
+model call where the CLI allows it (``probe(spec)``: the CLI started as a lane would,
+against a local server that refuses every request) and reports ``usable``,
+``would fall back: <reason>``, ``would stop: <reason>`` or ``missing: <fix>``.
 """
 
 from __future__ import annotations
@@ -15,22 +21,44 @@ from typing import Annotated, Any
 import typer
 
 
-def _status(provider: Any) -> dict[str, Any]:
+def _status(provider: Any, spec: Any) -> dict[str, Any]:
     if provider is None:
         return {"installed": False, "usable": False, "version": None, "detail": "no plugin registers this provider"}
     try:
-        st = provider.status()
+        preset_status = getattr(provider, "preset_status", None)
+        st = preset_status(spec) if preset_status else provider.status()
     except Exception as exc:  # a provider's bug must not hide the other presets
         return {"installed": False, "usable": False, "version": None, "detail": f"status failed: {exc}"}
     return {"installed": st.installed, "usable": st.usable, "version": st.version, "detail": st.detail}
+
+
+def _probe(provider: Any, spec: Any, status: dict[str, Any]) -> str:
+    if provider is None:
+        return f"missing: {status['detail']}"
+    try:
+        probe = getattr(provider, "probe", None)
+        found = probe(spec) if probe else None
+    except Exception as exc:  # a provider's bug must not hide the other presets
+        return f"probe failed: {type(exc).__name__}: {exc}"
+    if isinstance(found, str) and found:
+        return found
+    return "usable" if status["usable"] else f"missing: {status['detail']}"
 
 
 def register(app: typer.Typer) -> None:
     @app.command("presets")
     def presets(
         as_json: Annotated[bool, typer.Option("--json", help="Print one JSON array.")] = False,
+        probe: Annotated[
+            bool,
+            typer.Option(
+                "--probe",
+                help="Also start each preset's CLI as a lane would, against a local server that refuses every "
+                "request (no paid model call), and report usable, would fall back or missing.",
+            ),
+        ] = False,
     ) -> int:
-        """List reviewer presets, their provider, and whether that provider's CLI is installed and usable."""
+        """List reviewer presets, their provider, and whether the CLI each one runs is installed and usable."""
         from agentreview.host.home import home_dir
         from agentreview.host.presets import load_presets
         from agentreview.plugins.registry import load_registry
@@ -40,17 +68,22 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"agentreview presets: warning: {warning}", err=True)
         providers = registry.objects("providers")
         found = load_presets(home_dir(), providers)
-        statuses = {name: _status(providers.get(name)) for name in {p.provider for p in found.values()}}
-        rows = [
-            {
+        statuses: dict[tuple[str, str], dict[str, Any]] = {}
+        rows = []
+        for spec in sorted(found.values(), key=lambda s: (not s.builtin, s.name)):
+            key = (spec.provider, str(spec.options.get("binary") or ""))
+            if key not in statuses:
+                statuses[key] = _status(providers.get(spec.provider), spec)
+            row = {
                 "name": spec.name,
                 "provider": spec.provider,
                 "model": spec.model,
                 "source": "builtin" if spec.builtin else "user",
-                **statuses[spec.provider],
+                **statuses[key],
             }
-            for spec in sorted(found.values(), key=lambda s: (not s.builtin, s.name))
-        ]
+            if probe:
+                row["probe"] = _probe(providers.get(spec.provider), spec, statuses[key])
+            rows.append(row)
         if as_json:
             typer.echo(json.dumps(rows, indent=2))
             return 0
@@ -63,4 +96,6 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"{row['name']}  ({row['source']}) provider={row['provider']}{model}: {state}{version}")
             if row["detail"]:
                 typer.echo(f"  {row['detail']}")
+            if probe:
+                typer.echo(f"  probe: {row['probe']}")
         return 0

@@ -48,6 +48,17 @@ class LazyProvider(_Lazy):
     def review(self, request: Any) -> Any:
         return self._get().review(request)
 
+    def preset_status(self, spec: Any) -> Any:
+        """The status of the CLI a preset runs (its ``binary`` option honoured)."""
+        target = self._get()
+        method = getattr(target, "preset_status", None)
+        return method(spec) if method else target.status()
+
+    def probe(self, spec: Any) -> Any:
+        """``agentreview presets --probe``: the provider's admission without a paid model call (None: no probe)."""
+        method = getattr(self._get(), "probe", None)
+        return method(spec) if method else None
+
     def validate_options(self, options: Any) -> Any:
         """Asked by the core for each user preset naming this provider (imports the provider then)."""
         return self._get().validate_options(options)
