@@ -7,6 +7,22 @@ whole chain — retries and fallbacks — shares the check's ``timeoutMs``. Only
 errors); a verdict, a timeout, a boundary violation, a malformed answer that looks
 like a finding, or a cancel ends the lane where it is. It never decides pass or
 fail: it returns the findings and the core applies ``blockOn``.
+
+Two more rules decide which reviewer may answer (docs/providers.md):
+
+* host-remediation retry: a provider that ends ``unavailable`` with ``host_retry``
+  (``auth_path_unavailable`` for Claude and Kimi, ``host_path_unavailable`` for Codex's
+  sandbox start) gets exactly one more run of the same preset, with a fresh private
+  home; a second such end is ``auth_unavailable_after_host_retry`` or
+  ``host_path_unavailable_after_host_retry`` and the lane falls back;
+* same-family exclusion (:mod:`agentreview_agent.families`): a preset of a model family
+  that wrote the change is not run (``same_family_as_implementer``, recorded, the lane
+  falls back); when no preset is left, the lane ends skipped,
+  ``no_independent_reviewer_available``.
+
+A provider's ``notes`` (a retry without a setting it generated, a refreshed credential
+it could not save) are recorded as entries of the lane's ``fallbacks`` under the preset's
+own name, so the attestation keeps them beside the outcome.
 """
 
 from __future__ import annotations
@@ -28,9 +44,15 @@ from agentreview.api import (
     fresh_dir,
     remove_path,
 )
+from agentreview_agent.families import authoring_families, family_of, preset_family
 from agentreview_agent.prompt import LanePrompt
 from agentreview_agent.verdict import VerdictError, read_verdict
 
+AFTER_HOST_RETRY = {
+    "auth_path_unavailable": "auth_unavailable_after_host_retry",
+    "host_path_unavailable": "host_path_unavailable_after_host_retry",
+}
+SAME_FAMILY = "same_family_as_implementer"
 DEFAULT_RETRIES = 1
 MAX_RETRIES = 5
 RETRY_BACKOFF_S = 0.5
@@ -47,10 +69,26 @@ def _retries(spec: PresetSpec) -> int:
 
 @dataclass
 class _Chain:
-    """What the lane has learned so far: the reviewers that were unavailable."""
+    """What the lane has learned so far: the reviewers that were unavailable (and notes), and the
+    families that wrote the change (family -> evidence)."""
 
     fallbacks: list[FallbackAttempt] = field(default_factory=list)
     attempt: int = 0
+    authors: dict[str, str] = field(default_factory=dict)
+
+    def same_family(self, preset: str, provider: str, family: str | None, ran: bool = False) -> bool:
+        """Record and return whether ``family`` wrote the change (then ``preset`` is no independent reviewer)."""
+        if family is None or family not in self.authors:
+            return False
+        how = "answered, so its verdict is not used" if ran else "is not run"
+        self.fallbacks.append(
+            FallbackAttempt(
+                preset,
+                f"{SAME_FAMILY}: the change was written by the {family} family ({self.authors[family]}); "
+                f"preset '{preset}' ({provider}, {family}) {how}",
+            )
+        )
+        return True
 
 
 class AgentLaneExecutor:
@@ -84,6 +122,10 @@ class AgentLaneExecutor:
             prior_head_sha=request.delta.prior_head_sha if request.delta else None,
         )
         chain = _Chain()
+        told = frozenset(filter(None, (family_of(f) or f for f in getattr(request, "authored_by", ()))))
+        chain.authors, unread = authoring_families(told, request.repo_root, prompt.base_sha, prompt.head_sha)
+        if unread:
+            chain.fallbacks.append(FallbackAttempt(check.preset, unread))
         names = list(dict.fromkeys([check.preset, *check.fallbackPresets]))
         for name in names:
             spec = request.presets.get(name)
@@ -102,9 +144,18 @@ class AgentLaneExecutor:
                     )
                 )
                 continue
+            if chain.same_family(name, spec.provider, preset_family(spec)):
+                continue
             outcome = self._run_preset(request, spec, provider, prompt, deadline, chain)
             if outcome is not None:
                 return outcome
+        if chain.fallbacks and chain.fallbacks[-1].error.startswith(SAME_FAMILY):
+            families = ", ".join(sorted(chain.authors))
+            return LaneOutcome.skipped(
+                f"no_independent_reviewer_available: every preset of this lane is of a family that wrote the change "
+                f"({families}); add a fallback preset of another family",
+                fallbacks=chain.fallbacks,
+            )
         last = chain.fallbacks.pop()
         return LaneOutcome.skipped(
             last.error,
@@ -128,6 +179,7 @@ class AgentLaneExecutor:
         retries = _retries(spec)
         session: dict = {"preset": spec.name, "model": spec.model}
         tries = 0
+        host_retried: str | None = None  # the host-retry reason of the run that was repeated
         while True:
             if request.cancel.is_set():
                 return LaneOutcome.skipped(
@@ -151,14 +203,27 @@ class AgentLaneExecutor:
                 "model": result.model or spec.model,
                 "session_id": result.session_id,
             }
+            chain.fallbacks += [FallbackAttempt(spec.name, note) for note in result.notes]
             if result.end == "unavailable":
+                if result.host_retry and host_retried is None and time.monotonic() < deadline:
+                    host_retried = result.host_retry
+                    tries -= 1  # the host's remediation run is not one of the preset's transient retries
+                    continue
                 if result.retryable and tries <= retries and time.monotonic() < deadline:
                     request.cancel.wait(min(RETRY_BACKOFF_S * tries, max(0.0, deadline - time.monotonic())))
                     continue
                 error = result.error or "reviewer unavailable"
-                if tries > 1:
+                if result.host_retry and host_retried:
+                    after = AFTER_HOST_RETRY[result.host_retry]
+                    error += f" ({after}: it failed the same way after one rerun by the host)"
+                elif tries > 1:
                     error += f" (after {tries} attempts)"
                 chain.fallbacks.append(FallbackAttempt(spec.name, error, result.unknown_fields, result.unsafe_values))
+                return None
+            if host_retried:
+                rerun = f"{host_retried}: the first run failed; the host ran the preset once more"
+                chain.fallbacks.append(FallbackAttempt(spec.name, rerun))
+            if result.end == "verdict" and chain.same_family(spec.name, spec.provider, result.family, ran=True):
                 return None
             return self._finish(result, check.timeoutMs, prompt.verdict_path, chain, session)
 
@@ -175,7 +240,8 @@ class AgentLaneExecutor:
         reviewer_request = ReviewerRequest(
             preset=spec,
             prompt=prompt.render("file"),
-            answer_prompt=prompt.render("answer"),
+            answer_prompt=prompt.render("answer", tools="sandbox"),
+            read_prompt=prompt.render("answer", tools="read"),
             check_id=request.check.id,
             review_id=request.review_id,
             repo_root=request.repo_root,

@@ -5,6 +5,12 @@ it never inlines a diff, so nothing is truncated. Two forms share every line but
 answer instruction: ``file`` (the reviewer writes the verdict file itself, as an
 ``exec`` reviewer does) and ``answer`` (a structured-output provider takes the final
 JSON answer and writes the file for a reviewer that has no write tool).
+
+The prompt names only what the reviewer can do (``tools``): ``shell`` (an ``exec``
+reviewer: git and the tests are its own), ``sandbox`` (Codex: read-only commands in a
+sandbox that refuses writes, so no tests that write) or ``read`` (Claude, Kimi,
+OpenCode: read tools only; the range's diff and log are files the provider writes and
+names at the end of the prompt, see :mod:`agentreview_agent.range_files`).
 """
 
 from __future__ import annotations
@@ -13,6 +19,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+
+Tools = Literal["shell", "sandbox", "read"]
 
 VERDICT_SHAPE = (
     '{ "decision": "approve" | "request_changes", "summary": "<one line>", "findings": '
@@ -42,7 +50,7 @@ class LanePrompt:
     def range(self) -> str:
         return f"{self.base_sha}..{self.head_sha}"
 
-    def render(self, form: Literal["file", "answer"] = "file") -> str:
+    def render(self, form: Literal["file", "answer"] = "file", tools: Tools = "shell") -> str:
         rng = self.range
         lines = [
             f"You are review lane '{self.check_id}' of review '{self.review_id}'. "
@@ -61,17 +69,35 @@ class LanePrompt:
             if form == "file"
             else "You write no file at all: your final answer is the verdict."
         )
+        if tools == "read":
+            scope = (
+                f"- Scope is the committed range {rng} only: the host wrote its `git diff` and `git log` to the "
+                "files named at the end of this prompt; read those, then whatever files they touch. Ignore "
+                "uncommitted or untracked changes in the working tree."
+            )
+        else:
+            scope = (
+                f"- Scope is the committed range only: `git diff {rng}`, `git log {rng}`, and whatever files those "
+                "touch. Ignore uncommitted or untracked changes in the working tree."
+            )
+        can_run = {
+            "shell": "- Run the touched packages' tests or type-checks if the rubric asks for it or a finding "
+            "depends on it.",
+            "sandbox": "- You may run read-only commands (git, grep, cat, ls) in your sandbox. It refuses every "
+            "write, and an attempt to write — tests or builds that write files included — ends the review, so "
+            "run no tests.",
+            "read": "- You have read tools only, no shell: run no commands and no tests; judge from the code on disk.",
+        }[tools]
         lines += [
             "",
             f"Your rubric — what to look for and how to grade it — is at {self.rubric_path}. "
             "Read it first; it overrides any general reviewing habits.",
             "",
             "How to work:",
-            f"- Scope is the committed range only: `git diff {rng}`, `git log {rng}`, and whatever files those "
-            "touch. Ignore uncommitted or untracked changes in the working tree.",
+            scope,
             "- Read whole files, callers, and neighbors — never judge from a hunk alone. "
             "Verify every claim against the file on disk.",
-            "- Run the touched packages' tests or type-checks if the rubric asks for it or a finding depends on it.",
+            can_run,
             f"- READ-ONLY: do not edit, commit, push, or switch branches. {only_write}",
             f"- Time budget: about {time_budget_minutes(self.timeout_ms)} minute(s). "
             "Depth on the riskiest changes beats shallow coverage of all of them.",

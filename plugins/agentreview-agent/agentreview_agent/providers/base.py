@@ -3,15 +3,29 @@
 The core base builds the allow-listed environment, the private ``HOME``, probes the
 CLI's help and runs it in its own process group. What is left here is this plugin's
 own: the configuration variables of the CLIs it ships (a preset may never grant
-them: they would point a reviewer back at the user's configuration), and how an
-audited event stream and a final answer become a result.
+them: they would point a reviewer back at the user's configuration), how an
+audited event stream and a final answer become a result, and the write side of the
+wrapper contract (:class:`Setting`, :func:`with_belt_retry`).
+
+The write side: a setting a provider generates and submits to the CLI's own
+validator may be unknown to the next release, and a refusal would turn the lane off.
+Each generated setting says whether a second, independent path already guarantees
+what it guarantees (``guaranteed_by``): then it is *belt*, and when the CLI refuses its
+invocation before starting (an admission failure, told from the run's shape — a
+non-zero exit with no event — never from the wording of the error) the provider runs
+once more with the strict subset: the same invocation without the belt settings.
+The retry only ever removes belt; every gate setting, the private home and the event
+audit stay as they were, so admission never widens. A gate setting (no second path)
+that is refused fails the lane closed: unavailable, and the lane may fall back.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from agentreview.api import CliReviewer, ProcessResult, ReviewerBase, ReviewerResult
 from agentreview_agent.answer import record_answer
@@ -33,10 +47,46 @@ REDIRECTING_ENV = (
 )
 
 
+IDLE_TIMEOUT_S = 300.0  # no output for this long after a reviewer's stream began: a broken stream
+
+
 class ShippedCli(CliReviewer):
     """A CLI provider shipped with this plugin."""
 
     redirecting_env = REDIRECTING_ENV
+    idle_timeout_s = IDLE_TIMEOUT_S
+
+
+@dataclass(frozen=True)
+class Setting:
+    """Arguments a provider generates for its CLI. ``guaranteed_by`` names the second, independent path
+    to what they guarantee (then they are belt, dropped on a refusal); empty for a gate."""
+
+    args: tuple[str, ...]
+    guaranteed_by: str = ""
+
+
+def setting_args(settings: Sequence[Setting], strict: bool = False) -> list[str]:
+    """The arguments of ``settings``; ``strict``: without the belt ones."""
+    return [arg for s in settings if not (strict and s.guaranteed_by) for arg in s.args]
+
+
+T = TypeVar("T")
+
+
+def with_belt_retry(
+    who: str, settings: Sequence[Setting], run: Callable[[bool], T], refused: Callable[[T], bool]
+) -> tuple[T, tuple[str, ...]]:
+    """Run with every setting (``run(False)``); when ``refused`` says the CLI refused the invocation before
+    starting and belt settings were present, run once more with the strict subset (``run(True)``).
+    Returns the run that counts and the lane note saying what was dropped and why that is safe."""
+    first = run(False)
+    belt = [s for s in settings if s.guaranteed_by]
+    if not belt or not refused(first):
+        return first, ()
+    dropped = "; ".join(f"{' '.join(s.args)} (also guaranteed by {s.guaranteed_by})" for s in belt)
+    note = f"{who} refused its invocation before starting; ran it once more without the belt settings: {dropped}"
+    return run(True), (note,)
 
 
 def session_label(review_id: str, check_id: str, attempt: int = 1) -> str:

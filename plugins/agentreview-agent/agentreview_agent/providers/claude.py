@@ -12,7 +12,14 @@ directory this provider did not pass or a permission denial is a boundary violat
 (``agentreview_agent.audit``). The final answer arrives as ``--json-schema``
 structured output and this provider writes the verdict file from it. With no shell,
 the reviewer reads the range's ``git diff`` and ``git log`` from files this provider
-writes into the attempt's work dir.
+writes into the attempt's work dir (:mod:`agentreview_agent.range_files`).
+
+Belt settings (dropped on a refused invocation, ``providers/base.py``): ``--safe-mode``
+and ``--disable-slash-commands`` (``--setting-sources ""``, the empty strict MCP
+config, the private config dir and the exact tools allow-list in the audit already
+keep skills, plugins, hooks and MCP out) and ``--no-session-persistence`` (the private
+config dir is deleted after the attempt). An authentication failure asks the host for
+one rerun (``auth_path_unavailable``) before the lane falls back.
 """
 
 from __future__ import annotations
@@ -20,19 +27,18 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from agentreview.api import (
     CliInfo,
     GitError,
+    PresetSpec,
     ProcessResult,
     ReviewerRequest,
     ReviewerResult,
     attempt_dir,
-    link_if_exists,
-    run_git,
     user_dir,
 )
 from agentreview_agent.answer import VERDICT_SCHEMA
@@ -45,7 +51,20 @@ from agentreview_agent.audit import (
     unknown_event,
     unknown_member,
 )
-from agentreview_agent.providers.base import ShippedCli, answered, clip, drifted, stream_end, tail, tool_note
+from agentreview_agent.probe import PROBE_KEY, probe_request, refusing_server, verdict
+from agentreview_agent.providers.base import (
+    Setting,
+    ShippedCli,
+    answered,
+    clip,
+    drifted,
+    setting_args,
+    stream_end,
+    tail,
+    tool_note,
+    with_belt_retry,
+)
+from agentreview_agent.range_files import range_note, write_range_files
 from agentreview_agent.streams import AUTH_TEXT, QUOTA_TEXT, parse_jsonl, unavailable_reason
 
 HELP_ARGS = ("--help",)
@@ -61,7 +80,12 @@ REQUIRED_FLAGS = (
     "--verbose",
     "--json-schema",
 )
-OPTIONAL_FLAGS = ("--safe-mode", "--disable-slash-commands", "--no-session-persistence")
+OPTIONAL_SETTINGS = (
+    Setting(("--safe-mode",), 'the tools allow-list, --setting-sources "" and the empty strict MCP config'),
+    Setting(("--disable-slash-commands",), "the exact tools allow-list, which offers no skill tool"),
+    Setting(("--no-session-persistence",), "the private config dir, deleted after the attempt"),
+)
+OPTIONAL_FLAGS = tuple(s.args[0] for s in OPTIONAL_SETTINGS)
 READ_TOOLS = ("Read", "Grep", "Glob")
 # Anthropic API access: key or bearer token, endpoint (a gateway), its headers, model choice, and the long-lived
 # subscription token of `claude setup-token`. Bedrock/Vertex/Foundry are not here: they need cloud account
@@ -261,20 +285,12 @@ def classify(audit: Audit, proc: ProcessResult) -> ReviewerResult | Any:
     return structured if isinstance(structured, dict) else text
 
 
-def write_range_files(request: ReviewerRequest) -> tuple[Path, Path]:
-    """``git diff`` and ``git log`` of the reviewed range, for a reviewer without a shell.
-
-    Through the host's hardened git (``agentreview.api.run_git``): the reviewed repository's
-    configuration and attributes run no fsmonitor, external diff, textconv or gpg program."""
-    rng = f"{request.base_sha}..{request.head_sha}"
-    diff, log = request.work_dir / "range.diff", request.work_dir / "range.log"
-    quote = {"core.quotePath": "false"}
-    with diff.open("wb") as fh:
-        run_git(["diff", "--no-color", "--full-index", rng], request.repo_root, stdout=fh, config=quote, timeout=60)
-    with log.open("wb") as fh:
-        run_git(["log", "--no-color", "--stat", "--format=fuller", rng], request.repo_root, stdout=fh, config=quote,
-                timeout=60)  # fmt: skip
-    return diff, log
+def refused_at_admission(proc: ProcessResult) -> bool:
+    """Claude refused its invocation before starting a session: a non-zero exit with no event at all
+    (an unknown flag, a setting it could not load). Told by shape, never by the error's wording."""
+    if proc.spawn_error or proc.timed_out or proc.cancelled or proc.stalled or not proc.returncode:
+        return False
+    return not parse_jsonl(proc.stdout_text()).events
 
 
 class ClaudeProvider(ShippedCli):
@@ -284,7 +300,7 @@ class ClaudeProvider(ShippedCli):
     required_flags = REQUIRED_FLAGS
     model_env = MODEL_ENV
 
-    def argv(self, info: CliInfo, request: ReviewerRequest, add_dirs: list[Path]) -> list[str]:
+    def argv(self, info: CliInfo, request: ReviewerRequest, add_dirs: list[Path], strict: bool = False) -> list[str]:
         argv = [
             info.binary, "--print",
             "--tools", ",".join(READ_TOOLS),
@@ -292,7 +308,7 @@ class ClaudeProvider(ShippedCli):
             "--strict-mcp-config", "--mcp-config", '{"mcpServers":{}}',
             "--setting-sources", "",
         ]  # fmt: skip
-        argv += [flag for flag in OPTIONAL_FLAGS if info.offers(flag)]
+        argv += setting_args(self.optional(info), strict)
         for directory in add_dirs:
             argv += ["--add-dir", str(directory)]
         if request.preset.model:
@@ -300,22 +316,54 @@ class ClaudeProvider(ShippedCli):
         argv += ["--output-format", "stream-json", "--verbose", "--json-schema", json.dumps(VERDICT_SCHEMA)]
         return argv
 
+    def admission_probe(self, info: CliInfo, spec: PresetSpec) -> str | None:
+        """Start Claude as a lane would, against a local server that refuses every request, with no credential
+        linked; audit the init event it prints before its first model request."""
+        with refusing_server() as url, probe_request(spec) as request:
+            env = self.environment(request)
+            if isinstance(env, str):
+                return f"would fall back: {env}"
+            for name in ("ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"):
+                env.pop(name, None)
+            env.update(
+                ANTHROPIC_BASE_URL=url,
+                ANTHROPIC_API_KEY=PROBE_KEY,
+                CLAUDE_CONFIG_DIR=str(attempt_dir(request, "claude-config")),
+                CLAUDE_CODE_MAX_RETRIES="0",
+                DISABLE_AUTOUPDATER="1",
+                DISABLE_TELEMETRY="1",
+            )
+
+            def attempt(strict: bool) -> ProcessResult:
+                argv = self.argv(info, request, [request.work_dir], strict)
+                return self.run(request, argv, env=env, stdin=b"Answer with {} only.")
+
+            proc, notes = with_belt_retry("claude", self.optional(info), attempt, refused_at_admission)
+            audit = audit_stream(proc.stdout_text(), [request.repo_root, request.work_dir])
+        found = audit.outcome
+        if not found.unsafe_values and audit.inits == 0:
+            return f"would fall back: claude printed no init event: {tail(proc.stderr_text() or proc.stdout_text())}"
+        drift = found.unknown_fields and ["capability_missing: " + "; ".join(dict.fromkeys(found.unknown_fields))]
+        return verdict(found.unsafe_values, drift, notes)
+
+    @staticmethod
+    def optional(info: CliInfo) -> list[Setting]:
+        """The belt flags this CLI's help lists."""
+        return [setting for setting in OPTIONAL_SETTINGS if info.offers(setting.args[0])]
+
     def review_with(self, info: CliInfo, request: ReviewerRequest, env: dict[str, str]) -> ReviewerResult:
         config_dir = attempt_dir(request, "claude-config")
-        link_if_exists(user_dir("CLAUDE_CONFIG_DIR", ".claude") / ".credentials.json", config_dir / ".credentials.json")
+        credentials = user_dir("CLAUDE_CONFIG_DIR", ".claude") / ".credentials.json"
+        self.link_credential(request, credentials, config_dir / ".credentials.json")
         try:
-            diff, log = write_range_files(request)
+            diff, log = write_range_files(request, request.work_dir)
         except (OSError, GitError) as exc:
             return ReviewerResult("unavailable", f"could not write the range's diff and log for claude: {exc}")
         add_dirs = [request.work_dir]
         rubric_dir = request.rubric_path.parent
         if not rubric_dir.resolve().is_relative_to(request.repo_root.resolve()):
             add_dirs.append(rubric_dir)
-        prompt = (
-            request.answer_prompt
-            + f"\n\nYou have no shell. The host wrote the range's `git diff` to {diff} and its `git log` to {log}; "
-            "read those files instead of running git, then read the touched files in the repository."
-        )
+        prompt = (request.read_prompt or request.answer_prompt) + range_note(diff, log, request.repo_root)
         env = {
             **env,
             "CLAUDE_CONFIG_DIR": str(config_dir),
@@ -325,9 +373,22 @@ class ClaudeProvider(ShippedCli):
             "DISABLE_TELEMETRY": "1",
             "CLAUDE_CODE_MAX_RETRIES": os.environ.get("CLAUDE_CODE_MAX_RETRIES", "3"),
         }
-        proc = self.run(request, self.argv(info, request, add_dirs), env=env, stdin=prompt.encode("utf-8"))
+
+        def attempt(strict: bool) -> ProcessResult:
+            argv = self.argv(info, request, add_dirs, strict)
+            return self.run(request, argv, env=env, stdin=prompt.encode("utf-8"))
+
+        proc, notes = with_belt_retry("claude", self.optional(info), attempt, refused_at_admission)
         audit = audit_stream(proc.stdout_text(), [request.repo_root, *add_dirs])
         outcome = classify(audit, proc)
+        model = audit.model or request.preset.model
         if isinstance(outcome, ReviewerResult):
-            return outcome
-        return answered(outcome, request.verdict_path, "claude", session_id=audit.session_id, model=audit.model)
+            auth = outcome.end == "unavailable" and (outcome.error or "").startswith("authentication failed")
+            return replace(
+                outcome,
+                model=outcome.model or model,
+                notes=notes,
+                host_retry="auth_path_unavailable" if auth else None,
+            )
+        result = answered(outcome, request.verdict_path, "claude", session_id=audit.session_id, model=model)
+        return replace(result, notes=notes)

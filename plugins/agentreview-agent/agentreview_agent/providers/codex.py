@@ -15,6 +15,14 @@ ends before Codex emits its item leaves no event, and there the read-only sandbo
 the boundary. The final answer is constrained by ``--output-schema`` and read from the
 ``-o`` file, from which this provider writes the verdict file. The 401 and quota
 errors arrive in the JSONL stream (``turn.failed``), not on stderr.
+
+Belt settings (retried without when Codex refuses its invocation, see
+``providers/base.py``): ``-c web_search="disabled"`` (a ``web_search`` item is a
+terminal boundary violation in the audit, and a hosted search goes to the same
+provider the reviewer already sends what it reads to) and ``--ignore-rules`` (the
+private ``CODEX_HOME`` holds no rules). A sandbox that cannot start (Codex's
+``failed to initialize in-process app-server client: Operation not permitted`` with
+no event and no answer) asks the host for one rerun (``host_path_unavailable``).
 """
 
 from __future__ import annotations
@@ -32,19 +40,30 @@ from typing import Any
 
 from agentreview.api import (
     CliInfo,
+    PresetSpec,
     ProcessResult,
     ReviewerRequest,
     ReviewerResult,
     attempt_dir,
     env_names_problem,
-    link_if_exists,
     reviewer_env,
     run_process_group,
     user_dir,
 )
 from agentreview_agent.answer import VERDICT_SCHEMA
 from agentreview_agent.audit import AuditOutcome, name_of, note, unknown_event
-from agentreview_agent.providers.base import ShippedCli, answered, clip, drifted, stream_end, tail
+from agentreview_agent.probe import PROBE_KEY, probe_request, refusing_server, verdict
+from agentreview_agent.providers.base import (
+    Setting,
+    ShippedCli,
+    answered,
+    clip,
+    drifted,
+    setting_args,
+    stream_end,
+    tail,
+    with_belt_retry,
+)
 from agentreview_agent.streams import AUTH_TEXT, QUOTA_TEXT, parse_jsonl, unavailable_reason
 
 HELP_ARGS = ("exec", "--help")
@@ -59,7 +78,13 @@ REQUIRED_FLAGS = (
     "--output-last-message",
     "--cd",
 )
-OPTIONAL_FLAGS = ("--ignore-rules",)
+WEB_SEARCH_OFF = Setting(
+    ("-c", 'web_search="disabled"'),
+    "the event audit (a web_search item is a terminal boundary violation; a hosted search goes to the same "
+    "provider)",
+)
+IGNORE_RULES = Setting(("--ignore-rules",), "the private CODEX_HOME, which holds no rules")
+HOST_PATH_TEXT = "failed to initialize in-process app-server client: Operation not permitted"
 # Features that add a surface beyond reading; each is disabled when this CLI lists it.
 DISABLE_FEATURES = (
     "hooks", "unified_exec", "multi_agent", "goals", "apps", "plugins", "remote_plugin", "plugin_sharing",
@@ -238,6 +263,25 @@ def classify(audit: Audit, proc: ProcessResult, last_file: Path) -> ReviewerResu
     return answer if answer.strip() else (audit.last_message or "")
 
 
+def refused_at_admission(proc: ProcessResult) -> bool:
+    """Codex refused its invocation before starting: it exited non-zero without one event (a config it
+    could not load, a flag it does not take). Told by shape, never by the error's wording."""
+    if proc.spawn_error or proc.timed_out or proc.cancelled or proc.stalled or not proc.returncode:
+        return False
+    return not parse_jsonl(proc.stdout_text()).events
+
+
+def host_path_unavailable(proc: ProcessResult, last: Path) -> bool:
+    """The sandbox helper could not start on this host (reviewer-clis.md §1.3: that exact message, no event,
+    no answer): the host reruns the preset once before the lane falls back."""
+    try:
+        answer = last.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        answer = ""
+    empty = not parse_jsonl(proc.stdout_text()).events and not answer
+    return empty and HOST_PATH_TEXT in proc.stderr_text()
+
+
 class CodexProvider(ShippedCli):
     name = "codex"
     binary = "codex"
@@ -256,36 +300,86 @@ class CodexProvider(ShippedCli):
         )
         return problem if problem else (*granted, *names)
 
-    def argv(self, info: CliInfo, request: ReviewerRequest, schema: Path, last: Path, extra: list[str]) -> list[str]:
-        argv = [
-            info.binary, "exec",
-            "--sandbox", "read-only", "--ephemeral", "--skip-git-repo-check", "--ignore-user-config",
-        ]  # fmt: skip
-        argv += [flag for flag in OPTIONAL_FLAGS if info.offers(flag)]
-        for feature in DISABLE_FEATURES:
-            if feature in features(info.binary):
-                argv += ["--disable", feature]
-        argv += ["-c", 'web_search="disabled"', *extra]
+    def settings(self, info: CliInfo) -> list[Setting]:
+        """What this provider generates for the installed CLI, in argv order (belt and gate)."""
+        settings = [Setting(("--sandbox", "read-only", "--ephemeral", "--skip-git-repo-check", "--ignore-user-config"))]
+        if info.offers("--ignore-rules"):
+            settings.append(IGNORE_RULES)
+        listed = features(info.binary)
+        settings += [Setting(("--disable", feature)) for feature in DISABLE_FEATURES if feature in listed]
+        settings.append(WEB_SEARCH_OFF)
+        return settings
+
+    def argv(
+        self,
+        info: CliInfo,
+        request: ReviewerRequest,
+        schema: Path,
+        last: Path,
+        extra: list[str],
+        strict: bool = False,
+    ) -> list[str]:
+        argv = [info.binary, "exec", *setting_args(self.settings(info), strict), *extra]
         if request.preset.model:
             argv += ["-m", request.preset.model]
         argv += ["--json", "--output-schema", str(schema), "-o", str(last), "-C", str(request.repo_root), "-"]
         return argv
+
+    def admission_probe(self, info: CliInfo, spec: PresetSpec) -> str | None:
+        """Start Codex as a lane would (its generated settings, the belt retry) against a local model provider
+        that refuses every request, with no credential linked: its config validation and thread start."""
+        with refusing_server() as url, probe_request(spec) as request:
+            env = self.environment(request)
+            if isinstance(env, str):
+                return f"would fall back: {env}"
+            home = attempt_dir(request, "codex-home")
+            env.update(CODEX_HOME=str(home), AGENTREVIEW_PROBE_KEY=PROBE_KEY)
+            stub = {"name": "probe", "base_url": url + "/v1", "env_key": "AGENTREVIEW_PROBE_KEY",
+                    "wire_api": "responses", "request_max_retries": 0, "stream_max_retries": 0}  # fmt: skip
+            extra = config_overrides({"config": {"model_provider": "probe", "model_providers": {"probe": stub}}})
+            schema, last = request.work_dir / "verdict.schema.json", request.work_dir / "last-message.json"
+            schema.write_text(json.dumps(VERDICT_SCHEMA))
+
+            def attempt(strict: bool) -> ProcessResult:
+                argv = self.argv(info, request, schema, last, extra if isinstance(extra, list) else [], strict)
+                return self.run(request, argv, env=env, stdin=b"Answer with {} only.")
+
+            proc, notes = with_belt_retry("codex", self.settings(info), attempt, refused_at_admission)
+        found = audit_stream(proc.stdout_text()).outcome
+        for refused in _refused_calls(proc.stderr_text()):
+            found.breach(refused)
+        if not found.unsafe_values and refused_at_admission(proc):
+            return f"would fall back: codex refused its invocation: {tail(proc.stderr_text(), 200)}"
+        return verdict(found.unsafe_values, found.unknown_fields, notes)
 
     def review_with(self, info: CliInfo, request: ReviewerRequest, env: dict[str, str]) -> ReviewerResult:
         extra = config_overrides(request.preset.options)
         if isinstance(extra, str):
             return ReviewerResult("unavailable", extra)
         home = attempt_dir(request, "codex-home")
-        link_if_exists(user_dir("CODEX_HOME", ".codex") / "auth.json", home / "auth.json")
+        self.link_credential(request, user_dir("CODEX_HOME", ".codex") / "auth.json", home / "auth.json")
         schema = request.work_dir / "verdict.schema.json"
         schema.write_text(json.dumps(VERDICT_SCHEMA))
         last = request.work_dir / "last-message.json"
         env = {**env, "CODEX_HOME": str(home)}
-        argv = self.argv(info, request, schema, last, extra)
-        proc = self.run(request, argv, env=env, stdin=request.answer_prompt.encode("utf-8"))
+
+        def attempt(strict: bool) -> ProcessResult:
+            argv = self.argv(info, request, schema, last, extra, strict)
+            return self.run(request, argv, env=env, stdin=request.answer_prompt.encode("utf-8"))
+
+        proc, notes = with_belt_retry("codex", self.settings(info), attempt, refused_at_admission)
         audit = audit_stream(proc.stdout_text())
         outcome = classify(audit, proc, last)
         model = request.preset.model
         if isinstance(outcome, ReviewerResult):
-            return replace(outcome, model=model)
-        return answered(outcome, request.verdict_path, "codex", session_id=audit.session_id, model=model)
+            if host_path_unavailable(proc, last):
+                error = f"host_path_unavailable: {outcome.error}"
+                return replace(
+                    outcome, error=error, retryable=False, model=model, notes=notes, host_retry="host_path_unavailable"
+                )
+            if outcome.end == "unavailable" and refused_at_admission(proc):  # a config it cannot load: not transient
+                error = f"capability_missing: codex refused its invocation: {tail(proc.stderr_text(), 300)}"
+                return replace(outcome, error=error, retryable=False, model=model, notes=notes)
+            return replace(outcome, model=model, notes=notes)
+        result = answered(outcome, request.verdict_path, "codex", session_id=audit.session_id, model=model)
+        return replace(result, notes=notes)

@@ -12,19 +12,50 @@ violation; a role the audit does not know, or a stray line that might be an even
 drift (``capability_missing``). Kimi reports failures only on stderr (``error: failed to run prompt:
 <code>: <message>``), which is classified per section 7. The prompt goes in argv
 (Kimi Code 2.1 has no stdin prompt), so it is visible to other local users' ``ps``.
+
+With read tools only, the reviewer gets the range's diff and log as files in its
+working folder (:mod:`agentreview_agent.range_files`). Before launching, the Node
+that the CLI's shebang resolves to must be ≥ 22.19 (:mod:`agentreview_agent.runtime`),
+else the lane says so instead of showing a stack trace. The lane records the model:
+the preset's, else the private config's ``default_model``, else ``KIMI_MODEL_NAME``.
+An authentication failure asks the host for one rerun (``auth_path_unavailable``);
+``--skills-dir`` is belt (the private home has no skills and the allow-list no skill
+tool), dropped when Kimi refuses its invocation.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import tomllib
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from agentreview.api import CliInfo, ReviewerRequest, ReviewerResult, attempt_dir, link_if_exists, user_dir
+from agentreview.api import (
+    CliInfo,
+    GitError,
+    ProcessResult,
+    ReviewerRequest,
+    ReviewerResult,
+    attempt_dir,
+    reviewer_env,
+    user_dir,
+)
 from agentreview_agent.audit import AuditOutcome, name_of, unknown_event
-from agentreview_agent.providers.base import ShippedCli, answered, clip, drifted, stream_end, tool_note
+from agentreview_agent.providers.base import (
+    Setting,
+    ShippedCli,
+    answered,
+    clip,
+    drifted,
+    stream_end,
+    tool_note,
+    with_belt_retry,
+)
+from agentreview_agent.range_files import range_note, write_range_files
+from agentreview_agent.runtime import node_problem
 from agentreview_agent.streams import AUTH_TEXT, QUOTA_TEXT, parse_jsonl, unavailable_reason
 
 HELP_ARGS = ("--help",)
@@ -35,6 +66,26 @@ READ_TOOLS = ("Read", "Grep", "Glob")
 MODEL_ENV = ("KIMI_MODEL_*",)
 KEPT_KEYS = ("default_model", "providers", "models", "thinking", "default_thinking")
 FAILURE = re.compile(r"error: failed to run prompt: (.*)")
+NODE_MINIMUM = (22, 19)
+SKILLS_DIR_BELT = "the private KIMI_CODE_HOME, which holds no skills, and the tools allow-list"
+
+
+def configured_model(config_text: str) -> str | None:
+    """``default_model`` of a generated private config."""
+    try:
+        value = tomllib.loads(config_text).get("default_model")
+    except tomllib.TOMLDecodeError:
+        return None
+    return value if isinstance(value, str) and value else None
+
+
+def refused_at_admission(proc: ProcessResult) -> bool:
+    """Kimi refused its invocation before starting: a non-zero exit with no event at all, not even the
+    ``system.version`` line a started session prints first (a failed model call, auth included, comes
+    after it). Told by shape, never by the error's wording."""
+    if proc.spawn_error or proc.timed_out or proc.cancelled or proc.stalled or not proc.returncode:
+        return False
+    return not parse_jsonl(proc.stdout_text()).events
 
 
 def _toml_value(value: Any) -> str:
@@ -119,23 +170,47 @@ class KimiProvider(ShippedCli):
     required_flags = REQUIRED_FLAGS
     model_env = MODEL_ENV
 
+    def runtime_problem(self, binary: str) -> str | None:
+        path = reviewer_env({}).get("PATH", os.defpath)  # the reviewer's own PATH, which the shebang's env searches
+        return node_problem(binary, path, "Kimi Code", NODE_MINIMUM)
+
     def review_with(self, info: CliInfo, request: ReviewerRequest, env: dict[str, str]) -> ReviewerResult:
         home = attempt_dir(request, "kimi-home")
         user = user_dir("KIMI_CODE_HOME", ".kimi-code")
-        (home / "config.toml").write_text(private_config(user / "config.toml"))
+        config = private_config(user / "config.toml")
+        (home / "config.toml").write_text(config)
         for name in ("credentials", "oauth"):
-            link_if_exists(user / name, home / name)
+            self.link_credential(request, user / name, home / name)
         cwd = attempt_dir(request, "cwd")
-        argv = [info.binary, "-p", request.answer_prompt, "--output-format", "stream-json"]
-        argv += ["--add-dir", str(request.repo_root)]
+        try:
+            diff, log = write_range_files(request, cwd)
+        except (OSError, GitError) as exc:
+            return ReviewerResult("unavailable", f"could not write the range's diff and log for kimi: {exc}")
+        prompt = (request.read_prompt or request.answer_prompt) + range_note(diff, log, request.repo_root)
+        settings = []
         if info.offers("--skills-dir"):
-            argv += ["--skills-dir", str(attempt_dir(request, "skills"))]
-        if request.preset.model:
-            argv += ["-m", request.preset.model]
+            settings.append(Setting(("--skills-dir", str(attempt_dir(request, "skills"))), SKILLS_DIR_BELT))
         env = {**env, "KIMI_CODE_HOME": str(home), "KIMI_DISABLE_TELEMETRY": "1"}
-        proc = self.run(request, argv, env=env, cwd=cwd)
+
+        def attempt(strict: bool) -> ProcessResult:
+            argv = [info.binary, "-p", prompt, "--output-format", "stream-json", "--add-dir", str(request.repo_root)]
+            argv += [arg for s in settings if not strict for arg in s.args]
+            if request.preset.model:
+                argv += ["-m", request.preset.model]
+            return self.run(request, argv, env=env, cwd=cwd)
+
+        proc, notes = with_belt_retry("kimi", settings, attempt, refused_at_admission)
+        model = request.preset.model or configured_model(config) or env.get("KIMI_MODEL_NAME")
+        result = self._classify(proc, request, model)
+        if result.end == "unavailable" and refused_at_admission(proc):  # an invocation it refuses: not transient
+            result = replace(result, error=f"capability_missing: kimi refused its invocation: {result.error}",
+                             retryable=False)  # fmt: skip
+        auth = result.end == "unavailable" and (result.error or "").startswith("authentication failed")
+        return replace(result, notes=notes, host_retry="auth_path_unavailable" if auth else None)
+
+    def _classify(self, proc: ProcessResult, request: ReviewerRequest, model: str | None) -> ReviewerResult:
         outcome, session_id, final, status = audit(proc.stdout_text())
-        ids: dict[str, Any] = {"session_id": session_id, "model": request.preset.model}
+        ids: dict[str, Any] = {"session_id": session_id, "model": model}
         ended = stream_end("kimi", outcome, proc, **ids)
         if ended:
             return ended

@@ -16,6 +16,16 @@ A preset's ``config`` table becomes that private home's ``opencode.json``, so a 
 bind a model provider of their own (e.g. an OpenAI-compatible endpoint by its
 ``baseURL``); it may hold model provider keys only — never agents, permissions, tools,
 MCP servers or plugins — and the ``{env:NAME}`` variables it names are granted.
+
+With read tools only, the reviewer gets the range's diff and log as files in the
+attempt's folder, which its ``external_directory`` read reaches
+(:mod:`agentreview_agent.range_files`). After an answer, ``opencode export`` (no
+inference, bounded) names the provider and model that actually answered: the lane
+records that model, and its provider is the reviewer's family for the same-family
+rule. ``--pure`` is belt (the private XDG config and project hold no plugin), dropped
+when OpenCode refuses its invocation; the generated agent's permissions are the gate:
+the preflight that reads them back is their validator, and an agent it cannot
+describe fails the lane closed.
 """
 
 from __future__ import annotations
@@ -29,18 +39,23 @@ from typing import Any
 
 from agentreview.api import (
     CliInfo,
+    GitError,
+    PresetSpec,
+    ProcessResult,
     ReviewerRequest,
     ReviewerResult,
     env_names_problem,
     fresh_dir,
-    link_if_exists,
     reviewer_env,
     run_git,
     run_process_group,
     user_dir,
 )
 from agentreview_agent.audit import AuditOutcome, name_of, unknown_event
+from agentreview_agent.families import family_of
+from agentreview_agent.probe import probe_request
 from agentreview_agent.providers.base import (
+    Setting,
     ShippedCli,
     answered,
     clip,
@@ -49,12 +64,15 @@ from agentreview_agent.providers.base import (
     stream_end,
     tail,
     tool_note,
+    with_belt_retry,
 )
+from agentreview_agent.range_files import range_note, write_range_files
 from agentreview_agent.streams import parse_jsonl, unavailable_reason
 
 HELP_ARGS = ("run", "--help")
 REQUIRED_FLAGS = ("--agent", "--format", "--dir", "--file")
-OPTIONAL_FLAGS = ("--pure",)
+PURE = Setting(("--pure",), "the private XDG config and project, which hold no plugin")
+EXPORT_TIMEOUT_S = 60.0
 AGENT = "agentreview-review"
 READ_TOOLS = frozenset(("read", "grep", "glob", "list"))
 # The API keys OpenCode picks up for its common model providers (auth.json, linked in, covers `opencode auth login`).
@@ -105,9 +123,12 @@ def config_env_names(config: Mapping[str, Any]) -> list[str]:
     return ENV_REFERENCE.findall(json.dumps(config))
 
 
-def build_home(work_dir: Path, config: Mapping[str, Any] | None = None) -> tuple[Path, dict[str, str]]:
+def build_home(
+    work_dir: Path, config: Mapping[str, Any] | None = None, link: Any = None
+) -> tuple[Path, dict[str, str]]:
     """The private project (with the generated agent) and the XDG environment of one attempt;
-    ``config``, when given, is the private global ``opencode.json``."""
+    ``config``, when given, is the private global ``opencode.json``; ``link(source, target)`` links the
+    credential in (default: a plain symlink)."""
     root = fresh_dir(work_dir / "opencode")
     xdg = {name: str(fresh_dir(root / name.lower())) for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME",
                                                                    "XDG_STATE_HOME", "XDG_CACHE_HOME")}  # fmt: skip
@@ -115,10 +136,13 @@ def build_home(work_dir: Path, config: Mapping[str, Any] | None = None) -> tuple
         settings = Path(xdg["XDG_CONFIG_HOME"]) / "opencode" / "opencode.json"
         settings.parent.mkdir(mode=0o700)
         settings.write_text(json.dumps(config, indent=2))
-    link_if_exists(
-        user_dir("XDG_DATA_HOME", ".local", "share") / "opencode" / "auth.json",
-        Path(xdg["XDG_DATA_HOME"]) / "opencode" / "auth.json",
-    )
+    source = user_dir("XDG_DATA_HOME", ".local", "share") / "opencode" / "auth.json"
+    target = Path(xdg["XDG_DATA_HOME"]) / "opencode" / "auth.json"
+    if link is not None:
+        link(source, target)
+    elif source.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.symlink_to(source)
     project = fresh_dir(root / "project")
     run_git(["init", "-q", str(project)], root, env=reviewer_env({}), timeout=30)
     agent = project / ".opencode" / "agent" / f"{AGENT}.md"
@@ -197,6 +221,42 @@ def audit(text: str) -> tuple[AuditOutcome, str | None, str, list[dict]]:
     return outcome, session_id, final if finished else "", errors
 
 
+def refused_at_admission(proc: ProcessResult) -> bool:
+    """OpenCode refused its invocation before its session: a non-zero exit with no event at all.
+    Told by shape, never by the error's wording."""
+    if proc.spawn_error or proc.timed_out or proc.cancelled or proc.stalled or not proc.returncode:
+        return False
+    return not parse_jsonl(proc.stdout_text()).events
+
+
+def exported_model(
+    binary: str, project: Path, env: dict[str, str], session_id: str, deadline: float, cancel: Any
+) -> str | None:
+    """``providerID/modelID`` of the session's last assistant message, from ``opencode export`` (no
+    inference); None when the export does not say."""
+    proc = run_process_group(
+        [binary, "export", session_id],
+        cwd=project,
+        env=env,
+        deadline=min(deadline, time.monotonic() + EXPORT_TIMEOUT_S),
+        cancel=cancel,
+        kill_grace_s=1.0,
+    )
+    text = proc.stdout_text()
+    try:
+        exported = json.loads(text[text.index("{") :])
+    except ValueError:
+        return None
+    messages = exported.get("messages") if isinstance(exported, dict) else None
+    for message in reversed(messages if isinstance(messages, list) else []):
+        info = message.get("info") if isinstance(message, dict) else None
+        if isinstance(info, dict) and info.get("role") == "assistant":
+            provider, model = info.get("providerID"), info.get("modelID")
+            if isinstance(provider, str) and isinstance(model, str) and provider and model:
+                return f"{provider}/{model}"
+    return None
+
+
 def _data(error: dict[str, Any]) -> dict[str, Any]:
     data = error.get("data")
     return data if isinstance(data, dict) else {}
@@ -235,31 +295,49 @@ class OpenCodeProvider(ShippedCli):
         problem = env_names_problem(names, request.preset.name, "config {env:NAME}", self.redirecting_env)
         return problem if problem else (*granted, *names)
 
+    def admission_probe(self, info: CliInfo, spec: PresetSpec) -> str | None:
+        """OpenCode's admission is the preflight: its own validation of the generated agent, no model call."""
+        with probe_request(spec) as request:
+            config = preset_config(spec.options, spec.name)
+            env = self.environment(request)
+            if isinstance(config, str) or isinstance(env, str):
+                return f"would fall back: {config if isinstance(config, str) else env}"
+            project, xdg = build_home(request.work_dir, config, lambda _s, _t: False)
+            why = preflight(info.binary, project, {**env, **xdg}, request.deadline, request.cancel)
+        return f"would fall back: capability_missing: {why}" if why else None
+
     def review_with(self, info: CliInfo, request: ReviewerRequest, env: dict[str, str]) -> ReviewerResult:
         config = preset_config(request.preset.options, request.preset.name)
         if isinstance(config, str):
             return ReviewerResult("unavailable", config)
-        project, xdg = build_home(request.work_dir, config)
+        project, xdg = build_home(request.work_dir, config, lambda s, t: self.link_credential(request, s, t))
         env = {**env, **xdg}
         why = preflight(info.binary, project, env, request.deadline, request.cancel)
         if why:
             return ReviewerResult("unavailable", f"capability_missing: {why}")
+        try:
+            diff, log = write_range_files(request, request.work_dir)
+        except (OSError, GitError) as exc:
+            return ReviewerResult("unavailable", f"could not write the range's diff and log for opencode: {exc}")
         prompt_file = request.work_dir / "prompt.md"
-        prompt_file.write_text(request.answer_prompt, encoding="utf-8")
-        argv = [info.binary, "run", "--dir", str(project), "--agent", AGENT, "--format", "json"]
-        argv += [flag for flag in OPTIONAL_FLAGS if info.offers(flag)]
-        if request.preset.model:
-            argv += ["-m", request.preset.model]
-        argv += ["--file", str(prompt_file)]
-        if info.offers("--title"):  # OpenCode names its session: the spec's reviewer session label
-            argv += ["--title", session_label(request.review_id, request.check_id, request.attempt)]
-        argv += [
-            "--",
-            f"Follow the attached instructions (repository: {request.repo_root}).",
-        ]
-        proc = self.run(request, argv, env=env, cwd=project)
+        prompt = (request.read_prompt or request.answer_prompt) + range_note(diff, log, request.repo_root)
+        prompt_file.write_text(prompt, encoding="utf-8")
+        belt = [PURE] if info.offers("--pure") else []
+
+        def attempt(strict: bool) -> ProcessResult:
+            argv = [info.binary, "run", "--dir", str(project), "--agent", AGENT, "--format", "json"]
+            argv += [arg for s in belt if not strict for arg in s.args]
+            if request.preset.model:
+                argv += ["-m", request.preset.model]
+            argv += ["--file", str(prompt_file)]
+            if info.offers("--title"):  # OpenCode names its session: the spec's reviewer session label
+                argv += ["--title", session_label(request.review_id, request.check_id, request.attempt)]
+            argv += ["--", f"Follow the attached instructions (repository: {request.repo_root})."]
+            return self.run(request, argv, env=env, cwd=project)
+
+        proc, notes = with_belt_retry("opencode", belt, attempt, refused_at_admission)
         outcome, session_id, final, errors = audit(proc.stdout_text())
-        ids: dict[str, Any] = {"session_id": session_id, "model": request.preset.model}
+        ids: dict[str, Any] = {"session_id": session_id, "model": request.preset.model, "notes": notes}
         ended = stream_end("opencode", outcome, proc, **ids)
         if ended:
             return ended
@@ -270,4 +348,16 @@ class OpenCodeProvider(ShippedCli):
             return ReviewerResult(
                 "unavailable", f"opencode exited with code {proc.returncode}: {tail(proc.stderr_text())}", **ids
             )
-        return drifted(outcome, **ids) or answered(final, request.verdict_path, "opencode", **ids)
+        drift = drifted(outcome, **ids)
+        if drift:
+            return drift
+        ran = None
+        if session_id:
+            ran = exported_model(info.binary, project, env, session_id, request.deadline, request.cancel)
+        if ran:
+            ids["model"] = ran
+            ids["family"] = family_of(ran.split("/", 1)[0]) or ran.split("/", 1)[0].lower()
+        else:
+            ids["notes"] = (*notes, "opencode export did not name the model that answered; the lane records the "
+                            "preset's model and the same-family rule could not check the provider that ran")
+        return answered(final, request.verdict_path, "opencode", **ids)
