@@ -74,11 +74,15 @@ def test_preset_model_is_passed(lane, claude) -> None:
     assert argv[argv.index("--model") + 1] == "sonnet"
 
 
+# An auth failure is retried once by the host (auth_path_unavailable) before the lane falls back.
+AFTER_HOST_RETRY = " (auth_unavailable_after_host_retry: it failed the same way after one rerun by the host)"
+
+
 @pytest.mark.parametrize(
     ("scenario", "error"),
     [
-        ("auth", "authentication failed: Not logged in · Please run /login"),
-        ("bad_key", "authentication failed: Invalid API key · Fix external API key"),
+        ("auth", "authentication failed: Not logged in · Please run /login" + AFTER_HOST_RETRY),
+        ("bad_key", "authentication failed: Invalid API key · Fix external API key" + AFTER_HOST_RETRY),
         ("quota", "quota or rate limit: You've hit your limit · resets 5pm"),
         ("prose", "claude's answer is not the verdict JSON (invalid model output)"),
         ("drift_container", "capability_missing: init has an unknown non-empty list 'connectors'"),

@@ -7,7 +7,9 @@ emulates what matters for isolation: ``debug agent <name>`` reads the agent file
 from ``<cwd>/.opencode/agent/`` and reports its tools (all on when it is missing),
 and ``run`` with no private ``XDG_CONFIG_HOME`` would load the user's
 ``~/.config/opencode/opencode.json`` MCP servers (reported as a tool call). Every
-``run`` is recorded to the test's record.
+``run`` is recorded to the test's record. ``export <sessionID>`` prints the session
+as 1.18.33's export does, naming the provider and model that answered
+(``control("ran")``, default ``anthropic/claude-sonnet-4``).
 """
 
 import json
@@ -73,6 +75,12 @@ def main():
                 }
             )
         )
+        return 0
+    if argv[:1] == ["export"]:
+        provider, _, model = control("ran", "anthropic/claude-sonnet-4").partition("/")
+        info = {"role": "assistant", "modelID": model, "providerID": provider, "agent": "x", "finish": "stop"}
+        print(json.dumps({"info": {"id": argv[1]}, "messages": [{"info": {"role": "user"}, "parts": []},
+                                                                 {"info": info, "parts": []}]}))
         return 0
     record(argv=argv, cwd=os.getcwd())
     if not os.environ.get("XDG_CONFIG_HOME") and os.path.exists(os.path.expanduser("~/.config/opencode/opencode.json")):
