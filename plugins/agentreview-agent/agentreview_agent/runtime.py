@@ -3,7 +3,9 @@
 Kimi Code needs Node ≥ 22.19; under an older Node it dies with a stack trace whose
 tail says nothing useful. So before launching, the provider resolves the interpreter
 the way the kernel will: the script's ``#!`` line (``#!/usr/bin/env node`` looks
-``node`` up on the reviewer's own ``PATH``, an absolute path is used as it is), runs
+``node`` up on the absolute entries of the reviewer's own ``PATH`` with
+``find_program``, so a ``node`` in the reviewed repository is never started; an
+absolute path is used as it is, a relative one not at all), runs
 ``node --version`` (bounded, in its own process group, with the basics only) and
 reports ``Kimi Code needs Node ≥ 22.19 (found v20.11.1)`` when it is older. A
 native binary (no ``#!``) needs no check.
@@ -13,19 +15,18 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import time
 from pathlib import Path
 
-from agentreview.api import reviewer_env, run_process_group
+from agentreview.api import find_program, reviewer_env, run_process_group
 
 VERSION = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+))?")
 PROBE_TIMEOUT_S = 20.0
 
 
 def shebang_interpreter(script: str, path: str) -> str | None:
-    """The interpreter ``script``'s ``#!`` line names (``env NAME`` resolved on ``path``); None for a
-    native binary or an interpreter that cannot be found."""
+    """The interpreter ``script``'s ``#!`` line names, as an absolute path (``env NAME`` resolved on the
+    absolute entries of ``path``); None for a native binary, a relative interpreter or one not found."""
     try:
         with open(os.path.realpath(script), "rb") as fh:
             first = fh.readline(512)
@@ -38,8 +39,8 @@ def shebang_interpreter(script: str, path: str) -> str | None:
         return None
     if os.path.basename(words[0]) == "env":
         names = [w for w in words[1:] if not w.startswith("-")]
-        return shutil.which(names[0], path=path) if names else None
-    return words[0]
+        return find_program(names[0], path) if names else None
+    return words[0] if os.path.isabs(words[0]) else None
 
 
 def node_version(interpreter: str) -> tuple[int, int, int] | str:

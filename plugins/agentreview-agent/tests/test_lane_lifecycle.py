@@ -20,6 +20,7 @@ from agentreview_agent.providers.claude import ClaudeProvider
 from agentreview_agent.providers.codex import CodexProvider
 from agentreview_agent.providers.kimi import KimiProvider
 from agentreview_agent.providers.opencode import OpenCodeProvider
+from agentreview_agent.runtime import node_problem, shebang_interpreter
 
 from agentreview.model.contracts import PresetSpec
 from conftest import FAKES, git
@@ -213,6 +214,30 @@ def test_kimi_under_an_old_node_says_so_before_launching(lane, fake_cli, version
     assert outcome.preset == "backup" and kimi.calls() == [] and kimi.probe_calls() == []
     (failure,) = outcome.fallbacks
     assert failure.error.startswith("Kimi Code needs Node ≥ 22.19 (found v20.11.1 at ")
+
+
+def test_the_node_check_never_starts_a_node_from_the_checkout(tmp_path: Path, monkeypatch) -> None:
+    # The attack: the reviewed repository ships its own ./node, and PATH has an empty or relative entry
+    # (PATH=":$PATH"); the Node check must resolve only on absolute entries, as the host finds every program.
+    checkout, system = tmp_path / "checkout", tmp_path / "system"
+    checkout.mkdir()
+    system.mkdir()
+    marker = tmp_path / "planted-node-ran"
+    planted = checkout / "node"
+    planted.write_text(f"#!/bin/sh\ntouch {marker}\necho v99.0.0\n")
+    planted.chmod(0o755)
+    _node(system, "v20.11.1")
+    script = tmp_path / "kimi"
+    script.write_text("#!/usr/bin/env node\n")
+    monkeypatch.chdir(checkout)
+    for path in (f":{system}", f".:{system}", f"node_modules/.bin:{system}"):
+        assert shebang_interpreter(str(script), path) == str(system / "node")
+        problem = node_problem(str(script), path, "Kimi Code", (22, 19))
+        assert problem == f"Kimi Code needs Node ≥ 22.19 (found v20.11.1 at {system / 'node'})"
+    assert node_problem(str(script), ".", "Kimi Code", (22, 19)) is None  # no absolute entry: nothing to start
+    script.write_text("#!node\n")  # a relative interpreter is never started by the check
+    assert shebang_interpreter(str(script), f":{system}") is None
+    assert not marker.exists()
 
 
 def test_a_stalled_stream_falls_back_instead_of_burning_the_lane(lane, fake_cli) -> None:
