@@ -16,6 +16,8 @@ import pytest
 from agentreview_agent.audit import AuditOutcome
 from agentreview_agent.providers import claude, codex, kimi, opencode
 
+from agentreview.api import ProcessResult
+
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO, WORK = Path("/srv/review/repo"), Path("/srv/review/run/reviewers/correctness.1")
 
@@ -50,16 +52,8 @@ def test_a_recorded_claude_stream_audits_clean(path: Path) -> None:
     audit = claude.audit_stream(stream_text(path), [REPO, WORK])
     assert audit.outcome.unsafe_values == [] and audit.outcome.unknown_fields == []
     assert audit.inits == 1 and audit.result is not None and audit.result["structured_output"]["findings"] == []
-    assert claude.classify(audit, _Exited()) == {"decision": "approve", "summary": "stub review", "findings": []}
-
-
-class _Exited:
-    """A process that exited 0 without being killed (what ``classify`` reads of it)."""
-
-    returncode, spawn_error, timed_out, cancelled = 0, None, False, False
-
-    def stderr_text(self) -> str:
-        return ""
+    answer = claude.classify(audit, ProcessResult(returncode=0))  # exited 0, not killed
+    assert answer == {"decision": "approve", "summary": "stub review", "findings": []}
 
 
 def test_the_fields_claude_2_1_332_added_are_tolerated_by_shape() -> None:

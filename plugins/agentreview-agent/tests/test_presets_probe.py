@@ -49,7 +49,7 @@ def test_a_presets_binary_is_the_cli_it_reports(tmp_path: Path, fake_cli) -> Non
     ("scenario", "probe"),
     [
         ("success", "usable"),
-        ("drift_container", "would fall back: capability_missing: unrecognized surface-shaped init field 'connectors'"),
+        ("drift_container", "would fall back: capability_missing: init has an unknown non-empty list 'connectors'"),
         ("unsafe_mode", "would stop: unsafe permissionMode 'bypassPermissions'"),
     ],
 )
