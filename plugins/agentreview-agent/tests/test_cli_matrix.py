@@ -354,10 +354,10 @@ def expect(release: Release, case: str, run: dict[str, Any]) -> None:
 # Cells that fail today for want of work the issue lists; the marks go once that work is in.
 # scripts/reviewer-cli-drift runs with --runxfail: its table shows what really happened.
 NEEDS: dict[tuple[str, str], str] = {
-    ("opencode", "broken"): "launch-side: a broken model stream falls back within a bounded time",
-    ("kimi", "broken"): "launch-side: a broken model stream falls back within a bounded time",
-    ("kimi", "pass"): "launch-side: the model recorded on every lane",
-    ("kimi", "block"): "launch-side: the model recorded on every lane",
+    # Both CLIs retry a dropped stream past the lane's budget; the idle-output watchdog (300 s by default,
+    # counted from the first output) does not cut that short.
+    ("opencode", "broken"): "a broken model stream falls back within a bounded time",
+    ("kimi", "broken"): "a broken model stream falls back within a bounded time",
 }
 
 
