@@ -13,11 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[3]
-CLI_DIR = (
-    Path(os.environ.get("AGENTREVIEW_REVIEWER_CLIS") or ROOT / "build" / "reviewer-clis") / "node_modules" / ".bin"
-)
+import reviewer_clis
 
 
 def _presets(home: Path, *args: str, path: str) -> dict[str, dict]:
@@ -87,10 +83,10 @@ def test_probe_of_opencode_reads_back_its_generated_agent(tmp_path: Path, fake_c
 
 @pytest.mark.slow
 def test_probe_of_the_real_pinned_clis(tmp_path: Path) -> None:
-    binaries = {name: CLI_DIR / name for name in ("claude", "codex", "opencode")}
-    present = {name: path for name, path in binaries.items() if os.access(path, os.X_OK)}
+    binaries = {name: reviewer_clis.binary(name) for name in ("claude", "codex", "opencode", "kimi")}
+    present = {name: path for name, path in binaries.items() if path}
     if not present:
-        pytest.skip(f"no reviewer CLI installed in {CLI_DIR}: run scripts/install-reviewer-clis")
+        pytest.skip(reviewer_clis.missing("claude, codex, opencode and kimi"))
     home = tmp_path / "arhome"
     home.mkdir()
     tables = "".join(f'[presets.real-{n}]\nprovider = "{n}"\nbinary = "{p}"\n' for n, p in present.items())

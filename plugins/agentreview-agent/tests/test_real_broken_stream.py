@@ -7,24 +7,19 @@ CLI binary is absent."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+import reviewer_clis
 
 from agentreview.model.contracts import PresetSpec
 from conftest import APPROVING_REVIEWER
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[3]
-CLI_DIR = (
-    Path(os.environ.get("AGENTREVIEW_REVIEWER_CLIS") or ROOT / "build" / "reviewer-clis") / "node_modules" / ".bin"
-)
 
 
 class _Stalling(BaseHTTPRequestHandler):
@@ -51,9 +46,9 @@ class _Stalling(BaseHTTPRequestHandler):
 def test_claude_on_a_stream_that_stops_falls_back(lane, monkeypatch, tmp_path: Path) -> None:
     from agentreview_agent.providers.claude import ClaudeProvider
 
-    binary = CLI_DIR / "claude" if os.access(CLI_DIR / "claude", os.X_OK) else shutil.which("claude")
+    binary = reviewer_clis.binary("claude")
     if not binary:
-        pytest.skip(f"claude CLI not installed: run scripts/install-reviewer-clis (installs into {CLI_DIR})")
+        pytest.skip(reviewer_clis.missing("claude"))
     _Stalling.release.clear()
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Stalling)
     server.daemon_threads = True
