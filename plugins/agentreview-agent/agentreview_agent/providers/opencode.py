@@ -157,21 +157,27 @@ def build_home(
     return project, env
 
 
-def preflight(binary: str, project: Path, env: dict[str, str], deadline: float, cancel) -> str | None:
-    """``opencode debug agent``: every tool but the reads must be off; return why not, or None."""
-    proc = run_process_group(
-        [binary, "debug", "agent", AGENT],
-        cwd=project,
-        env=env,
-        deadline=min(deadline, time.monotonic() + PREFLIGHT_TIMEOUT_S),
-        cancel=cancel,
-        kill_grace_s=1.0,
-    )
+def _side_command(
+    argv: list[str], project: Path, env: dict[str, str], deadline: float, cancel: Any
+) -> tuple[ProcessResult, Any]:
+    """A short opencode subcommand (no inference) and the JSON value its stdout holds from its first
+    ``{`` (opencode may print a banner before it), or None when there is none."""
+    proc = run_process_group(argv, cwd=project, env=env, deadline=deadline, cancel=cancel, kill_grace_s=1.0)
     text = proc.stdout_text()
     try:
-        described = json.loads(text[text.index("{") :])
+        return proc, json.loads(text[text.index("{") :])
     except ValueError:
-        return f"opencode debug agent printed no agent description: {tail(proc.stderr_text() or text, 200)}"
+        return proc, None
+
+
+def preflight(binary: str, project: Path, env: dict[str, str], deadline: float, cancel) -> str | None:
+    """``opencode debug agent``: every tool but the reads must be off; return why not, or None."""
+    proc, described = _side_command(
+        [binary, "debug", "agent", AGENT], project, env, min(deadline, time.monotonic() + PREFLIGHT_TIMEOUT_S), cancel
+    )
+    if described is None:
+        text = proc.stderr_text() or proc.stdout_text()
+        return f"opencode debug agent printed no agent description: {tail(text, 200)}"
     tools = described.get("tools") if isinstance(described, dict) else None
     if not isinstance(tools, dict):
         return "opencode debug agent shows no tools table, so the read-only agent is unverified"
@@ -234,18 +240,10 @@ def exported_model(
 ) -> str | None:
     """``providerID/modelID`` of the session's last assistant message, from ``opencode export`` (no
     inference); None when the export does not say."""
-    proc = run_process_group(
-        [binary, "export", session_id],
-        cwd=project,
-        env=env,
-        deadline=min(deadline, time.monotonic() + EXPORT_TIMEOUT_S),
-        cancel=cancel,
-        kill_grace_s=1.0,
+    _, exported = _side_command(
+        [binary, "export", session_id], project, env, min(deadline, time.monotonic() + EXPORT_TIMEOUT_S), cancel
     )
-    text = proc.stdout_text()
-    try:
-        exported = json.loads(text[text.index("{") :])
-    except ValueError:
+    if exported is None:
         return None
     messages = exported.get("messages") if isinstance(exported, dict) else None
     for message in reversed(messages if isinstance(messages, list) else []):
