@@ -2,7 +2,8 @@
 
 * Every test runs with its own ``AGENTREVIEW_HOME``, so nothing touches the real
   ``~/.agentproto`` (ledger, signing key, pack cache, presets).
-* A session that creates ``~/.agentproto`` anyway fails, naming the leak.
+* A test after which ``~/.agentproto`` appears (when it was absent at the start) fails,
+  so the leak is named by the test that made it, and the session fails too.
 * ``install_example(name)`` installs a distribution of ``docs/examples/`` on a fresh folder
   for ``PYTHONPATH``, so tests exercise the examples as installed plugins without touching
   the shared virtual environment.
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import shutil
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,16 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     session.config.stash[_existed] = REAL_HOME_STATE.exists()
 
 
+@pytest.fixture(autouse=True)
+def real_home_untouched(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fail the test after which the real ``~/.agentproto`` first appears."""
+    yield
+    blamed = request.config.stash.get(_blamed, False)
+    if not blamed and not request.config.stash.get(_existed, True) and REAL_HOME_STATE.exists():
+        request.config.stash[_blamed] = True  # name only the first test, not every later one
+        pytest.fail(f"this test (or a concurrent one) created the real {REAL_HOME_STATE}: isolate it with AGENTREVIEW_HOME")
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if not session.config.stash.get(_existed, True) and REAL_HOME_STATE.exists():
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -48,6 +59,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 _existed = pytest.StashKey[bool]()
+_blamed = pytest.StashKey[bool]()
 
 
 @pytest.fixture(scope="session")
