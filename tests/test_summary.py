@@ -14,13 +14,12 @@ when the text is not neutralized.
 
 from __future__ import annotations
 
+import html as htmllib
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
-
-import html as htmllib
 from typing import Any
 
 import pytest
