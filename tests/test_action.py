@@ -137,7 +137,7 @@ def test_verify_step_fails_on_a_branch_without_an_export(gate: GateRepo, tmp_pat
     doc = json.loads((gate.root / "agentreview.sarif").read_text())
     validate_sarif(doc)
     assert doc["runs"][0]["results"][0]["ruleId"] == "verify/not_found"
-    assert "NOT verified (not&#95;found)" in summary
+    assert "NOT verified (not_found)" in summary
 
 
 def test_verify_step_fails_on_a_blocked_review_and_reports_its_verdict(gate: GateRepo, tmp_path: Path) -> None:

@@ -82,7 +82,11 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
         sarif: Annotated[
             Path | None,
-            typer.Option("--sarif", help="Also write each failed verification step as a SARIF 2.1.0 log to PATH."),
+            typer.Option(
+                "--sarif",
+                help="Also write a SARIF 2.1.0 log to PATH: each failed verification step, and the attestation's "
+                "findings (on their lines only when its signature verified).",
+            ),
         ] = None,
         summary_to: Annotated[
             Path | None,
@@ -138,7 +142,9 @@ def _write_reports(result: VerifyResult, base_dir: Path, sarif: Path | None, sum
     return write_reports(
         targets,
         result.exit_code,
-        sarif=lambda: verify_sarif(report, version=__version__, anchor=_anchor(result, base_dir)),
+        sarif=lambda: verify_sarif(
+            report, version=__version__, anchor=_anchor(result, base_dir), attestation=result.attestation
+        ),
         summary=lambda: verify_summary(report, result.attestation),
         command="verify",
     )
