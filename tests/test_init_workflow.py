@@ -312,7 +312,8 @@ def _hostile_tree(marks: Path) -> dict[str, str]:
     tree.update({
         "sitecustomize.py": py, "usercustomize.py": py, "conftest.py": py,
         "evil.pth": "import evil_pth_hook\n", "evil_pth_hook.py": py,
-        "agentreview/__init__.py": py, "agentreview/__main__.py": py, "typer/__init__.py": py, "yaml/__init__.py": py,
+        "agentreview/__init__.py": py, "agentreview/__main__.py": py, "typer/__init__.py": py,
+        "yaml/__init__.py": py, "json.py": py, "venv/__init__.py": py, "pip/__init__.py": py,
         ".gitattributes": "* filter=evil diff=evil merge=evil\n*.py text eol=crlf\n",
         "calc.py": FILES["calc.py"] + "\n\ndef neg(a):\n    return -a\n",
     })  # fmt: skip
@@ -344,7 +345,7 @@ def _plant_git_config(ci: Path, marks: Path) -> None:
 def test_the_gate_runs_no_file_of_the_checkout(git_repo: GitRepoFactory, bot: str, tmp_path: Path) -> None:
     """Attack: the pull request's tree holds a fake git, python, ssh-keygen, base64 and agentreview
     (at its root and in bin/), sitecustomize/usercustomize, a .pth, a conftest, packages named
-    agentreview, typer and yaml, and .gitattributes naming filter, diff and merge drivers; the
+    agentreview, typer, yaml, json, venv and pip, and .gitattributes naming filter, diff and merge drivers; the
     checkout's .git/config and hooks name a program for every hook git has; PATH holds ``.``,
     ``bin`` and an empty entry. The workflow's steps run as the runner runs them with the
     checkout as working directory: the review verifies, and not one of those files ran."""
