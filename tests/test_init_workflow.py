@@ -368,3 +368,33 @@ def test_the_gate_runs_no_file_of_the_checkout(git_repo: GitRepoFactory, bot: st
     assert not (marks / "ran").exists(), (marks / "ran").read_text()
     assert git(ci, "notes", "--ref=refs/notes/agentreview", "list", head).strip()  # the fetch did happen
     shutil.rmtree(marks)
+
+
+def test_a_note_is_found_beside_an_export_folder_without_the_range(
+    git_repo: GitRepoFactory, bot: str, tmp_path: Path
+) -> None:
+    """The base branch keeps an old export in .reviews/ (from before notes, or a fork's): a head
+    published as a note still verifies, the report says where it was found; a note of another
+    commit does not stand in for the head's (exit 4)."""
+    repo = git_repo(files=FILES)
+    setup_remote(repo, tmp_path)
+    adopt(repo, bot)
+    git(repo, "switch", "-q", "-c", "old")
+    (repo / "calc.py").write_text(FILES["calc.py"] + "\n\ndef old():\n    return 0\n")
+    commit_all(repo, "old")
+    assert ar(repo, "run", "--binding", "local", "--export").returncode == 0
+    commit_all(repo, "review: attest")
+    git(repo, "switch", "-q", "main")
+    git(repo, "merge", "-q", "--ff-only", "old")
+    git(repo, "push", "-q", "origin", "main")
+    assert (repo / ".reviews").is_dir()
+    head = _publish_reviewed_change(
+        repo, {"calc.py": (repo / "calc.py").read_text() + "\n\ndef new():\n    return 1\n"}
+    )
+    verify = ar(repo, "verify", "--policy-from", "refs/remotes/origin/main", "--require-signed")
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+    assert f"refs/notes/agentreview note of {head[:10]}" in verify.stdout
+    (repo / "more.txt").write_text("unreviewed\n")
+    commit_all(repo, "unreviewed on top")
+    again = ar(repo, "verify", "--policy-from", "refs/remotes/origin/main", "--require-signed")
+    assert again.returncode == 4, again.stdout + again.stderr
