@@ -1,6 +1,7 @@
 """``agentreview init`` on real repositories: the manifest it writes is accepted and its checks pass,
 the installed hook gates a real ``git push`` to a bare remote, a hook already there keeps running,
-a second run changes no byte, ``--force``, and the GitHub workflow's verify step run as written.
+a second run changes no byte, ``--force``. The GitHub workflow, run as a runner runs it, is
+tests/test_init_workflow.py's.
 
 Every command is a real process: ``agentreview`` (the installed console script's interpreter),
 ``git``, ``pytest`` inside the command lane, ``node --test`` through ``npm test``, ssh-keygen for
@@ -21,7 +22,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 from tests.conftest import GitRepoFactory, git
 
@@ -310,55 +310,6 @@ def test_asking_an_ssh_remote_runs_no_ssh_command_of_the_repository(git_repo: Gi
     assert not pwned.exists()
     assert "could not ask origin" in proc.stderr or "did not name" in proc.stderr
     assert "base: refs/remotes/origin/main" in (repo / "REVIEW.md").read_text()
-
-
-def test_workflow_verify_step_run_as_written(git_repo: GitRepoFactory, team_bot: str, tmp_path: Path) -> None:
-    repo = git_repo(files=PY_FILES)
-    bare = with_remote(repo, tmp_path)
-    proc = ar(repo, "init", "--reviewer", team_bot, "--ci", "github", "--hook", "none")
-    assert proc.returncode == 0, proc.stderr
-    workflow = yaml.safe_load((repo / ".github" / "workflows" / "agentreview.yml").read_text())
-    trigger = workflow.get("on", workflow.get(True))  # YAML 1.1 reads the key `on` as true
-    assert "pull_request" in trigger
-    steps = workflow["jobs"]["verify"]["steps"]
-    checkout = next(s for s in steps if s.get("uses", "").startswith("actions/checkout"))
-    assert checkout["with"]["fetch-depth"] == 0 and "head.sha" in checkout["with"]["ref"]
-    (verify_line,) = [s["run"] for s in steps if "agentreview verify" in s.get("run", "")]
-    assert "--policy-from" in verify_line and "--require-signed" in verify_line
-    command = verify_line.replace("${{ github.base_ref }}", "main")
-    commit_all(repo, "adopt agentreview")
-    git(repo, "push", "-q", "origin", "main")
-
-    git(repo, "switch", "-q", "-c", "reviewed")
-    (repo / "calc.py").write_text("def add(a, b):\n    return a + b\n\n\ndef neg(a):\n    return -a\n")
-    commit_all(repo, "neg")
-    run = ar(repo, "run", "--binding", "local", "--export")
-    assert run.returncode == 0, run.stdout + run.stderr
-    commit_all(repo, "review: attest")
-    git(repo, "switch", "-q", "-c", "unreviewed", "main")
-    (repo / "calc.py").write_text("def add(a, b):\n    return a + b\n\n\ndef two():\n    return 2\n")
-    commit_all(repo, "two")
-    git(repo, "push", "-q", "origin", "reviewed", "unreviewed")
-
-    ci = tmp_path / "runner"
-    git(tmp_path, "clone", "-q", str(bare), str(ci))  # the runner's checkout: full history, origin/*
-
-    def gate(branch: str) -> subprocess.CompletedProcess[str]:
-        git(ci, "checkout", "-q", "--detach", f"origin/{branch}")  # the pull request's head
-        return subprocess.run(
-            ["sh", "-c", command],
-            cwd=ci,
-            env=_env(),
-            capture_output=True,
-            text=True,
-            timeout=120,
-            stdin=subprocess.DEVNULL,
-        )
-
-    good = gate("reviewed")
-    assert good.returncode == 0, good.stdout + good.stderr
-    bad = gate("unreviewed")
-    assert bad.returncode == 4, bad.stdout + bad.stderr
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,8 @@
 
 Exit codes: 0 (also when every file was already there: what was skipped is said), 3 when the
 directory is not inside a git repository or a file cannot be written, 64 usage (an unknown
-``--ci``, ``--hook`` or ``--reviewer`` preset). The work is ``agentreview.setup``'s; this module
+``--ci``, ``--hook`` or ``--reviewer`` preset, an ``--action-ref`` not pinned by a full commit
+id). The work is ``agentreview.setup``'s; this module
 parses options, reaches the plugin registry (reviewer providers, the configured signer) and prints.
 """
 
@@ -30,6 +31,15 @@ def register(app: typer.Typer) -> None:
         reviewer: Annotated[
             str | None, typer.Option("--reviewer", help="The agent check's preset (default: the first usable here).")
         ] = None,
+        action_ref: Annotated[
+            str | None,
+            typer.Option(
+                "--action-ref",
+                metavar="OWNER/REPO@COMMIT",
+                help="The agentreview GitHub Action the --ci github workflow uses, pinned by a full 40-hex commit id "
+                "(default: the project's home at the commit this release names).",
+            ),
+        ] = None,
         force: Annotated[bool, typer.Option("--force", help="Overwrite files init would write that differ.")] = False,
         as_json: Annotated[bool, typer.Option("--json", help="Print {written, skipped, ...} as JSON.")] = False,
     ) -> int:
@@ -41,10 +51,14 @@ def register(app: typer.Typer) -> None:
         from agentreview.model.errors import AgentreviewError, UsageError
         from agentreview.plugins.registry import load_registry
         from agentreview.setup.init import InitOptions, init_repository
+        from agentreview.setup.workflow import DEFAULT_ACTION_REF, parse_action_ref
         from agentreview.signing.signers import configured_signer
 
         if ci not in (None, "github"):
             raise UsageError(f"--ci must be 'github', got {ci!r}")
+        if action_ref is not None and ci != "github":
+            raise UsageError("--action-ref names the Action of the GitHub workflow: add --ci github")
+        pinned = parse_action_ref(action_ref) if action_ref is not None else DEFAULT_ACTION_REF
         if hook not in ("pre-push", "none"):
             raise UsageError(f"--hook must be 'pre-push' or 'none', got {hook!r}")
         base = (cwd or Path.cwd()).absolute()
@@ -67,7 +81,7 @@ def register(app: typer.Typer) -> None:
         except (SigningError, AgentreviewError) as exc:
             signer_error = str(exc)
         report = init_repository(
-            InitOptions(root=root, ci=ci, hook=hook, reviewer=reviewer, force=force),
+            InitOptions(root=root, ci=ci, hook=hook, reviewer=reviewer, force=force, action_ref=pinned),
             providers=providers,
             signers_line=line,
             signer_error=signer_error,

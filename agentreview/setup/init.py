@@ -15,7 +15,7 @@ from agentreview.setup.detect import DetectedCheck, detect_checks
 from agentreview.setup.hooks import install_pre_push
 from agentreview.setup.manifest import RUBRIC, RUBRIC_PATH, default_base, pick_preset, render_manifest, review_id
 from agentreview.setup.signers import write_allowed_signers
-from agentreview.setup.workflow import write_workflow
+from agentreview.setup.workflow import DEFAULT_ACTION_REF, write_workflow
 from agentreview.setup.writer import Outcome, place
 
 __all__ = ["InitOptions", "InitReport", "init_repository"]
@@ -28,6 +28,7 @@ class InitOptions:
     hook: str = "pre-push"
     reviewer: str | None = None
     force: bool = False
+    action_ref: str = DEFAULT_ACTION_REF  # the project's Action, OWNER/REPO@COMMIT (validated by the CLI)
 
 
 @dataclass
@@ -54,8 +55,9 @@ class InitReport:
             "agentreview check    # what each binding runs",
             f"git add {' '.join(paths)} && git commit -m 'review: adopt agentreview'",
             "  and merge it first: the gate reads REVIEW.md and allowed_signers from the base branch",
-            "on a branch: agentreview run --binding local --export && git add .reviews && git commit",
-            "git push             # the pre-push hook reviews what you push; the gate verifies the export",
+            "on a branch: agentreview run --binding local --publish   # the signed review as a git note",
+            "  (a fork, which cannot push notes: --export && git add .reviews && git commit)",
+            "git push             # the pre-push hook reviews what you push; the gate verifies the review",
         ]
 
 
@@ -94,5 +96,5 @@ def init_repository(
     if opts.hook == "pre-push":
         report.outcomes.append(install_pre_push(root, force=opts.force))
     if opts.ci == "github":
-        report.outcomes.append(write_workflow(root, force=opts.force))
+        report.outcomes.append(write_workflow(root, force=opts.force, action_ref=opts.action_ref))
     return report

@@ -271,6 +271,9 @@ def locate(
         directory = root / export_dir
         folder = repository_folder(export_dir)
     if not directory.is_dir():
+        published = _published_instead(options, root, base_sha, head_sha, notes)
+        if published is not None:
+            return published
         raise VerifyStop(EXIT_NOT_FOUND, "not_found", f"export directory {directory} does not exist")
     docs, skipped = scan_export_dir(directory)
     notes.extend(skipped)
@@ -291,6 +294,10 @@ def locate(
                 f"{head_retry[:10]} as the attested head"
             )
             base_sha, head_sha = base_retry, head_retry
+    if found is None and options.path is None:
+        published = _published_instead(options, root, base_sha, head_sha, notes)
+        if published is not None:
+            return published
     if found is None:
         binding = f" (binding '{options.binding}')" if options.binding else ""
         raise VerifyStop(
@@ -299,6 +306,28 @@ def locate(
             f"no attestation for {base_sha[:10]}..{head_sha[:10]}{binding} in {directory}",
         )
     return Located(found, docs, base_sha, head_sha)
+
+
+def _published_instead(
+    options: VerifyOptions, root: Path, base_sha: str, head_sha: str, notes: list[str]
+) -> Located | None:
+    """The attestation of the head's ``refs/notes/agentreview`` note, when the export directory
+    has none for the range and the notes were fetched (init's workflow fetches them): a review
+    published as a note needs no export commit, so no file lands on the base branch per change.
+    The note's attestation is verified exactly as an export is; only where it was found differs."""
+    from agentreview.host.gitrun import run_git
+    from agentreview.share.notes import NOTES_REF
+
+    listed = run_git(["notes", f"--ref={NOTES_REF}", "list", "--end-of-options", head_sha], root, check=False)
+    if listed.returncode != 0 or not listed.stdout.strip():
+        return None
+    try:
+        located = locate_in_notes(options, root, base_sha, head_sha, notes=notes)
+    except VerifyStop:
+        return None
+    notes.append(f"no export for the range; verified the attestation published in the {NOTES_REF} note of "
+                 f"{head_sha[:10]}")  # fmt: skip
+    return located
 
 
 # --------------------------------------------------------------------------- step 3 from git notes
