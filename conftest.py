@@ -47,7 +47,7 @@ def real_home_untouched(request: pytest.FixtureRequest) -> Iterator[None]:
     blamed = request.config.stash.get(_blamed, False)
     if not blamed and not request.config.stash.get(_existed, True) and REAL_HOME_STATE.exists():
         request.config.stash[_blamed] = True  # name only the first test, not every later one
-        pytest.fail(f"this test (or a concurrent one) created the real {REAL_HOME_STATE}: isolate it with AGENTREVIEW_HOME")
+        pytest.fail(f"this test (or a concurrent one) created the real {REAL_HOME_STATE}: set AGENTREVIEW_HOME")
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
