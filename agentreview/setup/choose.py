@@ -56,17 +56,34 @@ class Choice:
     warnings: list[str] = field(default_factory=list)
 
 
-def program_of(run: str) -> str | None:
-    """The program a shell command line starts first (after ``VAR=value`` words), or None when unclear."""
+def programs_of(run: str) -> list[str]:
+    """The programs a shell command line starts: the first word (after ``VAR=value`` words) of each
+    command of a list or pipeline. A word with a substitution or a redirection is not guessed at."""
     try:
-        words = shlex.split(run, comments=True)
+        lexer = shlex.shlex(run, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        lexer.commenters = "#"
+        words = list(lexer)
     except ValueError:
-        return None
+        return []
+    out: list[str] = []
+    expect = True
     for word in words:
-        if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", word):
+        if word and set(word) <= set("&|;()<>"):
+            expect = word not in ("<", ">", ">>", "<<", ">&", "<&")
             continue
-        return None if any(ch in word for ch in "$`()|;&<>") else word
-    return None
+        if not expect or re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", word):
+            continue
+        expect = False
+        if not any(ch in word for ch in "$`"):
+            out.append(word)
+    return out
+
+
+def program_of(run: str) -> str | None:
+    """The program a shell command line starts first, or None when unclear."""
+    found = programs_of(run)
+    return found[0] if found else None
 
 
 def _toml(root: Path, text_of: Callable[[Path], str | None]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import Any
 
 from agentreview.host.programs import find_program
 from agentreview.model.suggest import did_you_mean
-from agentreview.setup.choose import install_hint, program_of
+from agentreview.setup.choose import install_hint, programs_of
 
 __all__ = ["lane_warnings"]
 
@@ -36,12 +36,12 @@ def lane_warnings(
     agent: list[Any] = []
     for check in checks:
         if check.kind == "command":
-            program = program_of(check.run)
-            if program and program not in _SHELL_WORDS and "/" not in program and find_program(program) is None:
-                out.append(
-                    f"check '{check.id}': {program} is not on PATH, so this lane cannot run here — "
-                    f"{install_hint(program)}"
-                )
+            for program in dict.fromkeys(programs_of(check.run)):
+                if program not in _SHELL_WORDS and "/" not in program and find_program(program) is None:
+                    out.append(
+                        f"check '{check.id}': {program} is not on PATH, so this lane cannot run here — "
+                        f"{install_hint(program)}"
+                    )
         elif check.kind == "agent" and check.preset:
             agent.append(check)
     if not agent:
