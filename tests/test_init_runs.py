@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -258,3 +259,47 @@ def test_a_missing_target_base_names_the_field_of_review_md(
     (line,) = proc.stderr.strip().splitlines()
     assert "REVIEW.md's target.base 'refs/remotes/origin/develop'" in line and "git fetch origin develop" in line
     assert "Traceback" not in proc.stderr and not (tmp_path / "lane-ran").exists()
+
+
+def readme_tour() -> list[str]:
+    """The commands of README.md's "A short tour" block, as written (comments dropped)."""
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    tour = text.split("## A short tour", 1)[1]
+    block = re.search(r"```sh\n(.*?)```", tour, re.DOTALL)
+    assert block, "README.md's tour has a sh block"
+    return [line.split("  #", 1)[0].strip() for line in block.group(1).splitlines() if line.startswith("agentreview ")]
+
+
+def test_readme_tour_runs_verbatim_on_what_init_writes(git_repo: GitRepoFactory, tmp_path: Path, team_bot: str) -> None:
+    """init on a Python repository with an origin, a change on a branch, then every command of
+    README's tour exactly as written there, each exiting 0 (run reviews and exports, verify accepts)."""
+    tour = readme_tour()
+    assert tour[:3] == [
+        "agentreview check",
+        "agentreview run --export",
+        "agentreview verify --policy-from refs/remotes/origin/main --require-signed",
+    ]
+    env = env_for(Path(PYTHON).parent, tmp_path)
+    env["PATH"] = f"{Path(PYTHON).parent}{os.pathsep}{os.environ.get('PATH', '')}"  # the README's `agentreview`
+    repo = git_repo(files=library(tmp_path))
+    bare = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
+    git(repo, "remote", "add", "origin", str(bare))
+    init = ar(repo, env, "init", "--reviewer", team_bot)
+    assert init.returncode == 0, init.stderr
+    commit_all(repo, "adopt agentreview")
+    git(repo, "push", "-q", "--no-verify", "origin", "main")  # the policy lands on the base branch first
+    git(repo, "switch", "-q", "-c", "topic")
+    source = repo / "src" / "mylib" / "__init__.py"
+    source.write_text("def add(a, b):\n    return a + b\n\n\ndef two():\n    return 2\n")
+    commit_all(repo, "two")
+    for command in tour:
+        proc = subprocess.run(
+            ["sh", "-c", command], cwd=repo, env=env, capture_output=True, text=True, timeout=300,
+            stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        assert proc.returncode == 0, f"{command}: {proc.stdout}{proc.stderr}"
+        if command == "agentreview run --export":
+            assert "verdict: pass" in proc.stdout and "binding" not in proc.stderr
+    assert executed(tmp_path) == ["test_add", "test_add_zero"]
+    assert list((repo / ".reviews").glob("*-local-*.json"))
