@@ -303,3 +303,28 @@ def test_readme_tour_runs_verbatim_on_what_init_writes(git_repo: GitRepoFactory,
             assert "verdict: pass" in proc.stdout and "binding" not in proc.stderr
     assert executed(tmp_path) == ["test_add", "test_add_zero"]
     assert list((repo / ".reviews").glob("*-local-*.json"))
+
+
+def test_init_runs_no_program_of_the_repository_it_inspects(
+    git_repo: GitRepoFactory, bindir: Path, tmp_path: Path
+) -> None:
+    """Attack: the repository init inspects plants executables named ``python3``, ``pytest``,
+    ``tox`` and ``python3.9`` at its root and in ``bin/``, and PATH has an empty and a relative
+    entry (``:$PATH``, ``bin:$PATH``). init looks programs up on absolute PATH entries only and
+    starts only interpreters found there (to ask their version): none of the planted ones runs."""
+    pwned = tmp_path / "pwned"
+    files = dict(library(tmp_path))
+    for folder in ("", "bin/"):
+        for name in ("python3", "pytest", "tox", "python3.9"):
+            files[f"{folder}{name}"] = f"#!/bin/sh\necho {name} >> {pwned}\n"
+    repo = git_repo(files=files)
+    for rel in files:
+        if rel.rsplit("/", 1)[-1] in ("python3", "pytest", "tox", "python3.9"):
+            (repo / rel).chmod(0o755)
+    env = env_for(bindir, tmp_path)
+    env["PATH"] = f"{os.pathsep}bin{os.pathsep}{bindir}"
+    init = ar(repo, env, "init", "--hook", "none", "--json")
+    assert init.returncode == 0, init.stderr
+    assert not pwned.exists()
+    (tests,) = json.loads(init.stdout)["checks"]
+    assert tests["run"] == "PYTHONPATH=src python3 -m pytest -q"  # the python3 of bindir, by absolute path

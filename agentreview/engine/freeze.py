@@ -90,14 +90,18 @@ def refuse_unknown_presets(plan: RunPlan) -> None:
     A misspelt preset would otherwise be found only when its lane starts, after every other lane
     has run; it is a fact about REVIEW.md, so the run cannot happen (exit 3). Unknown fallback
     presets are left to the lane (it falls back past them and says so), since a team's manifest may
-    list a fallback only some hosts define."""
+    list a fallback only some hosts define. With no reviewer provider installed at all, the lanes
+    are left to report that."""
     if not plan.wants_reviewers:
         return
     from agentreview.host.presets import load_presets, presets_path
     from agentreview.model.manifest import AgentCheck
     from agentreview.model.suggest import did_you_mean
 
-    presets = load_presets(plan.host.home, plan.registry.objects("providers"))
+    providers = plan.registry.objects("providers")
+    if not providers:  # no reviewer plugin at all: the lanes say so (skipped), nothing to misspell
+        return
+    presets = load_presets(plan.host.home, providers)
     for ref in plan.binding.checks:
         check = plan.resolved.checks[ref].check
         if isinstance(check, AgentCheck) and check.preset and check.preset not in presets:

@@ -47,6 +47,8 @@ def lane_warnings(
     if not agent:
         return out
     known, providers = presets()
+    if not providers:
+        return [*out, "no plugin provides reviewer presets here (install agentreview-agent): agent lanes are skipped"]
     statuses: dict[str, str | None] = {}
     for check in agent:
         name = check.preset
