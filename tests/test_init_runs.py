@@ -328,3 +328,47 @@ def test_init_runs_no_program_of_the_repository_it_inspects(
     assert not pwned.exists()
     (tests,) = json.loads(init.stdout)["checks"]
     assert tests["run"] == "PYTHONPATH=src python3 -m pytest -q"  # the python3 of bindir, by absolute path
+
+
+@pytest.mark.parametrize(
+    ("files", "envs", "plugins", "interpreters"),
+    [
+        ({"tox.ini": "[tox]\nenvlist = py{39,312}-django{4,5}, lint\nrequires =\n    tox>=4\n    tox-gh\n"},
+         ["py39-django4", "py39-django5", "py312-django4", "py312-django5", "lint"], ["tox-gh"],
+         {"python3.9", "python3.12", None}),
+        ({"tox.ini": "[tox]\nenv_list = docs\n[testenv:docs]\nbasepython = python3.13\nrunner = uv-venv-runner\n"},
+         ["docs"], ["tox-uv"], {"python3.13"}),
+        ({"pyproject.toml": '[tool.tox]\nlegacy_tox_ini = """\n[tox]\nenvlist = pypy3, py3.11t\n"""\n'},
+         ["pypy3", "py3.11t"], [], {"pypy3", "python3.11t"}),
+        ({"tox.toml": 'requires = ["tox-uv>=1"]\nenv_list = ["3.12", "type"]\n'
+                      '[env.type]\nbase_python = ["python3.10"]\n'},
+         ["3.12", "type"], ["tox-uv"], {"python3.12", "python3.10"}),
+        ({"setup.cfg": "[tox:tox]\nenvlist = py38\n"}, ["py38"], [], {"python3.8"}),
+    ],
+)  # fmt: skip
+def test_what_a_tox_configuration_needs(
+    tmp_path: Path, files: dict[str, str], envs: list[str], plugins: list[str], interpreters: set[str | None]
+) -> None:
+    from agentreview.setup.detect import read_text
+    from agentreview.setup.toxconf import read_tox_config
+
+    for rel, text in files.items():
+        (tmp_path / rel).write_text(text)
+    config = read_tox_config(tmp_path, read_text)
+    assert config is not None
+    assert list(config.envs) == envs and list(config.plugins) == plugins
+    assert set(config.interpreters.values()) == interpreters
+
+
+@pytest.mark.parametrize(("requires", "kept"), [("pytest-xdist", True), ("tox-uv", False)])
+def test_tox_is_kept_only_when_its_interpreter_has_the_plugins_it_requires(
+    git_repo: GitRepoFactory, bindir: Path, tmp_path: Path, requires: str, kept: bool
+) -> None:
+    """The plugins are asked of the interpreter in tox's ``#!`` line (this one, which has pytest-xdist)."""
+    launcher(bindir, "tox", f"#!{PYTHON}\nraise SystemExit(0)\n")
+    repo = git_repo(files={"tox.ini": f"[tox]\nenv_list = py3\nrequires =\n    {requires}\n", "conftest.py": ""})
+    init = ar(repo, env_for(bindir, tmp_path), "init", "--hook", "none", "--json")
+    (check,) = json.loads(init.stdout)["checks"]
+    assert (check["run"] == "tox") is kept
+    if not kept:
+        assert f"tox lacks the plugin {requires}" in check["why"] and check["run"].endswith("python3 -m pytest -q")

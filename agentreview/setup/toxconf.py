@@ -21,6 +21,7 @@ __all__ = ["ToxConfig", "expand_envs", "interpreter_of", "read_tox_config"]
 
 # py312, py3.12, py3, pypy3.11, py314t: a factor that names the interpreter of an environment
 _PY_FACTOR = re.compile(r"^(py|pypy)(\d)(?:\.?(\d+))?(t?)$")
+_BARE_VERSION = re.compile(r"^(\d)\.(\d+)(t?)$")  # tox 4's "3.12"
 _REQUIREMENT_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 # runners that a plugin provides, and the plugin (a distribution name) that provides them
 _RUNNER_PLUGINS = {"uv-venv-runner": "tox-uv", "uv-venv-lock-runner": "tox-uv", "uv-venv-pep-517": "tox-uv"}
@@ -74,6 +75,9 @@ def interpreter_of(env: str, base_python: str | None = None) -> str | None:
     if base_python:
         return base_python.strip().split()[0]
     for factor in env.split("-"):
+        bare = _BARE_VERSION.match(factor)
+        if bare:
+            return f"python{bare.group(1)}.{bare.group(2)}{bare.group(3)}"
         found = _PY_FACTOR.match(factor)
         if found:
             impl, major, minor, threaded = found.groups()
