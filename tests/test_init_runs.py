@@ -372,3 +372,12 @@ def test_tox_is_kept_only_when_its_interpreter_has_the_plugins_it_requires(
     assert (check["run"] == "tox") is kept
     if not kept:
         assert f"tox lacks the plugin {requires}" in check["why"] and check["run"].endswith("python3 -m pytest -q")
+
+
+def test_an_unknown_reviewer_names_the_closest_preset(
+    git_repo: GitRepoFactory, bindir: Path, tmp_path: Path, team_bot: str
+) -> None:
+    repo = git_repo()
+    proc = ar(repo, env_for(bindir, tmp_path), "init", "--reviewer", "team-bott")
+    assert proc.returncode == 64 and "did you mean 'team-bot'?" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and not (repo / "REVIEW.md").exists()
