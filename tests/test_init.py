@@ -125,9 +125,10 @@ def test_python_repository_manifest_is_valid_and_its_checks_pass(git_repo: GitRe
     shown = json.loads(check.stdout)
     assert shown["target"] == {"kind": "git-range", "base": "refs/heads/main"}  # no remote
     assert shown["exportDir"] == ".reviews"
-    by_name = {b["name"]: b for b in shown["bindings"]}
-    assert by_name["local"]["on"] == "pre-push" and by_name["ci"]["on"] == "pull_request"
-    local = {lane["id"]: lane for lane in by_name["local"]["lanes"]}
+    # one binding, so `agentreview run` with no --binding runs it (AIP-62's only-binding rule)
+    (only,) = shown["bindings"]
+    assert only["name"] == "local" and only["on"] == "pre-push"
+    local = {lane["id"]: lane for lane in only["lanes"]}
     assert local["pytest"]["run"] == "pytest -q"
     assert local["correctness"]["preset"] == team_bot
     assert local["correctness"]["rubricPath"] == str(repo / "rubrics" / "correctness.md")
@@ -169,7 +170,7 @@ def test_node_repository_manifest_is_valid_and_npm_test_passes(git_repo: GitRepo
     commit_all(repo, "adopt agentreview")
     (repo / "README.md").write_text("web\n")
     commit_all(repo, "readme")
-    run = ar(repo, "run", "--binding", "ci", "--base", "HEAD^", "--json")
+    run = ar(repo, "run", "--base", "HEAD^", "--json")
     assert run.returncode == 0, run.stdout + run.stderr
     assert lanes(json.loads(run.stdout)) == {"npm-test": "pass", "correctness": "pass"}
 

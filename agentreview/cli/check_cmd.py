@@ -72,7 +72,8 @@ def run_check(*, manifest: Path | None, cwd: Path | None, binding: str | None, a
             if binding is not None:
                 raise UsageError("--binding applies to a review manifest; this file is a review pack") from None
             return _emit(_pack_view(parse_pack(source, path, home=home_dir()), path), as_json)
-        view = _review_view(parsed, _resolve(parsed, root), root, binding)
+        resolved = _resolve(parsed, root)
+        view = _review_view(parsed, resolved, root, binding)
     except ManifestError as exc:
         from agentreview.report.neutral import neutralize
 
@@ -84,7 +85,32 @@ def run_check(*, manifest: Path | None, cwd: Path | None, binding: str | None, a
             ]
             sys.stdout.write(json.dumps({"valid": False, "path": str(path), "problems": problems}, indent=2) + "\n")
         return EXIT_ERROR
+    view["warnings"] = _warnings(view, resolved)
+    for warning in view["warnings"]:
+        from agentreview.report.neutral import neutralize
+
+        sys.stderr.write(neutralize(f"agentreview check: warning: {warning}") + "\n")
     return _emit(view, as_json)
+
+
+def _warnings(view: dict[str, Any], resolved: ResolvedReview) -> list[str]:
+    """What the shown bindings' lanes need that this host lacks (see ``setup.readiness``)."""
+    from agentreview.host.home import home_dir
+    from agentreview.host.presets import presets_path
+    from agentreview.setup.readiness import lane_warnings
+
+    refs = dict.fromkeys(step["id"] for b in view["bindings"] for step in [*b["prepare"], *b["lanes"]])
+    checks = [resolved.checks[ref].check for ref in refs]
+
+    def presets() -> tuple[Any, Any]:
+        from agentreview.host.presets import load_presets
+        from agentreview.plugins.registry import load_registry
+
+        registry = resolved.parsed.registry or load_registry()
+        providers = registry.objects("providers")
+        return load_presets(home_dir(), providers), providers
+
+    return lane_warnings(checks, presets, str(presets_path(home_dir())))
 
 
 def _repo_root(base: Path) -> Path | None:

@@ -71,8 +71,14 @@ def register(app: typer.Typer) -> None:
         for warning in registry.warnings:
             typer.echo(f"agentreview init: warning: {warning}", err=True)
         providers = registry.objects("providers")
-        if reviewer is not None and reviewer not in load_presets(home, providers):
-            raise UsageError(f"--reviewer {reviewer!r} is not a preset of this host (see 'agentreview presets')")
+        presets = load_presets(home, providers)
+        if reviewer is not None and reviewer not in presets:
+            from agentreview.model.suggest import did_you_mean
+
+            raise UsageError(
+                f"--reviewer {reviewer!r} is not a preset of this host{did_you_mean(reviewer, presets)} "
+                "(see 'agentreview presets')"
+            )
         line: str | None = None
         signer_error: str | None = None
         try:
@@ -85,15 +91,19 @@ def register(app: typer.Typer) -> None:
             providers=providers,
             signers_line=line,
             signer_error=signer_error,
+            presets=presets,
         )
         for warning in report.warnings:
             typer.echo(f"agentreview init: warning: {warning}", err=True)
         if as_json:
             typer.echo(json.dumps(report.as_json(), indent=2))
             return 0
-        checks = ", ".join(c.id for c in report.checks) or "none found"
+        checks = ", ".join(c.id for c in report.checks) or "none that runs here"
         typer.echo(f"agentreview init: {root}")
-        typer.echo(f"  command checks: {checks}; reviewer preset: {report.preset}; base: {report.base}")
+        typer.echo(f"  command checks: {checks}; reviewer preset: {report.preset or 'none'}; base: {report.base}")
+        for check in report.checks:
+            typer.echo(f"    {check.id}: {check.run}")
+            typer.echo(f"      why: {check.reason}" + (f"; here: {check.host}" if check.host else ""))
         for outcome in report.outcomes:
             reason = f"  ({outcome.reason})" if outcome.reason else ""
             typer.echo(f"  {outcome.status:<9} {outcome.path}{reason}")

@@ -27,6 +27,7 @@ from agentreview.host import git
 from agentreview.host.files import read_regular_file
 from agentreview.manifest.placeholders import substitute
 from agentreview.model.digests import sha256_hex
+from agentreview.model.errors import AgentreviewError
 from agentreview.packs.confine import MAX_PACK_FILE_BYTES
 from agentreview.report.progress import Reporter
 
@@ -81,6 +82,35 @@ def prepare_and_freeze(plan: RunPlan, ctx: LaneContext, reporter: Reporter, tree
     if dirty:
         reporter.phase("working tree has uncommitted changes to tracked files: the attestation will be dirty")
     return FrozenRange(head_sha=head_sha, dirty=dirty, placeholders={**plan.host_values, "head": head_sha})
+
+
+def refuse_unknown_presets(plan: RunPlan) -> None:
+    """Before any step runs: every agent lane's preset is one this host knows (built-in or presets.toml).
+
+    A misspelt preset would otherwise be found only when its lane starts, after every other lane
+    has run; it is a fact about REVIEW.md, so the run cannot happen (exit 3). Unknown fallback
+    presets are left to the lane (it falls back past them and says so), since a team's manifest may
+    list a fallback only some hosts define. With no reviewer provider installed at all, the lanes
+    are left to report that."""
+    if not plan.wants_reviewers:
+        return
+    from agentreview.host.presets import load_presets, presets_path
+    from agentreview.model.manifest import AgentCheck
+    from agentreview.model.suggest import did_you_mean
+
+    providers = plan.registry.objects("providers")
+    if not providers:  # no reviewer plugin at all: the lanes say so (skipped), nothing to misspell
+        return
+    presets = load_presets(plan.host.home, providers)
+    for ref in plan.binding.checks:
+        check = plan.resolved.checks[ref].check
+        if isinstance(check, AgentCheck) and check.preset and check.preset not in presets:
+            raise AgentreviewError(
+                f"{plan.manifest_path}: checks '{ref}' preset: unknown preset '{check.preset}'"
+                f"{did_you_mean(check.preset, presets)} — set preset to one of "
+                f"{', '.join(sorted(presets)) or '(none)'} "
+                f"(see agentreview presets) or define [presets.{check.preset}] in {presets_path(plan.host.home)}"
+            )
 
 
 def lane_context(plan: RunPlan, frozen: FrozenRange, prepared: LaneContext) -> LaneContext:

@@ -187,10 +187,17 @@ def _execute(
 
     The lane scheduler, the freeze and the recorder are imported here: a run answered from
     the cache or by joining never needs them."""
-    from agentreview.engine.freeze import lane_context, plan_lanes, prepare_and_freeze, prepare_context
+    from agentreview.engine.freeze import (
+        lane_context,
+        plan_lanes,
+        prepare_and_freeze,
+        prepare_context,
+        refuse_unknown_presets,
+    )
     from agentreview.engine.record import record_run
     from agentreview.engine.worktree import lane_tree
 
+    refuse_unknown_presets(plan)
     run_dir = ledger.run_dir(plan.repo_remote, plan.run_id)
     run_dir.mkdir(parents=True, exist_ok=True)
     try:

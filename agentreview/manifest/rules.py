@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from agentreview.manifest.placeholders import HOST_VARS, LANE_VARS, compile_checks, placeholders_in
 from agentreview.model.errors import AgentreviewError
 from agentreview.model.problems import ManifestError, Problem
+from agentreview.model.suggest import closest
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentreview.model.check_model import CheckModel
@@ -198,11 +199,15 @@ def _one_binding(
                 continue
             check = by_id.get(ref)
             if check is None:
+                near = closest(ref, by_id)
                 problems.append(
                     Problem(
                         location,
-                        f"binding '{name}' {phase} references unknown check '{ref}'",
-                        "declare the check under checks[] or fix the ref (pack checks are '<as>/<id>')",
+                        f"binding '{name}' {phase} references unknown check '{ref}'"
+                        + (f" — did you mean '{near}'?" if near else ""),
+                        f"write '{near}'"
+                        if near
+                        else "declare the check under checks[] or fix the ref (pack checks are '<as>/<id>')",
                     )
                 )
                 continue
@@ -278,10 +283,15 @@ def resolve_binding(review_id: str, bindings: Mapping[str, Binding], name: str |
     if name is not None:
         if name in bindings:
             return name, bindings[name]
-        raise AgentreviewError(f"review '{review_id}' has no binding '{name}' — available: {available}")
+        near = closest(name, bindings)
+        hint = f"did you mean '{near}'? available: {available}" if near else f"available: {available}"
+        raise AgentreviewError(f"review '{review_id}' has no binding '{name}' — {hint}")
     if len(bindings) == 1:
         only = next(iter(bindings))
         return only, bindings[only]
     if IMPLIED_BINDING in bindings:
         return IMPLIED_BINDING, bindings[IMPLIED_BINDING]
-    raise AgentreviewError(f"review '{review_id}' declares several bindings ({available}) — name one with --binding")
+    raise AgentreviewError(
+        f"review '{review_id}' declares several bindings ({available}) — name one with --binding "
+        f"(e.g. --binding {next(iter(bindings))}), or name the one to run by default 'default' in REVIEW.md"
+    )

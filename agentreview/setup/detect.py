@@ -17,7 +17,7 @@ from typing import Any
 
 from agentreview.host.files import UnreadableFileError, read_regular_file
 
-__all__ = ["DetectedCheck", "detect_checks"]
+__all__ = ["DetectedCheck", "detect_checks", "read_text"]
 
 _LIMIT = 1 << 20
 # `npm init` writes this test script; running it only ever fails.
@@ -31,14 +31,16 @@ _ESLINT_CONFIGS = (
 
 @dataclass(frozen=True)
 class DetectedCheck:
-    """One command check: its id in REVIEW.md, the shell command, and why it was chosen."""
+    """One command check: its id in REVIEW.md, the shell command, why it was chosen (written into
+    REVIEW.md, so nothing of this host), and what of this host it runs with (only shown)."""
 
     id: str
     run: str
     reason: str
+    host: str = ""
 
 
-def _text(path: Path) -> str | None:
+def read_text(path: Path) -> str | None:
     """The file's text, or None when it is absent, not a regular file, too large or not UTF-8."""
     try:
         return read_regular_file(path, limit=_LIMIT).decode("utf-8")
@@ -47,7 +49,7 @@ def _text(path: Path) -> str | None:
 
 
 def _toml(path: Path) -> dict[str, Any]:
-    text = _text(path)
+    text = read_text(path)
     if text is None:
         return {}
     try:
@@ -62,7 +64,7 @@ def _mentions_pytest(pyproject: dict[str, Any], root: Path) -> bool:
         return True
     if (root / "pytest.ini").is_file() or (root / "conftest.py").is_file():
         return True
-    if "[tool:pytest]" in (_text(root / "setup.cfg") or ""):
+    if "[tool:pytest]" in (read_text(root / "setup.cfg") or ""):
         return True
     project = pyproject.get("project", {})
     deps: list[Any] = []
@@ -95,7 +97,7 @@ def _python(root: Path) -> list[DetectedCheck]:
 
 
 def _node(root: Path) -> list[DetectedCheck]:
-    text = _text(root / "package.json")
+    text = read_text(root / "package.json")
     if text is None:
         return []
     try:
@@ -127,7 +129,7 @@ def detect_checks(root: Path) -> list[DetectedCheck]:
     it is what the team types, and usually wraps the runner (running both would test twice).
     """
     makefile = next((root / n for n in ("GNUmakefile", "makefile", "Makefile") if (root / n).is_file()), None)
-    make_test = makefile is not None and bool(_MAKE_TEST.search(_text(makefile) or ""))
+    make_test = makefile is not None and bool(_MAKE_TEST.search(read_text(makefile) or ""))
     found: list[DetectedCheck] = []
     if make_test:
         found.append(DetectedCheck("make-test", "make test", "the Makefile has a test target"))

@@ -11,9 +11,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentreview.setup.detect import DetectedCheck, detect_checks
+from agentreview.setup.choose import choose_checks
+from agentreview.setup.detect import DetectedCheck, detect_checks, read_text
 from agentreview.setup.hooks import install_pre_push
-from agentreview.setup.manifest import RUBRIC, RUBRIC_PATH, default_base, pick_preset, render_manifest, review_id
+from agentreview.setup.hostprobe import HostProbe
+from agentreview.setup.manifest import (
+    FALLBACK_PRESET,
+    RUBRIC,
+    RUBRIC_PATH,
+    default_base,
+    pick_preset,
+    render_manifest,
+    review_id,
+)
 from agentreview.setup.signers import write_allowed_signers
 from agentreview.setup.workflow import DEFAULT_ACTION_REF, write_workflow
 from agentreview.setup.writer import Outcome, place
@@ -36,7 +46,7 @@ class InitReport:
     outcomes: list[Outcome] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     checks: list[DetectedCheck] = field(default_factory=list)
-    preset: str = ""
+    preset: str | None = None
     base: str = ""
 
     def as_json(self) -> dict[str, Any]:
@@ -45,6 +55,9 @@ class InitReport:
             "skipped": [o.path for o in self.outcomes if o.status != "written"],
             "reasons": {o.path: o.reason for o in self.outcomes if o.reason},
             "warnings": self.warnings,
+            "checks": [{"id": c.id, "run": c.run, "why": c.reason} for c in self.checks],
+            "preset": self.preset,
+            "base": self.base,
         }
 
     def next_steps(self) -> list[str]:
@@ -55,27 +68,46 @@ class InitReport:
             "agentreview check    # what each binding runs",
             f"git add {' '.join(paths)} && git commit -m 'review: adopt agentreview'",
             "  and merge it first: the gate reads REVIEW.md and allowed_signers from the base branch",
-            "on a branch: agentreview run --binding local --publish   # the signed review as a git note",
+            "on a branch: agentreview run --publish   # the signed review as a git note",
             "  (a fork, which cannot push notes: --export && git add .reviews && git commit)",
             "git push             # the pre-push hook reviews what you push; the gate verifies the review",
         ]
 
 
+NO_REVIEWER = (
+    "no reviewer CLI is usable here, so REVIEW.md has no agent check: set one up (`agentreview presets` "
+    "lists them; e.g. npm install -g @anthropic-ai/claude-code, then sign in with `claude`), then "
+    "`agentreview init --force --reviewer PRESET`"
+)
+
+
 def init_repository(
-    opts: InitOptions, *, providers: Mapping[str, Any], signers_line: str | None, signer_error: str | None = None
+    opts: InitOptions,
+    *,
+    providers: Mapping[str, Any],
+    signers_line: str | None,
+    signer_error: str | None = None,
+    presets: Mapping[str, Any] | None = None,
+    probe: HostProbe | None = None,
 ) -> InitReport:
     """Write every file ``init`` owns under the never-overwrite rule, in a fixed order."""
     root = opts.root
     report = InitReport()
-    report.checks = detect_checks(root)
+    chosen = choose_checks(root, detect_checks(root), probe or HostProbe(root), read_text)
+    report.checks = chosen.checks
+    report.warnings += chosen.warnings
     if opts.reviewer:
         report.preset = opts.reviewer
     else:
-        report.preset, usable = pick_preset(providers)
-        if not usable:
+        report.preset = pick_preset(providers, presets)
+        if report.preset is None and report.checks:
+            report.warnings.append(NO_REVIEWER)
+        elif report.preset is None:
+            report.preset = FALLBACK_PRESET  # a review needs a blocking check; this one is the one to set up
             report.warnings.append(
-                f"no reviewer CLI is usable on this host; the agent check uses '{report.preset}': install it, "
-                "or re-run with --reviewer PRESET --force (see 'agentreview presets')"
+                f"no command check runs here and no reviewer CLI is usable: the agent check names '{FALLBACK_PRESET}', "
+                "and every review is incomplete until it is set up (`agentreview presets`; "
+                "npm install -g @anthropic-ai/claude-code, then sign in with `claude`)"
             )
     report.base, warning = default_base(root)
     if warning:

@@ -1,9 +1,10 @@
-"""The REVIEW.md and rubric ``init`` writes: the repository's own commands, one agent check, two bindings.
+"""The REVIEW.md and rubric ``init`` writes: the repository's own commands, one agent check, one binding.
 
 The text is rendered by hand, not dumped from a model, so it reads like a file a person wrote
 (comments, the usual key order) and is byte-for-byte stable: a second ``init`` compares equal
 and writes nothing. ``agentreview check`` accepts it (tested). The reviewer preset is the first
-usable built-in provider of this host (``claude`` when none is, the reference default), and the
+usable preset of this host; with none, the agent check is left out and init says what to set up
+(or, when no command check runs either, it names ``claude`` so the review has a blocking check). The
 base is the remote's default branch, asked of git with fixed arguments through the hardened runner.
 """
 
@@ -18,7 +19,7 @@ from typing import Any
 from agentreview.host import git as repo
 from agentreview.setup.detect import DetectedCheck
 
-__all__ = ["RUBRIC", "RUBRIC_PATH", "default_base", "pick_preset", "render_manifest", "review_id"]
+__all__ = ["FALLBACK_PRESET", "RUBRIC", "RUBRIC_PATH", "default_base", "pick_preset", "render_manifest", "review_id"]
 
 RUBRIC_PATH = "rubrics/correctness.md"
 PREFERRED_PROVIDERS = ("claude", "codex", "opencode", "kimi")
@@ -37,23 +38,33 @@ def review_id(root: Path) -> str:
     return (slug[:64].rstrip("-")) or "repo"
 
 
-def pick_preset(providers: Mapping[str, Any]) -> tuple[str, bool]:
-    """``(preset, usable)``: the first built-in reviewer whose provider says it is usable here;
-    ``("claude", False)`` when none is.
+def pick_preset(providers: Mapping[str, Any], presets: Mapping[str, Any] | None = None) -> str | None:
+    """The first preset whose reviewer CLI is usable here, or None when none is.
 
-    ``exec`` is not a candidate: its built-in preset has no command until the user writes one.
-    Providers are probed in order and the probing stops at the first usable one (each probe is
-    bounded by the provider's own timeout).
+    Built-in presets in the preferred order, then the other built-ins, then the user presets of
+    ``presets.toml`` (``presets``: name -> spec, as ``load_presets`` gives them). ``exec``'s built-in
+    preset is not a candidate: it has no command until the user writes one. Probing stops at the
+    first usable preset (each probe is bounded by the provider's own timeout).
     """
     order = [p for p in PREFERRED_PROVIDERS if p in providers]
     order += sorted(p for p in providers if p not in PREFERRED_PROVIDERS and p != "exec")
     for name in order:
         try:
             if providers[name].status().usable:
-                return name, True
+                return name
         except Exception:  # a provider's bug must not stop init
             continue
-    return FALLBACK_PRESET, False
+    for name, spec in sorted((presets or {}).items()):
+        provider = providers.get(getattr(spec, "provider", ""))
+        if getattr(spec, "builtin", True) or provider is None:
+            continue
+        try:
+            status = getattr(provider, "preset_status", None)
+            if (status(spec) if status else provider.status()).usable:
+                return str(name)
+        except Exception:
+            continue
+    return None
 
 
 def _branch_of(ref: str) -> str | None:
@@ -104,9 +115,14 @@ def _scalar(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-def render_manifest(*, rid: str, name: str, base: str, checks: Sequence[DetectedCheck], preset: str) -> str:
-    """REVIEW.md for these command checks plus the ``correctness`` agent check."""
-    ids = [c.id for c in checks] + ["correctness"]
+def render_manifest(*, rid: str, name: str, base: str, checks: Sequence[DetectedCheck], preset: str | None) -> str:
+    """REVIEW.md for these command checks plus, with a ``preset``, the ``correctness`` agent check.
+
+    One binding, ``local``: ``agentreview run`` with no ``--binding`` runs it (AIP-62 resolves a
+    manifest's only binding), the pre-push hook names it, and the CI gate re-runs nothing, so a
+    second binding would only be a second name for the same lanes.
+    """
+    ids = [c.id for c in checks] + (["correctness"] if preset else [])
     lines = [
         "---",
         "kind: review",
@@ -123,20 +139,20 @@ def render_manifest(*, rid: str, name: str, base: str, checks: Sequence[Detected
             f"    run: {_scalar(check.run)}",
             "    timeoutMs: 600000",
         ]
+    if preset:
+        lines += [
+            "  - id: correctness",
+            "    kind: agent",
+            "    description: a read-only reviewer checks the change against the rubric",
+            f"    preset: {_scalar(preset)}",
+            f"    rubric: ./{RUBRIC_PATH}",
+            "    blockOn: high",
+            "    timeoutMs: 900000",
+        ]
     lines += [
-        "  - id: correctness",
-        "    kind: agent",
-        "    description: a read-only reviewer checks the change against the rubric",
-        f"    preset: {_scalar(preset)}",
-        f"    rubric: ./{RUBRIC_PATH}",
-        "    blockOn: high",
-        "    timeoutMs: 900000",
         "bindings:",
         "  local:",
         "    on: pre-push",
-        f"    checks: [{', '.join(ids)}]",
-        "  ci:",
-        "    on: pull_request",
         f"    checks: [{', '.join(ids)}]",
         "verdict:",
         "  exportDir: .reviews",
@@ -144,14 +160,24 @@ def render_manifest(*, rid: str, name: str, base: str, checks: Sequence[Detected
         "",
         f"# {name}: review policy",
         "",
-        "Written by `agentreview init`; edit it like any other file. The `local` binding runs before",
-        "every `git push` (the pre-push hook); the `ci` binding is for a CI run. Each reviews the",
-        f"commits from `merge-base({base}, HEAD)` to `HEAD`: the command checks above, then a",
-        f"read-only reviewer (preset `{preset}`, see `agentreview presets`) against",
-        f"[{RUBRIC_PATH}]({RUBRIC_PATH}). A high finding blocks.",
+        "Written by `agentreview init`; edit it like any other file. The `local` binding runs on",
+        "`agentreview run` and before every `git push` (the pre-push hook). It reviews the commits",
+        f"from `merge-base({base}, HEAD)` to `HEAD`: the command checks above",
+    ]
+    if preset:
+        lines += [
+            f"and a read-only reviewer (preset `{preset}`, see `agentreview presets`) against",
+            f"[{RUBRIC_PATH}]({RUBRIC_PATH}). A high finding blocks.",
+        ]
+    else:
+        lines += [
+            "(no reviewer CLI was usable when this file was written: set one up, see `agentreview",
+            "presets`, then `agentreview init --force --reviewer PRESET` adds the agent check).",
+        ]
+    lines += [
         "",
-        "Review and export before you push (`agentreview run --binding local --export`), commit the",
-        "export in `.reviews/`, and the pull request gate (`agentreview verify --policy-from",
+        "Review and export before you push (`agentreview run --export`), commit the export in",
+        "`.reviews/`, and the pull request gate (`agentreview verify --policy-from",
         "refs/remotes/origin/<base> --require-signed`) accepts the change. Change this file, the rubric or",
         "`.agentproto/allowed_signers` in a pull request of their own: the gate reads them from the",
         "base branch.",
