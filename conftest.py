@@ -1,7 +1,8 @@
 """Test-wide guards and helpers for every test folder (tests/ and each plugin's tests/).
 
-* Every test runs with its own ``AGENTREVIEW_HOME``, so nothing touches the real
-  ``~/.agentproto`` (ledger, signing key, pack cache, presets).
+* Every test runs with its own ``AGENTREVIEW_HOME``, and module- or session-scoped fixtures with
+  a session-wide one, so nothing touches the real ``~/.agentproto`` (ledger, signing key, pack
+  cache, presets, plugin discovery cache).
 * A test after which ``~/.agentproto`` appears (when it was absent at the start) fails,
   so the leak is named by the test that made it, and the session fails too.
 * ``install_example(name)`` installs a distribution of ``docs/examples/`` on a fresh folder
@@ -13,7 +14,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import tempfile
 import tomllib
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -38,6 +41,12 @@ def agentreview_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyte
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     session.config.stash[_existed] = REAL_HOME_STATE.exists()
+    # Module- and session-scoped fixtures run before the per-test home above is set: they get a
+    # session-wide one, so none of them reaches the real ~/.agentproto either.
+    if "AGENTREVIEW_HOME" not in os.environ:
+        session.config.stash[_session_home] = os.environ["AGENTREVIEW_HOME"] = tempfile.mkdtemp(
+            prefix="agentreview-session-home-"
+        )
 
 
 @pytest.fixture(autouse=True)
@@ -51,6 +60,8 @@ def real_home_untouched(request: pytest.FixtureRequest) -> Iterator[None]:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if (made := session.config.stash.get(_session_home, None)) is not None:
+        shutil.rmtree(made, ignore_errors=True)
     if not session.config.stash.get(_existed, True) and REAL_HOME_STATE.exists():
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
         tr = session.config.pluginmanager.get_plugin("terminalreporter")
@@ -60,6 +71,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 _existed = pytest.StashKey[bool]()
 _blamed = pytest.StashKey[bool]()
+_session_home = pytest.StashKey[str]()
 
 
 @pytest.fixture(scope="session")
