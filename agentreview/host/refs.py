@@ -203,8 +203,15 @@ def head_ref(root: Path, name: str) -> ResolvedRef:
 def resolve_range(root: Path, head: ResolvedRef, base: str | None, target_base: str) -> RangeRefs:
     """The range's base: ``--base`` resolved exactly, else the merge-base of ``target.base``
     (resolved exactly: an ambiguous name is refused) and the head. Raises :class:`GitError`."""
+    from agentreview.host import ci_hints
+
     if base:
-        named = resolve(root, base, role="--base")
+        try:
+            named = resolve(root, base, role="--base")
+        except RefError as exc:
+            if not exc.missing:
+                raise
+            raise RefError(ci_hints.missing_base(root, base, "--base"), missing=True) from exc
         return RangeRefs(named, head, named.commit)
     hint = f"cannot compute merge-base({target_base}, {head.name}) — pass --base explicitly or fetch the base ref"
     try:
@@ -212,9 +219,10 @@ def resolve_range(root: Path, head: ResolvedRef, base: str | None, target_base: 
     except RefError as exc:
         if not exc.missing:
             raise
-        raise GitError(f"{hint} ({exc})") from exc
+        raise GitError(ci_hints.missing_base(root, target_base, "target.base")) from exc
     code, out = _git(["merge-base", "--end-of-options", named.commit, head.commit], root)
     if code != 0 or not _OID.match(out.strip()):
         why = "no common ancestor" if code == 1 else f"git merge-base exited with {code}"
-        raise GitError(f"{hint} ({why}: {named.shown} and {head.shown})")
+        shallow = ci_hints.unmergeable(root, target_base, head.name, f"{why}: {named.shown} and {head.shown}")
+        raise GitError(shallow or f"{hint} ({why}: {named.shown} and {head.shown})")
     return RangeRefs(named, head, out.strip())

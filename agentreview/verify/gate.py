@@ -109,6 +109,8 @@ class _Verifier:
         self.result = VerifyResult(exit_code=EXIT_OK, reason="verified")
         self.plugins = DeferredRegistry(options.registry)
         self.policy: Policy | None = None
+        self.root: Path | None = None
+        self.parsed: ParsedReview | None = None
         self.manifest_edit: str | None = None  # --policy-from: how the checkout's manifest differs from REF's
 
     def registry(self) -> Registry:
@@ -134,6 +136,10 @@ class _Verifier:
             self.result.reason = stop.reason
             if stop.path is not None:
                 self.result.path = stop.path
+            if stop.reason == "not_found":
+                hint = self._merge_commit_hint()
+                if hint is not None:
+                    stop = VerifyStop(stop.exit_code, stop.reason, f"{hint} — {stop}", path=stop.path)
             if stop.reason == "invalid":
                 self.result.problems.append(str(stop))
             elif stop.reason in ("not_found", "not_exported") and (self.result.problems or self.manifest_edit):
@@ -161,6 +167,7 @@ class _Verifier:
             raise VerifyStop(EXIT_ERROR, "error", str(exc)) from exc
         policy = self._read_policy(root)
         parsed = policy.parsed if policy is not None else self._read_manifest(root)
+        self.root, self.parsed = root, parsed
         try:
             expected = resolve_expectation(root, parsed.manifest.target.base, o.base, o.head or "HEAD")
             remote = repo_remote(root)
@@ -272,6 +279,15 @@ class _Verifier:
                 return check(replace(parsed, path=tree.manifest_path), tree.root)
         except PolicyTreeError as exc:
             raise VerifyStop(EXIT_ERROR, "error", str(exc)) from exc
+
+    def _merge_commit_hint(self) -> str | None:
+        """Not found at a head that is GitHub's merge commit (two parents, and ``GITHUB_REF`` is
+        ``refs/pull/N/merge`` or an attestation exists for the second parent, the pull request's head)."""
+        from agentreview.verify.ci_hints import merge_commit_hint
+
+        if self.root is None or self.parsed is None or self.result.head_sha is None or self.o.head is not None:
+            return None
+        return merge_commit_hint(self.o, self.root, self.parsed, self.result.head_sha)
 
     def _add(self, checks: list[CheckLine], problems: list[str]) -> None:
         self.result.checks.extend(checks)
