@@ -257,7 +257,8 @@ def test_a_missing_target_base_names_the_field_of_review_md(
     proc = ar(repo, env_for(bindir, tmp_path), "run")
     assert proc.returncode == 3, proc.stdout + proc.stderr
     (line,) = proc.stderr.strip().splitlines()
-    assert "REVIEW.md's target.base 'refs/remotes/origin/develop'" in line and "git fetch origin develop" in line
+    assert "'refs/remotes/origin/develop' (REVIEW.md's target.base)" in line and "git fetch origin develop" in line
+    assert "correct target.base in REVIEW.md" in line
     assert "Traceback" not in proc.stderr and not (tmp_path / "lane-ran").exists()
 
 

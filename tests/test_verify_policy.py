@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from verify_helpers import (  # noqa: F401  (isolated_env, keys_fixture: fixtures)
@@ -49,7 +50,9 @@ def policy_repo(tmp_path: Path, keys: dict[str, Key]) -> Repo:
 
 def _policy_problem(result: VerifyResult) -> None:
     assert result.exit_code == 1, (result.exit_code, result.problems, result.error)
-    assert any(POLICY_EDIT in p and "approved outside the gate" in p for p in result.problems), result.problems
+    # A policy edit passes only when reviewed under the ref's policy; an attestation made under the
+    # change's own (edited) policy is refused, and the problem says how to review it under the ref's.
+    assert any(POLICY_EDIT in p and "agentreview run --policy-from" in p for p in result.problems), result.problems
     line = next(c for c in result.checks if c.name == "review policy")
     assert not line.ok and line.actual == "edited by the change", line
 
@@ -143,16 +146,22 @@ def test_a_base_policy_without_export_dir_is_still_not_exported(tmp_path: Path) 
 
 
 def test_the_checkouts_manifest_is_never_read_beyond_a_bounded_regular_file(repo: Repo) -> None:
-    # A FIFO in place of the checkout's REVIEW.md cannot hang the gate: it is a difference.
-    repo.export(repo.attestation())
+    # A FIFO in place of the checkout's REVIEW.md cannot hang the gate: it is a difference, judged
+    # like any policy edit by whether the attestation was made under main's policy.
+    raw = repo.attestation()  # made under main's manifest (read before the FIFO replaces it)
     (repo.root / "REVIEW.md").unlink()
     os.mkfifo(repo.root / "REVIEW.md")
     started = time.monotonic()
-    result = repo.verify(policy_from="main")
+    result = repo.verify(policy_from="main")  # nothing exported yet: refused as an unreviewed policy edit
     assert time.monotonic() - started < 20
     assert result.exit_code == 1, (result.problems, result.error)
     line = next(c for c in result.checks if c.name == "review policy")
     assert not line.ok and line.actual.startswith("unreadable"), line
+    repo.export(raw)
+    result = repo.verify(policy_from="main")
+    assert result.exit_code == 0, (result.problems, result.error)
+    line = next(c for c in result.checks if c.name == "review policy")
+    assert line.ok and line.actual.startswith("unreadable") and "reviewed under refs/heads/main's policy" in line.actual
 
 
 # --------------------------------------------------------------------------- allowed_signers from the ref
@@ -314,26 +323,59 @@ checks:
 """
 
 
-def test_a_change_editing_a_path_pack_is_refused(tmp_path: Path) -> None:
+def test_a_change_editing_a_path_pack_is_checked_against_the_refs_pack(tmp_path: Path) -> None:
+    # A path pack is policy: under --policy-from its digest is checked against the pack as main
+    # has it (read from main's tree), never the checkout's copy the change edited.
     manifest = (
         "---\nkind: review\nid: demo\ntarget: { kind: git-range, base: main }\n"
         'checks:\n  - id: types\n    kind: command\n    run: "true"\n'
-        "uses:\n  - { pack: ./packs/core, as: core }\nbindings:\n  default: { checks: [types, core/style] }\n"
+        "uses:\n  - { pack: ./packs/core, as: core, preset: kimi }\n"
+        "bindings:\n  default: { checks: [types, core/style] }\n"
         "verdict:\n  exportDir: .reviews\n---\n"
     )
     pack_files = {"packs/core/REVIEW.md": PACK, "packs/core/rubrics/style.md": "# style\nBe strict.\n"}
     repo = Repo(tmp_path / "repo", manifest=manifest, files=pack_files)
-    repo.export(repo.attestation())
+    mains = _pack_digest(repo)
+    repo.export(repo.attestation(packs=[mains], lanes=PACK_LANES))
     honest = repo.verify(policy_from="main")
-    line = next(c for c in honest.checks if c.name == "pack ./packs/core")
-    assert line.ok, line
-    assert not any(POLICY_EDIT in p for p in honest.problems), honest.problems
+    assert honest.exit_code == 0, (honest.problems, honest.error)
+    assert honest.policy_change is None  # nothing of the policy edited: no announcement
     repo.head = repo.commit("relax the pack", {"packs/core/rubrics/style.md": "# style\nAnything goes.\n"})
-    repo.export(repo.attestation())
+    edited = _pack_digest(repo)
+    assert edited["sha256"] != mains["sha256"]
+    for path in (repo.root / ".reviews").glob("*.json"):
+        path.unlink()
+    repo.export(repo.attestation(packs=[edited], lanes=PACK_LANES))  # attested under the change's own pack
     result = repo.verify(policy_from="main")
     assert result.exit_code == 1
-    assert any(POLICY_EDIT in p and "path pack ./packs/core" in p for p in result.problems), result.problems
-    assert not next(c for c in result.checks if c.name == "pack ./packs/core").ok
+    assert any("pack './packs/core': digest changed" in p for p in result.problems), result.problems
+    assert any(POLICY_EDIT in p and "./packs/core" in p for p in result.problems), result.problems
+    for path in (repo.root / ".reviews").glob("*.json"):
+        path.unlink()
+    repo.export(repo.attestation(packs=[mains], lanes=PACK_LANES))  # reviewed under main's pack
+    result = repo.verify(policy_from="main")
+    assert result.exit_code == 0, (result.problems, result.error)
+    assert result.policy_change == "policy change reviewed under refs/heads/main's policy"
+
+
+def _pack_digest(repo: Repo) -> dict[str, Any]:
+    """The digest record of ./packs/core as the checkout has it, by the loader a run uses."""
+    from agentreview.manifest.parse import parse_review
+    from agentreview.model.contracts.packs import PackLoadContext
+    from agentreview.packs.resolve import resolve_review
+    from agentreview.plugins.registry import load_registry
+
+    parsed = parse_review((repo.root / "REVIEW.md").read_bytes(), repo.root / "REVIEW.md")
+    ctx = PackLoadContext(repo_root=repo.root, manifest_dir=repo.root, home=repo.root.parent / "home")
+    (record,) = resolve_review(parsed, registry=load_registry(), ctx=ctx).pack_digests()
+    return dict(record)
+
+
+PACK_LANES = [
+    {"id": "types", "kind": "command", "status": "pass", "blocking": True, "findings": [], "durationMs": 1,
+     "exitCode": 0},
+    {"id": "core/style", "kind": "agent", "status": "pass", "blocking": True, "findings": [], "durationMs": 1},
+]  # fmt: skip
 
 
 # --------------------------------------------------------------------------- the CLI, as the CI recipe calls it

@@ -76,6 +76,9 @@ def render_summary(result: RunResult, *, lanes_shown: bool = False) -> str:
             f"{target.baseSha[:10]}..{target.headSha[:10]} ({signed}{', dirty' if att.dirty else ''})"
         )
         lines.extend(f"range:   {ref.line}" for ref in result.refs)
+        if result.policy_from is not None:
+            policy = result.policy_from
+            lines.append(f"policy:  reviewed under {policy.exact}'s policy ({policy.commit[:10]})")
         if result.cached_from:
             via = f" via {result.cached_from['remote']}" if result.cached_from.get("remote") else ""
             lines.append(f"cached from: {result.cached_from['principal']}{via} (team trust; signed by them)")
@@ -103,6 +106,7 @@ def _detached_args(
     pr: str | None,
     flags: dict[str, bool],
     authored_by: list[str] | None = None,
+    policy_from: str | None = None,
 ) -> list[str]:
     """The background run's arguments: the same review, with paths made absolute (it runs elsewhere)."""
     here = cwd.resolve()
@@ -111,7 +115,8 @@ def _detached_args(
         args += ["--manifest", str(here / manifest)]
     if export_to is not None:
         args += ["--export-to", str(here / export_to)]
-    for option, value in (("--binding", binding), ("--base", base), ("--head", head), ("--pr", pr)):
+    named = (("--binding", binding), ("--base", base), ("--head", head), ("--pr", pr), ("--policy-from", policy_from))
+    for option, value in named:
         if value is not None:
             args += [option, value]
     for family in authored_by or []:
@@ -191,6 +196,15 @@ def register(app: typer.Typer) -> None:
                 "lanes run no reviewer of it, and no cached or composed verdict is reused.",
             ),
         ] = None,
+        policy_from: Annotated[
+            str | None,
+            typer.Option(
+                "--policy-from",
+                metavar="REF",
+                help="Review under REF's policy (e.g. refs/remotes/origin/main): the manifest, rubrics and path packs "
+                "are read from REF's tree, so a change that edits them can pass 'verify --policy-from REF'.",
+            ),
+        ] = None,
     ) -> int:
         """Review base..head: prepare, freeze, run every lane in parallel, fold, sign, record."""
         from agentreview.engine.options import RunOptions, requester_from_env
@@ -223,6 +237,7 @@ def register(app: typer.Typer) -> None:
                 flags={"--no-cache": no_cache, "--no-compose": no_compose, "--headless": headless,
                        "--supersede": supersede, "--export": export, "--publish": publish},
                 authored_by=families,
+                policy_from=policy_from,
             )
             return _detach(args, cwd, as_json)
         options = RunOptions(
@@ -241,6 +256,7 @@ def register(app: typer.Typer) -> None:
             session_id=requester_from_env(),
             run_id=run_id,
             authored_by=tuple(families),
+            policy_from=policy_from,
         )
         reporter = make_reporter(quiet=as_json)
         result = run_review(options, reporter)

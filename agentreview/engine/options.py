@@ -42,3 +42,6 @@ class RunOptions:
     # Model families that wrote the change (--authored-by): agent lanes run no reviewer of them. A verdict
     # reused from the cache or composed from an earlier run may come from such a reviewer, so neither is used.
     authored_by: tuple[str, ...] = ()
+    # --policy-from REF: the lanes, rubrics and path packs come from REF's tree (git objects), not the
+    # checkout, so a change that edits the review policy is reviewed under the policy it would replace.
+    policy_from: str | None = None

@@ -38,6 +38,7 @@ from agentreview.packs.resolve import ResolvedCheck, ResolvedReview, resolve_rev
 from agentreview.plugins.deferred import DeferredRegistry
 
 if TYPE_CHECKING:  # pragma: no cover
+    from agentreview.manifest.policy_tree import PolicyTree
     from agentreview.model.contracts.lanes import DeltaRange, LaneExecutor
     from agentreview.model.manifest import Binding, ReviewManifest
     from agentreview.plugins.registry import Registry
@@ -108,6 +109,13 @@ class RunPlan:
     prepare: tuple[LanePlan, ...]  # the binding's prepare steps, commands substituted
     plugins: DeferredRegistry  # loaded when a pack, a lane or a signature first needs it
     refs: tuple[ResolvedRef, ...] = ()  # the base and head names as resolved (exactly), for the report
+    policy_from: ResolvedRef | None = None  # --policy-from: the commit whose policy the run reviews under
+    recorded_manifest: Path | None = None  # the checkout's manifest path, when the policy was read from REF
+
+    @property
+    def ledger_manifest_path(self) -> Path:
+        """The manifest path the ledger records (the checkout's, never a temporary copy of REF's)."""
+        return self.recorded_manifest or self.manifest_path
 
     @property
     def registry(self) -> Registry:
@@ -164,8 +172,14 @@ class RunPlan:
         )
 
 
-def build_plan(run_id: str, options: RunOptions, registry: Registry | None = None) -> RunPlan:
-    """Steps 1–5 and 7; raises :class:`AgentreviewError` (or ``git.GitError``) when the run cannot happen."""
+def build_plan(
+    run_id: str, options: RunOptions, registry: Registry | None = None, *, policy: PolicyTree | None = None
+) -> RunPlan:
+    """Steps 1–5 and 7; raises :class:`AgentreviewError` (or ``git.GitError``) when the run cannot happen.
+
+    With ``policy`` (``--policy-from``) the manifest, its rubrics and its path packs are REF's, as
+    :mod:`agentreview.manifest.policy_tree` wrote them out; the range, the remote and the lanes'
+    tree are the checkout's."""
     from agentreview.store.ledger import LedgerKey
 
     home = options.home or home_dir()
@@ -177,15 +191,23 @@ def build_plan(run_id: str, options: RunOptions, registry: Registry | None = Non
     remote = git.repo_remote(root)
     # 2. manifest
     manifest_path = (cwd / options.manifest).resolve() if options.manifest else root / "REVIEW.md"
-    source = read_manifest_bytes(manifest_path)
+    recorded_manifest = None
+    if policy is not None:
+        recorded_manifest, manifest_path = manifest_path, policy.manifest_path
+        source = policy.source
+    else:
+        source = read_manifest_bytes(manifest_path)
     # through the parse memo under the home; loads plugins for a plugin's check kind
     parsed = parse_review(source, manifest_path, registry=registry, home=home)
+    if policy is not None:
+        policy.fill(parsed)  # REF's rubrics and path packs, beside REF's manifest
     # 3. packs (every run)
     plugins = DeferredRegistry(registry or parsed.registry)
     if parsed.manifest.uses:
         from agentreview.model.contracts.packs import PackLoadContext
 
-        ctx = PackLoadContext(repo_root=root, manifest_dir=manifest_path.parent, home=home)
+        pack_root = policy.root if policy is not None else root
+        ctx = PackLoadContext(repo_root=pack_root, manifest_dir=manifest_path.parent, home=home)
         resolved = resolve_review(parsed, registry=plugins.loaded, ctx=ctx)
     else:
         resolved = resolve_review(parsed)
@@ -243,6 +265,8 @@ def build_plan(run_id: str, options: RunOptions, registry: Registry | None = Non
         prepare=prepare,
         plugins=plugins,
         refs=span.refs,
+        policy_from=policy.resolved if policy is not None else None,
+        recorded_manifest=recorded_manifest,
     )
 
 

@@ -123,7 +123,7 @@ def record_run(
         reporter.phase(f"signing: {signing_error}")
     if cancel.is_set():
         raise Cancelled()
-    host_info: dict[str, Any] = {"repoRoot": str(plan.repo_root), "manifestPath": str(plan.manifest_path)}
+    host_info: dict[str, Any] = {"repoRoot": str(plan.repo_root), "manifestPath": str(plan.ledger_manifest_path)}
     if plan.export_dir:
         host_info["exportDir"] = str(plan.repo_root / plan.export_dir)
     try:

@@ -35,6 +35,8 @@ class RunResult:
     cached_from: dict[str, str] | None = None
     # the base and head names as resolved (each to exactly one full ref or commit); empty when unplanned
     refs: tuple[ResolvedRef, ...] = ()
+    # --policy-from: the full ref (or commit) whose manifest, rubrics and packs the run reviewed under
+    policy_from: ResolvedRef | None = None
 
     @classmethod
     def done(
@@ -89,6 +91,8 @@ class RunResult:
         }
         if self.refs:
             data["refs"] = [ref.as_dict() for ref in self.refs]
+        if self.policy_from:
+            data["policyFrom"] = self.policy_from.as_dict()
         if self.joined:
             data["joined"] = True
         if self.cached_from:

@@ -121,10 +121,36 @@ def _run(
     cancel: threading.Event,
     tracker: RunTracker,
 ) -> RunResult:
-    plan = build_plan(run_id, options, registry)
-    result = _run_planned(plan, reporter, cancel, tracker)
-    result.refs = plan.refs  # the report names the full refs and commits the range came from
+    if options.policy_from is None:
+        plan = build_plan(run_id, options, registry)
+        result = _run_planned(plan, reporter, cancel, tracker)
+        result.refs = plan.refs  # the report names the full refs and commits the range came from
+        return result
+    from agentreview.manifest.policy_tree import policy_tree
+
+    root = git.repo_root(options.cwd.resolve())
+    # REF's rubrics and packs are read by the lanes: the folder lives until the run has ended
+    with policy_tree(root, options.policy_from, _manifest_rel(root, options)) as policy:
+        plan = build_plan(run_id, options, registry, policy=policy)
+        reporter.phase(f"reviewing under {policy.ref}'s policy ({policy.sha[:10]}:{policy.rel})")
+        result = _run_planned(plan, reporter, cancel, tracker)
+    result.refs = plan.refs
+    result.policy_from = policy.resolved
     return result
+
+
+def _manifest_rel(root: Path, options: RunOptions) -> str:
+    """``--manifest`` (default REVIEW.md) as a repository path: with ``--policy-from`` it is read from REF."""
+    if options.manifest is None:
+        return "REVIEW.md"
+    named = Path(os.path.normpath(options.cwd.resolve() / options.manifest))
+    if named == root or root not in named.parents:
+        raise AgentreviewError(
+            f"--manifest {named}: with --policy-from {options.policy_from} the manifest is read from that commit at "
+            "the same repository path, so it must lie inside the repository",
+            exit_code=EXIT_USAGE,
+        )
+    return named.relative_to(root).as_posix()
 
 
 def _run_planned(plan: RunPlan, reporter: Reporter, cancel: threading.Event, tracker: RunTracker) -> RunResult:

@@ -200,19 +200,18 @@ def head_ref(root: Path, name: str) -> ResolvedRef:
     return resolve(root, name, role="head" if name == "HEAD" else "--head")
 
 
-def _fetch_hint(target_base: str) -> str:
-    """``git fetch origin <branch>, `` when the base is a remote-tracking branch of ``origin``."""
-    for prefix in ("refs/remotes/origin/", "origin/"):
-        if target_base.startswith(prefix) and target_base[len(prefix) :]:
-            return f"fetch it (git fetch origin {target_base[len(prefix) :]}), "
-    return ""
-
-
 def resolve_range(root: Path, head: ResolvedRef, base: str | None, target_base: str) -> RangeRefs:
     """The range's base: ``--base`` resolved exactly, else the merge-base of ``target.base``
     (resolved exactly: an ambiguous name is refused) and the head. Raises :class:`GitError`."""
+    from agentreview.host import ci_hints
+
     if base:
-        named = resolve(root, base, role="--base")
+        try:
+            named = resolve(root, base, role="--base")
+        except RefError as exc:
+            if not exc.missing:
+                raise
+            raise RefError(ci_hints.missing_base(root, base, "--base"), missing=True) from exc
         return RangeRefs(named, head, named.commit)
     hint = f"cannot compute merge-base({target_base}, {head.name}) — pass --base explicitly or fetch the base ref"
     try:
@@ -220,13 +219,10 @@ def resolve_range(root: Path, head: ResolvedRef, base: str | None, target_base: 
     except RefError as exc:
         if not exc.missing:
             raise
-        fetch = _fetch_hint(target_base)
-        raise GitError(
-            f"REVIEW.md's target.base '{target_base}' names no commit here, so merge-base({target_base}, "
-            f"{head.name}) cannot be computed — {fetch}correct target.base in REVIEW.md, or pass --base"
-        ) from exc
+        raise GitError(ci_hints.missing_base(root, target_base, "target.base")) from exc
     code, out = _git(["merge-base", "--end-of-options", named.commit, head.commit], root)
     if code != 0 or not _OID.match(out.strip()):
         why = "no common ancestor" if code == 1 else f"git merge-base exited with {code}"
-        raise GitError(f"{hint} ({why}: {named.shown} and {head.shown})")
+        shallow = ci_hints.unmergeable(root, target_base, head.name, f"{why}: {named.shown} and {head.shown}")
+        raise GitError(shallow or f"{hint} ({why}: {named.shown} and {head.shown})")
     return RangeRefs(named, head, out.strip())

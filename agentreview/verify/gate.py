@@ -21,7 +21,7 @@ check functions) are re-exported.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agentreview.model.digests import manifest_sha
 from agentreview.model.errors import EXIT_ERROR, EXIT_INVALID, EXIT_OK, EXIT_SIGNATURE, EXIT_USAGE
@@ -47,8 +47,17 @@ from agentreview.verify.exports import (
     read_export,
     scan_export_dir,
 )
-from agentreview.verify.packs import pack_digest_checks
-from agentreview.verify.policy import Policy, policy_checks, policy_files_checks, read_policy
+from agentreview.verify.packs import PackCheck, pack_digest_checks
+from agentreview.verify.policy import (
+    Policy,
+    manifest_edit,
+    pack_edit_problems,
+    policy_change_line,
+    policy_files_checks,
+    policy_line,
+    read_policy,
+    signers_edited,
+)
 from agentreview.verify.result import VERDICT_CHOICES, CheckLine, VerifyOptions, VerifyResult, VerifyStop
 from agentreview.verify.signature import signature_checks
 from agentreview.verify.trust import ALLOWED_SIGNERS_IN_REPO, find_allowed_signers, in_repo_signers_at_base
@@ -99,6 +108,10 @@ class _Verifier:
         self.cwd = options.cwd.resolve()
         self.result = VerifyResult(exit_code=EXIT_OK, reason="verified")
         self.plugins = DeferredRegistry(options.registry)
+        self.policy: Policy | None = None
+        self.root: Path | None = None
+        self.parsed: ParsedReview | None = None
+        self.manifest_edit: str | None = None  # --policy-from: how the checkout's manifest differs from REF's
 
     def registry(self) -> Registry:
         """The installed plugins, loaded on first need (only packs and signatures need them)."""
@@ -123,10 +136,17 @@ class _Verifier:
             self.result.reason = stop.reason
             if stop.path is not None:
                 self.result.path = stop.path
+            if stop.reason == "not_found":
+                hint = self._merge_commit_hint()
+                if hint is not None:
+                    stop = VerifyStop(stop.exit_code, stop.reason, f"{hint} — {stop}", path=stop.path)
             if stop.reason == "invalid":
                 self.result.problems.append(str(stop))
-            elif stop.reason in ("not_found", "not_exported") and self.result.problems:
-                # The change edits the review policy (--policy-from): that decides, whatever was found.
+            elif stop.reason in ("not_found", "not_exported") and (self.result.problems or self.manifest_edit):
+                # The change edits the review policy (--policy-from) and nothing made under REF's was found:
+                # that decides, and the problem says how to review it under REF's policy.
+                if self.policy is not None and self.manifest_edit is not None:
+                    self._add(*policy_line(self.policy, self.manifest_edit, {}, ""))
                 self.result.exit_code, self.result.reason = EXIT_INVALID, "invalid"
                 self.result.problems.append(str(stop))
             else:
@@ -147,6 +167,7 @@ class _Verifier:
             raise VerifyStop(EXIT_ERROR, "error", str(exc)) from exc
         policy = self._read_policy(root)
         parsed = policy.parsed if policy is not None else self._read_manifest(root)
+        self.root, self.parsed = root, parsed
         try:
             expected = resolve_expectation(root, parsed.manifest.target.base, o.base, o.head or "HEAD")
             remote = repo_remote(root)
@@ -172,8 +193,16 @@ class _Verifier:
             line, lane_problems = lanes_match_binding(raw, parsed)
             if line is not None:
                 self._add([line], lane_problems)
-        if policy is not None:  # the rubrics and path packs REF's manifest names are policy too
-            self._add(*policy_files_checks(policy, root, head_sha, raw))
+        edits: list[str] = []
+        edited_packs: list[str] = []
+        if policy is not None:  # edited or not, the attestation must be REF's policy's
+            self._add(*policy_line(policy, self.manifest_edit, raw, msha))
+            files = policy_files_checks(policy, root, head_sha, raw)  # its rubrics and path packs
+            self._add(files.checks, files.problems)
+            edits = ([policy.rel] if self.manifest_edit else []) + files.edits
+            edited_packs = files.edited_packs
+            if signers_edited(policy, root, head_sha):
+                edits.append(".agentproto/allowed_signers")
 
         # Step 5: composedFrom priors.
         self._add(*composed_from_checks(raw, found.docs, full_chain=o.full_chain))
@@ -197,17 +226,10 @@ class _Verifier:
         # signature over an attestation of this very manifest: a forged export, or a signed one
         # beside an edited uses[], cannot make the gate connect anywhere.
         vouched = signed.principal is not None and not signed.problems and manifest_matches
-        packs = pack_digest_checks(
-            raw,
-            parsed,
-            root,
-            manifest_matches=manifest_matches,
-            registry=self.registry,
-            home=o.home,
-            fetch=vouched or not o.require_signed,
-            withheld=PACKS_WITHHELD,
-        )
+        packs = self._packs(raw, parsed, root, policy, manifest_matches, fetch=vouched or not o.require_signed)
         self._add(packs.checks, packs.problems)  # reported in the spec's order: packs, then the signature
+        if policy is not None:
+            result.problems.extend(pack_edit_problems(policy, edited_packs, packs.problems))
         result.notes.extend(packs.notes)
         result.checks.extend(signed.checks)
         result.notes.extend(signed.notes)
@@ -219,6 +241,53 @@ class _Verifier:
         elif signed.problems:
             result.exit_code, result.reason = EXIT_SIGNATURE, "signature"
         result.problems.extend(signed.problems)
+        if policy is not None and edits and not result.problems:
+            result.policy_change = policy_change_line(policy)
+            result.notes.append(f"{result.policy_change}: the change edits {', '.join(dict.fromkeys(edits))}")
+
+    def _packs(
+        self,
+        raw: dict[str, Any],
+        parsed: ParsedReview,
+        root: Path,
+        policy: Policy | None,
+        matches: bool,
+        *,
+        fetch: bool,
+    ) -> PackCheck:
+        """Step 6. With ``--policy-from`` the path packs are REF's, read from its tree as git objects
+        (a change that edits a pack is checked against the pack it would replace)."""
+        o = self.o
+
+        def check(at: ParsedReview, pack_root: Path) -> PackCheck:
+            return pack_digest_checks(
+                raw, at, pack_root, manifest_matches=matches, registry=self.registry, home=o.home, fetch=fetch,
+                withheld=PACKS_WITHHELD,
+            )  # fmt: skip
+
+        if policy is None or not parsed.manifest.uses or not fetch:
+            return check(parsed, root)
+        from dataclasses import replace
+
+        from agentreview.manifest.policy_tree import PolicyTreeError, written_policy
+
+        try:
+            with written_policy(root, policy.commit.resolved, policy.rel, parsed.source) as tree:
+                tree.fill(parsed)
+                if not tree.has_path_packs:
+                    return check(parsed, root)
+                return check(replace(parsed, path=tree.manifest_path), tree.root)
+        except PolicyTreeError as exc:
+            raise VerifyStop(EXIT_ERROR, "error", str(exc)) from exc
+
+    def _merge_commit_hint(self) -> str | None:
+        """Not found at a head that is GitHub's merge commit (two parents, and ``GITHUB_REF`` is
+        ``refs/pull/N/merge`` or an attestation exists for the second parent, the pull request's head)."""
+        from agentreview.verify.ci_hints import merge_commit_hint
+
+        if self.root is None or self.parsed is None or self.result.head_sha is None or self.o.head is not None:
+            return None
+        return merge_commit_hint(self.o, self.root, self.parsed, self.result.head_sha)
 
     def _add(self, checks: list[CheckLine], problems: list[str]) -> None:
         self.result.checks.extend(checks)
@@ -231,7 +300,7 @@ class _Verifier:
         policy = read_policy(root, self.cwd, self.o.policy_from, self.o.manifest, self.plugins.given)
         self.result.refs.append(policy.commit.resolved)
         self.plugins.adopt(policy.parsed.registry)
-        self._add(*policy_checks(policy, root))
+        self.policy, self.manifest_edit = policy, manifest_edit(policy, root)
         return policy
 
     def _read_manifest(self, root: Path) -> ParsedReview:

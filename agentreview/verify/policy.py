@@ -5,13 +5,15 @@ under review controls: it could move ``target.base`` to its own parent (so earli
 never looked at), drop checks, add a trivial binding, or delete ``verdict.exportDir``. With
 it, the manifest at the same repository path is read from commit REF as a git object (bounded,
 never from the working tree) and everything the gate expects comes from it: ``target.base``,
-the bindings and their checks, ``verdict.exportDir`` and the packs step 6 resolves.
+the bindings and their checks, ``verdict.exportDir``, the rubrics, the path packs and the
+trusted keys.
 
-The checkout's manifest must be byte-identical to REF's: a change that edits the review policy
-fails (exit 1), because a policy change is approved outside the gate, not by the review it
-would steer. The attestation's ``manifestSha`` is then expected to be REF's digest; with
-identical bytes it is the checkout's too, and when they differ the ``manifestSha`` line fails
-as well, so every problem is reported.
+A change may edit the policy (REVIEW.md, a rubric, a path pack, ``.agentproto/allowed_signers``)
+and still pass, but only when it was reviewed under REF's policy (``run --policy-from REF``):
+its attestation then records REF's ``manifestSha``, REF's rubric digests and REF's pack digests,
+and is signed by a key REF trusts. An attestation made under the change's own (edited) policy
+records other digests and is refused: the review that approves a policy change is never the
+one it would steer. A verified policy change is announced as such (:func:`policy_change_line`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentreview.manifest.policy_tree import repo_rel
 from agentreview.model.errors import EXIT_ERROR, EXIT_USAGE
 from agentreview.verify.result import CheckLine, VerifyStop, short
 from agentreview.verify.trust import PolicyCommit
@@ -97,34 +100,56 @@ def read_policy(root: Path, cwd: Path, ref: str, manifest: Path | None, registry
     return Policy(commit, rel, parsed)
 
 
-def policy_checks(policy: Policy, root: Path) -> tuple[list[CheckLine], list[str]]:
-    """The checkout's manifest against REF's: one check line, and the problem when they differ."""
+def rerun_hint(ref: str) -> str:
+    """How a policy change gets an attestation the gate accepts."""
+    return f"review it under the policy it would replace: agentreview run --policy-from {ref}"
+
+
+def manifest_edit(policy: Policy, root: Path) -> str | None:
+    """How the checkout's manifest differs from REF's (``None`` when identical). Read as a bounded
+    regular file: a link or a FIFO in its place is an edit, never followed."""
     from agentreview.manifest.parse import read_manifest_bytes
     from agentreview.model.errors import AgentreviewError
 
-    expected = f"{policy.rel} as at {policy.commit.ref} ({policy.commit.sha[:10]})"
     try:
-        now: bytes | None = read_manifest_bytes(root / policy.rel)
-        actual = "identical" if now == policy.parsed.source else "edited by the change"
+        now = read_manifest_bytes(root / policy.rel)
     except (AgentreviewError, OSError) as exc:
-        now, actual = None, f"unreadable ({exc})"
-    if now == policy.parsed.source:
-        return [CheckLine("review policy", True, expected, actual)], []
-    problem = (
-        f"the change edits the review policy: {policy.rel} in the checkout differs from {policy.shown} "
-        f"({policy.commit.sha[:10]}); a policy change is approved outside the gate, not by the review it would "
-        "steer — merge it on its own first"
+        return f"unreadable ({exc})"
+    return None if now == policy.parsed.source else "edited by the change"
+
+
+def signers_edited(policy: Policy, root: Path, head_sha: str) -> bool:
+    """Whether the head's ``.agentproto/allowed_signers`` differs from REF's (an added teammate's key)."""
+    from agentreview.verify.trust import ALLOWED_SIGNERS_IN_REPO
+
+    rel = ALLOWED_SIGNERS_IN_REPO.as_posix()
+    return _object_id(root, policy.commit.sha, rel) != _object_id(root, head_sha, rel)
+
+
+def policy_line(policy: Policy, edit: str | None, raw: dict[str, Any], msha: str) -> tuple[list[CheckLine], list[str]]:
+    """The checkout's manifest against REF's. Identical, or edited and the attestation made under
+    REF's manifest (its ``manifestSha`` is REF's): the line passes. Edited and attested under any
+    other manifest (the change's own): the problem says how to review it under REF's policy."""
+    expected = f"{policy.rel} as at {policy.commit.ref} ({policy.commit.sha[:10]})"
+    if edit is None:
+        return [CheckLine("review policy", True, expected, "identical")], []
+    if msha and raw.get("manifestSha") == msha:
+        return [CheckLine("review policy", True, expected, f"{edit}; reviewed under {policy.commit.ref}'s policy")], []
+    return [CheckLine("review policy", False, expected, edit)], [edited_problem(policy, edit)]
+
+
+def edited_problem(policy: Policy, edit: str) -> str:
+    """The problem for a change whose manifest differs from REF's without an attestation made under REF's."""
+    return (
+        f"the change edits the review policy ({policy.rel} {edit}, differs from {policy.shown} at "
+        f"{policy.commit.sha[:10]}) and the attestation was not made under {policy.commit.ref}'s policy — "
+        + rerun_hint(policy.commit.ref)
     )
-    return [CheckLine("review policy", False, expected, actual)], [problem]
 
 
-def _repo_rel(base_dir: str, ref: str) -> str | None:
-    """``ref`` (relative to the manifest's folder ``base_dir``) as a repository path, or ``None``
-    when it is absolute or leaves the repository (neither REF nor the change holds it)."""
-    if posixpath.isabs(ref):
-        return None
-    rel = posixpath.normpath(posixpath.join(base_dir, ref))
-    return None if rel == ".." or rel.startswith("../") else rel
+def policy_change_line(policy: Policy) -> str:
+    """What the gate says of a verified change that edits the review policy."""
+    return f"policy change reviewed under {policy.commit.ref}'s policy"
 
 
 def _object_id(root: Path, sha: str, rel: str) -> str | None:
@@ -134,18 +159,29 @@ def _object_id(root: Path, sha: str, rel: str) -> str | None:
     return (proc.stdout.strip() or None) if proc.returncode == 0 else None
 
 
-def policy_files_checks(
-    policy: Policy, root: Path, head_sha: str, raw: dict[str, Any]
-) -> tuple[list[CheckLine], list[str]]:
+@dataclass
+class PolicyFiles:
+    """What :func:`policy_files_checks` found: check lines, problems, and which policy files the change edits."""
+
+    checks: list[CheckLine]
+    problems: list[str]
+    edits: list[str]  # repository paths of the rubrics and path packs the head has otherwise than REF
+    edited_packs: list[str]  # uses[].pack as written, for each path pack the head edits
+
+
+def policy_files_checks(policy: Policy, root: Path, head_sha: str, raw: dict[str, Any]) -> PolicyFiles:
     """The files REF's manifest names inside the repository are policy too: the rubric of each of
-    its own agent checks (the digest the attestation records against REF's blob) and each path
-    pack (REF's tree against the attested head's). A difference is a policy edit."""
+    its own agent checks (the digest the attestation records must be REF's blob's) and each path
+    pack (whether the head's differs from REF's; its digest is checked in step 6 against REF's
+    pack). A rubric digest other than REF's: the attestation was made under another policy."""
     from agentreview.host.files import DEFAULT_LIMIT
     from agentreview.host.git import blob_at
     from agentreview.model.digests import sha256_hex
 
     checks: list[CheckLine] = []
     problems: list[str] = []
+    edits: list[str] = []
+    edited_packs: list[str] = []
     ref, sha = policy.commit.ref, policy.commit.sha
     base_dir = posixpath.dirname(policy.rel)
     entries = raw.get("rubrics")
@@ -156,31 +192,38 @@ def policy_files_checks(
     }
     for check in policy.parsed.manifest.checks:
         rubric = getattr(check, "rubric", None)
-        rel = _repo_rel(base_dir, rubric) if isinstance(rubric, str) else None
+        rel = repo_rel(base_dir, rubric) if isinstance(rubric, str) else None
         if rel is None or check.id not in recorded:
             continue
         data = blob_at(root, sha, rel, max_bytes=DEFAULT_LIMIT)
         want = sha256_hex(data) if data is not None else f"(no {rel} at {ref})"
         ok = want == recorded[check.id]
         checks.append(CheckLine(f"rubric of '{check.id}'", ok, short(want), short(recorded[check.id])))
+        if _object_id(root, sha, rel) != _object_id(root, head_sha, rel):
+            edits.append(rel)
         if not ok:
             problems.append(
                 f"the change edits the review policy: the rubric of check '{check.id}' the attestation records "
-                f"is not {ref}'s {rel}; a policy change is approved outside the gate, not by the review it would "
-                "steer — merge it on its own first"
+                f"is not {ref}'s {rel}, so it was not reviewed under {ref}'s policy — " + rerun_hint(ref)
             )
     for entry in policy.parsed.manifest.uses:
-        rel = _repo_rel(base_dir, entry.pack) if entry.pack.startswith(("./", "../")) else None
+        rel = repo_rel(base_dir, entry.pack) if entry.pack.startswith(("./", "../")) else None
         if rel is None:
             continue
         at_ref = _object_id(root, sha, rel)
-        ok = at_ref is not None and at_ref == _object_id(root, head_sha, rel)
-        label = f"pack {entry.pack}"
-        checks.append(CheckLine(label, ok, f"{rel} as at {ref}", "identical" if ok else "edited by the change"))
-        if not ok:
-            problems.append(
-                f"the change edits the review policy: the path pack {entry.pack} ({rel}) differs from {ref}'s; a "
-                "policy change is approved outside the gate, not by the review it would steer — merge it on its "
-                "own first"
-            )
-    return checks, problems
+        if at_ref is None or at_ref != _object_id(root, head_sha, rel):
+            edits.append(rel)
+            edited_packs.append(entry.pack)
+    return PolicyFiles(checks, problems, edits, edited_packs)
+
+
+def pack_edit_problems(policy: Policy, edited_packs: list[str], pack_problems: list[str]) -> list[str]:
+    """For each path pack the change edits whose recorded digest is not REF's: the attestation was
+    made under the change's pack, not REF's."""
+    ref = policy.commit.ref
+    return [
+        f"the change edits the review policy: the path pack {pack} differs from {ref}'s and the attestation's "
+        f"digest of it is not {ref}'s, so it was not reviewed under {ref}'s policy — " + rerun_hint(ref)
+        for pack in edited_packs
+        if any(f"pack '{pack}'" in p for p in pack_problems)
+    ]

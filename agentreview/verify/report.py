@@ -47,6 +47,8 @@ def result_json(result: VerifyResult) -> dict[str, Any]:
         "binding": _member(att, "binding"),
         "checks": [c.as_dict() for c in result.checks],
     }
+    if result.policy_change:
+        payload["policyChange"] = result.policy_change
     if result.error:
         payload["error"] = result.error
     return payload
@@ -91,6 +93,8 @@ def render_text(result: VerifyResult) -> str:
         lines.extend(f"  - {n}" for n in result.notes)
     if result.ok and result.principal:
         lines.append(f"signature verified: principal {result.principal}")
+    if result.ok and result.policy_change:
+        lines.append(result.policy_change)
     lines.append(final_line(result))
     # The export's strings are the change's to write: no line of the report reads as a CI command.
     return printable(neutralize("\n".join(lines)))

@@ -79,6 +79,8 @@ class VerifyResult:
     head_sha: str | None = None
     error: str | None = None  # the one-line message for exit 3 and 64
     refs: list[ResolvedRef] = field(default_factory=list)  # every name the gate resolved, as resolved
+    # --policy-from: set when the change edits the review policy and was verified as reviewed under REF's
+    policy_change: str | None = None
 
     @property
     def ok(self) -> bool:
