@@ -135,7 +135,8 @@ def test_a_server_error_is_no_stream_failure(lane, reviewer) -> None:
     _, outcome = run(lane, reviewer, "server_error", fallbackPresets=["backup"])
     assert outcome.kind == "reported" and outcome.preset == "backup", outcome
     (failure,) = outcome.fallbacks
-    assert failure.error.startswith("reviewer's turn ended with an error") and "stream_failed" not in failure.error
+    assert failure.preset == name and failure.error.startswith("reviewer's turn ended with an error")
+    assert "stream_failed" not in failure.error
     assert len(cli.calls()) == 2
 
 
@@ -144,7 +145,8 @@ def test_a_preset_may_choose_kimis_own_attempts(lane, fake_cli, monkeypatch) -> 
 
     cli = fake_cli("kimi")
     lane.use_builtin(KimiProvider())
-    lane.presets["kimi"] = PresetSpec(name="kimi", provider="kimi", options={"env": ["KIMI_LOOP_MAX_ATTEMPTS_PER_STEP"]})
+    granted = {"env": ["KIMI_LOOP_MAX_ATTEMPTS_PER_STEP"]}
+    lane.presets["kimi"] = PresetSpec(name="kimi", provider="kimi", options=granted)
     monkeypatch.setenv("KIMI_LOOP_MAX_ATTEMPTS_PER_STEP", "7")
     _, outcome = lane.run_scenario(cli, "kimi", "success")
     assert outcome.kind == "reported" and outcome.preset == "kimi", outcome.error

@@ -67,7 +67,9 @@ def main():
             emit({"role": "meta", "type": "turn.step.retrying", "failed_attempt": attempt,
                   "next_attempt": attempt + 1, "max_attempts": 3, "delay_ms": 571.5, "error_name": "APIConnectionError",
                   "error_message": "terminated", **status})  # fmt: skip
-        failure = "provider.server_error: 503 service unavailable" if status else "provider.connection_error: terminated"
+        failure = "provider.connection_error: terminated"
+        if status:
+            failure = "provider.server_error: 503 service unavailable"
         print(f"error: failed to run prompt: {failure}", file=sys.stderr)
         return 1
     if scenario == "hang":
