@@ -11,7 +11,9 @@ prompt names. Each cell of the matrix checks its case's lane:
 a pass; a block with a finding; a model asking for a forbidden tool (terminal, no fallback,
 nothing written); a malformed answer that looks like a finding (terminal, with its excerpt);
 a 401 (falls back); a model that stalls (the lane times out: no fallback); a stream that
-breaks half-way (falls back); a new init field / item type (drift: falls back with
+breaks half-way (falls back before the lane's budget, for OpenCode and Kimi Code as
+``stream_failed``: each CLI retries a dropped stream itself, and the lane does not retry
+it again); a new init field / item type (drift: falls back with
 ``capability_missing``); a known field with an unsafe value or a reported write (terminal).
 The last two rewrite the real CLI's output (``cli_shim.py``): no model reply can make a CLI
 print them. scripts/reviewer-cli-drift runs this module against whatever npm calls newest today.
@@ -44,12 +46,10 @@ APPROVE = {"decision": "approve", "summary": "stub review", "findings": []}
 BLOCK = {"decision": "request_changes", "summary": "stub review", "findings": [HIGH]}
 # Not the verdict JSON, but a finding in the text contract's shape: never a pass, never a fallback.
 MALFORMED = "P1 app.py:1 RCE in app.py | remove the eval"
-# The lane budgets. A lane that ends on its own ends early, so the generous default costs nothing; a
-# stall always runs out its budget, which must still let the CLI start and reach the model server on a
-# loaded 2-core machine (9 lanes at once: OpenCode took 145 s there, Kimi Code 50 s, the others 20 s).
+# The lane budgets. A lane that ends on its own ends early, so the generous default costs nothing.
 DEFAULT_TIMEOUT_MS = 300000
-# Room for a prompt fallback even at OpenCode's start-up under load, not for a retry loop that takes
-# minutes (OpenCode 1.18.33 took 140 s of retries before falling back).
+# Room for a prompt fallback after the CLI's own bounded retries, not for a retry loop that takes minutes
+# (Kimi Code's default 10 attempts with backoff to 32 s took 150 s, twice over when the lane retried it).
 BROKEN_TIMEOUT_MS = 120000
 
 KEY = "stub-key"
@@ -81,7 +81,14 @@ class Wiring:
     forbidden: tuple[str, dict[str, Any]]  # a tool the reviewer is never offered, with input that would write
     structured: bool = False  # the verdict arrives as a StructuredOutput tool call (Claude --json-schema)
     model: str | None = None  # what the lane must record as its model
-    stall_ms: int = 90000  # the stall lane's budget
+    # A stall always runs out its budget, which must let the CLI start and reach the model server. The
+    # first budget is about what the release's other lanes take anyway (9 lanes start at once); when the
+    # CLI had not reached the server by then (a loaded machine), the stall case runs once more on its own
+    # with the second, which held on a loaded 2-core machine with all 9 lanes at once (OpenCode took 145 s
+    # there to reach the server, Kimi Code 50 s, the others 20 s).
+    stall_ms: tuple[int, int] = (30000, 90000)
+    broken_ms: int = BROKEN_TIMEOUT_MS  # the broken lane's budget
+    broken_reason: str | None = None  # how the broken lane's fallback error must begin
 
 
 def _toml(value: Any) -> str:
@@ -123,7 +130,12 @@ WIRING = {
         env=lambda url: {"STUB_API_KEY": KEY, "OPENCODE_DISABLE_MODELS_FETCH": "1"},
         forbidden=("bash", {"command": "touch pwned.txt", "description": "touch a file"}),
         model="stub/stub-model",
-        stall_ms=240000,
+        stall_ms=(150000, 240000),
+        # OpenCode retries a dropped stream 5 times with waits of up to 30 s (about 70 s, fixed in the CLI:
+        # no setting or variable changes it), after a start that took up to 160 s on a loaded machine (the
+        # whole broken lane took 180 s there); the lane ends on its own, so the room costs nothing.
+        broken_ms=420000,
+        broken_reason="stream_failed: ",
     ),
     "kimi": Wiring(
         # Kimi Code speaks Chat Completions to a "kimi"-type provider; KIMI_MODEL_* defines it from the environment
@@ -131,6 +143,8 @@ WIRING = {
         env=lambda url: {"KIMI_MODEL_NAME": "kimi-stub", "KIMI_MODEL_API_KEY": KEY, "KIMI_MODEL_BASE_URL": url + "/v1"},
         forbidden=("Bash", {"command": "touch pwned.txt"}),
         model="kimi-stub",
+        stall_ms=(60000, 120000),
+        broken_reason="stream_failed: ",
     ),
 }
 
@@ -204,17 +218,18 @@ def dispatch(wiring: Wiring) -> Callable[[str, dict[str, Any]], Reply]:
     return script
 
 
-def run_release(tmp: Path, release: Release) -> dict[str, Any]:
-    """``agentreview run --json`` on a fresh repository with one agent check per case, each on its own
-    preset of ``release``; returns each case's lane, how many model requests it made, and the tree's state."""
+def run_release(tmp: Path, release: Release, cases: tuple[str, ...] = CASES, stall_ms: int = 0) -> dict[str, Any]:
+    """``agentreview run --json`` on a fresh repository with one agent check per case of ``cases``, each on
+    its own preset of ``release`` (the stall lane's budget ``stall_ms``, else the wiring's first); returns
+    each case's lane, how many model requests it made, and the tree's state."""
     wiring = WIRING[release.cli]
     repo, home, userhome = tmp / "repo", tmp / "arhome", tmp / "userhome"
     for folder in (repo / "rubrics", home, userhome):
         folder.mkdir(parents=True)
     checks = []
-    for case in CASES:
+    for case in cases:
         preset = f"{release.cli}-{case}"
-        budget = {"stall": wiring.stall_ms, "broken": BROKEN_TIMEOUT_MS}.get(case, DEFAULT_TIMEOUT_MS)
+        budget = {"stall": stall_ms or wiring.stall_ms[0], "broken": wiring.broken_ms}.get(case, DEFAULT_TIMEOUT_MS)
         checks.append(CHECK.format(case=case, preset=preset, timeout=budget))
         (repo / "rubrics" / f"{case}.md").write_text("Look for bugs.\n")
     (repo / "REVIEW.md").write_text(HEAD + "".join(checks) + "---\n\n# The reviewer-CLI matrix\n")
@@ -229,7 +244,7 @@ def run_release(tmp: Path, release: Release) -> dict[str, Any]:
     approving.write_text(APPROVING)
     presets = [f'[presets.backup]\nprovider = "exec"\ncommand = {_toml([sys.executable, str(approving)])}\n']
     server = ModelServer(dispatch(wiring), api_key=KEY)
-    for case in CASES:
+    for case in cases:
         binary = str(release.launcher)
         if case in ("drift", "unsafe"):
             shim = tmp / f"{release.cli}-{case}"
@@ -250,10 +265,10 @@ def run_release(tmp: Path, release: Release) -> dict[str, Any]:
     if not proc.stdout:
         return {"error": f"agentreview run printed nothing (exit {proc.returncode}): {proc.stderr[-2000:]}"}
     lanes = {lane["id"]: lane for lane in json.loads(proc.stdout)["attestation"]["lanes"]}
-    requests = {case: 0 for case in CASES}
+    requests = {case: 0 for case in cases}
     for _, body in server.requests:
         text = json.dumps(body)
-        for case in CASES:
+        for case in cases:
             requests[case] += f"rubrics/{case}.md" in text
     return {
         "lanes": lanes,
@@ -270,7 +285,18 @@ def _run_checked(tmp: Path, release: Release) -> dict[str, Any]:
     proc = subprocess.run([release.launcher, "--version"], capture_output=True, text=True, timeout=120)
     if release.version not in proc.stdout:
         return {"error": f"{release.launcher} --version says {proc.stdout.strip()!r}"}
-    return run_release(tmp, release)
+    run = run_release(tmp / "all", release)
+    if "lanes" in run and not run["requests"]["stall"]:
+        # The CLI had not reached the model server when its stall lane's first budget ran out: once more,
+        # the stall case alone, with the longer budget.
+        again = run_release(tmp / "stall", release, ("stall",), WIRING[release.cli].stall_ms[1])
+        if "lanes" not in again:
+            return again
+        run["lanes"]["stall"], run["requests"]["stall"] = again["lanes"]["stall"], again["requests"]["stall"]
+        run["pwned"] = run["pwned"] or again["pwned"]
+        run["status"] = run["status"] or again["status"]
+        run["app"] = run["app"] if run["app"] != "x = 2\n" else again["app"]
+    return run
 
 
 @pytest.fixture(scope="session")
@@ -338,6 +364,8 @@ def expect(release: Release, case: str, run: dict[str, Any]) -> None:
         assert fallback["preset"] == preset, shown
         if case != "drift":  # fell back for this case's own reason
             assert "capability_missing" not in fallback["error"], shown
+        if case == "broken" and wiring.broken_reason:
+            assert fallback["error"].startswith(wiring.broken_reason), shown
         if case == "auth":
             assert "authentication failed" in fallback["error"], shown
         if case == "drift":
@@ -351,14 +379,10 @@ def expect(release: Release, case: str, run: dict[str, Any]) -> None:
 
 # ----------------------------------------------------------------------------- the matrix
 
-# Cells that fail today for want of work the issue lists; the marks go once that work is in.
-# scripts/reviewer-cli-drift runs with --runxfail: its table shows what really happened.
-NEEDS: dict[tuple[str, str], str] = {
-    # Both CLIs retry a dropped stream past the lane's budget; the idle-output watchdog (300 s by default,
-    # counted from the first output) does not cut that short.
-    ("opencode", "broken"): "a broken model stream falls back within a bounded time",
-    ("kimi", "broken"): "a broken model stream falls back within a bounded time",
-}
+# Cells that fail for want of work still to do, as (cli or release id, case) -> what is needed: each gets a
+# strict xfail mark that goes once that work is in. scripts/reviewer-cli-drift runs with --runxfail: its
+# table shows what really happened.
+NEEDS: dict[tuple[str, str], str] = {}
 
 
 def _params() -> list[Any]:

@@ -64,6 +64,7 @@ def test_success_blocks_on_a_high_finding(lane, reviewer) -> None:
         assert call["cwd"] == str(work / "cwd")
         assert call["env"]["KIMI_CODE_HOME"] == str(work / "kimi-home")
         assert call["env"]["KIMI_DISABLE_TELEMETRY"] == "1"
+        assert call["env"]["KIMI_LOOP_MAX_ATTEMPTS_PER_STEP"] == "3"  # its own retries, capped
         # only provider/model settings kept (no [mcp]), the allow-list added, credentials linked
         assert call["config"] == {
             "default_model": "kimi-k2",
@@ -113,3 +114,40 @@ def test_malformed_answer_stops(lane, reviewer) -> None:
 def test_hang_is_a_timeout(lane, reviewer) -> None:
     _, outcome = run(lane, reviewer, "hang", fallbackPresets=["backup"], timeoutMs=2500)
     assert outcome.kind == "timeout" and not outcome.fallbacks
+
+
+def test_a_broken_stream_falls_back_at_once(lane, reviewer) -> None:
+    """The CLI retried the broken stream itself and then gave up: ``stream_failed``, and the lane runs it no
+    more (one run of the CLI) but falls back."""
+    name, cli = reviewer
+    _, outcome = run(lane, reviewer, "broken", fallbackPresets=["backup"])
+    assert outcome.kind == "reported" and outcome.preset == "backup", outcome
+    (failure,) = outcome.fallbacks
+    assert failure.preset == name and failure.error.startswith(f"stream_failed: {name}'s model stream failed")
+    assert ("terminated" if name == "kimi" else "Connection reset by server") in failure.error
+    assert len(cli.calls()) == 1
+
+
+def test_a_server_error_is_no_stream_failure(lane, reviewer) -> None:
+    """The same retries ending on an HTTP status (a 503) are the model's server answering, not a broken stream:
+    a transient error the lane retries once before falling back."""
+    name, cli = reviewer
+    _, outcome = run(lane, reviewer, "server_error", fallbackPresets=["backup"])
+    assert outcome.kind == "reported" and outcome.preset == "backup", outcome
+    (failure,) = outcome.fallbacks
+    assert failure.preset == name and failure.error.startswith("reviewer's turn ended with an error")
+    assert "stream_failed" not in failure.error
+    assert len(cli.calls()) == 2
+
+
+def test_a_preset_may_choose_kimis_own_attempts(lane, fake_cli, monkeypatch) -> None:
+    from agentreview.model.contracts import PresetSpec
+
+    cli = fake_cli("kimi")
+    lane.use_builtin(KimiProvider())
+    granted = {"env": ["KIMI_LOOP_MAX_ATTEMPTS_PER_STEP"]}
+    lane.presets["kimi"] = PresetSpec(name="kimi", provider="kimi", options=granted)
+    monkeypatch.setenv("KIMI_LOOP_MAX_ATTEMPTS_PER_STEP", "7")
+    _, outcome = lane.run_scenario(cli, "kimi", "success")
+    assert outcome.kind == "reported" and outcome.preset == "kimi", outcome.error
+    assert cli.calls()[0]["env"]["KIMI_LOOP_MAX_ATTEMPTS_PER_STEP"] == "7"

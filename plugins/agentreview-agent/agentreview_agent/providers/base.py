@@ -126,6 +126,19 @@ def stream_end(name: str, audit: AuditOutcome, proc: ProcessResult, **ids: Any) 
     return None
 
 
+def stream_failed(who: str, detail: str, **ids: Any) -> ReviewerResult:
+    """``stream_failed``: the CLI reported that its model stream broke or its model connection failed (an
+    error that carries no HTTP status) after retrying it itself. Unavailable, and not retried by the lane:
+    the CLI's own retries were the retries, so the lane moves to its next preset at once."""
+    return ReviewerResult(
+        "unavailable",
+        f"stream_failed: {who}'s model stream failed (the connection broke or could not be made, and the CLI "
+        f"gave up after its own retries): {clip(detail, 300)}",
+        retryable=False,
+        **ids,
+    )
+
+
 def drifted(audit: AuditOutcome, **ids: Any) -> ReviewerResult | None:
     """``capability_missing`` (unavailable: another reviewer may try) when the audit met a shape it
     cannot verify; the answer of such a run is never used. ``None`` when there was no drift."""

@@ -7,10 +7,13 @@ whose ``config.toml`` keeps only the user's provider, model and thinking setting
 "Glob"]``; ``credentials/`` and ``oauth/`` are *linked* from the user's home so token
 refresh is not lost. It runs in the attempt's empty work dir with the repository
 added read-side via ``--add-dir``, an empty ``--skills-dir`` when the CLI has it, and
-telemetry off. The stream is audited: a tool call outside the allow-list is a boundary
+telemetry off, and Kimi's own attempts per step capped (``KIMI_LOOP_MAX_ATTEMPTS_PER_STEP``,
+3 unless the preset grants the variable). The stream is audited: a tool call outside the allow-list is a boundary
 violation; a role the audit does not know, or a stray line that might be an event, is
 drift (``capability_missing``). Kimi reports failures only on stderr (``error: failed to run prompt:
-<code>: <message>``), which is classified per section 7. The prompt goes in argv
+<code>: <message>``), which is classified per section 7; a failure that Kimi retried itself
+and that carries no HTTP status (a broken stream, a dropped connection) is ``stream_failed``,
+not retried by the lane. The prompt goes in argv
 (Kimi Code 2.1 has no stdin prompt), so it is visible to other local users' ``ps``.
 
 With read tools only, the reviewer gets the range's diff and log as files in its
@@ -51,6 +54,7 @@ from agentreview_agent.providers.base import (
     clip,
     drifted,
     stream_end,
+    stream_failed,
     tool_note,
     with_belt_retry,
 )
@@ -67,6 +71,11 @@ MODEL_ENV = ("KIMI_MODEL_*",)
 KEPT_KEYS = ("default_model", "providers", "models", "thinking", "default_thinking")
 FAILURE = re.compile(r"error: failed to run prompt: (.*)")
 NODE_MINIMUM = (22, 19)
+# Kimi Code's own cap on model calls per step (its `[loop_control] max_attempts_per_step`, 10 by default with
+# backoff to 32 s: a broken stream costs minutes). Per invocation, so no release can refuse it; a preset may
+# grant the variable to choose another cap.
+ATTEMPTS_ENV = "KIMI_LOOP_MAX_ATTEMPTS_PER_STEP"
+ATTEMPTS = "3"
 SKILLS_DIR_BELT = "the private KIMI_CODE_HOME, which holds no skills, and the tools allow-list"
 
 
@@ -163,6 +172,11 @@ def audit(text: str) -> tuple[AuditOutcome, str | None, str, int | None]:
     return outcome, session_id, final, status
 
 
+def own_retries(text: str) -> list[dict[str, Any]]:
+    """The retries Kimi Code reported making itself (``meta`` lines of type ``turn.step.retrying``)."""
+    return [e for e in parse_jsonl(text).events if e.get("role") == "meta" and e.get("type") == "turn.step.retrying"]
+
+
 class KimiProvider(ShippedCli):
     name = "kimi"
     binary = "kimi"
@@ -190,7 +204,8 @@ class KimiProvider(ShippedCli):
         settings = []
         if info.offers("--skills-dir"):
             settings.append(Setting(("--skills-dir", str(attempt_dir(request, "skills"))), SKILLS_DIR_BELT))
-        env = {**env, "KIMI_CODE_HOME": str(home), "KIMI_DISABLE_TELEMETRY": "1"}
+        env = {**env, "KIMI_CODE_HOME": str(home), "KIMI_DISABLE_TELEMETRY": "1",
+               ATTEMPTS_ENV: env.get(ATTEMPTS_ENV) or ATTEMPTS}  # fmt: skip
 
         def attempt(strict: bool) -> ProcessResult:
             argv = [info.binary, "-p", prompt, "--output-format", "stream-json", "--add-dir", str(request.repo_root)]
@@ -221,6 +236,9 @@ class KimiProvider(ShippedCli):
                 return ReviewerResult("unavailable", f"quota or rate limit: {message}", **ids)
             if "provider.auth_error" in message or AUTH_TEXT.search(message):
                 return ReviewerResult("unavailable", f"authentication failed: {message}", **ids)
+            retried = own_retries(proc.stdout_text())
+            if retried and not isinstance(retried[-1].get("status_code"), int):  # no HTTP status: the connection
+                return stream_failed("kimi", f"{message} ({len(retried) + 1} attempts by kimi)", **ids)
             reason, retryable = unavailable_reason(message)
             retryable = retryable or proc.returncode == 75 or "provider.connection_error" in message
             return ReviewerResult("unavailable", f"{reason}: {message}", retryable=retryable, **ids)

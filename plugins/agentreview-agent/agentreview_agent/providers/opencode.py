@@ -62,6 +62,7 @@ from agentreview_agent.providers.base import (
     drifted,
     session_label,
     stream_end,
+    stream_failed,
     tail,
     tool_note,
     with_belt_retry,
@@ -271,6 +272,8 @@ def _classify_errors(errors: list[dict]) -> ReviewerResult | None:
     if errors:
         data = _data(errors[-1])
         message = str(data.get("message") or errors[-1].get("name"))
+        if data.get("isRetryable") is True and not isinstance(data.get("statusCode"), int):
+            return stream_failed("opencode", message)  # no HTTP status, and OpenCode retried it itself already
         reason, retryable = unavailable_reason(message)
         return ReviewerResult("unavailable", f"{reason}: {clip(message, 300)}", retryable=retryable)
     return None

@@ -61,6 +61,17 @@ def main():
         )
         print("error: failed to run prompt: provider.rate_limit: 429 too many requests", file=sys.stderr)
         return 1
+    if scenario in ("broken", "server_error"):  # what 2.1.0 printed when the model stream broke (or a 503)
+        status = {"status_code": 503} if scenario == "server_error" else {}
+        for attempt in (1, 2):
+            emit({"role": "meta", "type": "turn.step.retrying", "failed_attempt": attempt,
+                  "next_attempt": attempt + 1, "max_attempts": 3, "delay_ms": 571.5, "error_name": "APIConnectionError",
+                  "error_message": "terminated", **status})  # fmt: skip
+        failure = "provider.connection_error: terminated"
+        if status:
+            failure = "provider.server_error: 503 service unavailable"
+        print(f"error: failed to run prompt: {failure}", file=sys.stderr)
+        return 1
     if scenario == "hang":
         time.sleep(300)
     if scenario == "tool_breach":

@@ -99,6 +99,13 @@ def main():
             },
         )
         time.sleep(300)
+    if scenario in ("broken", "server_error"):  # what 1.18.33 printed after its own retries of a broken stream
+        emit("step_start", part={"id": "prt_1", "type": "step-start"})
+        data = {"message": "Connection reset by server", "isRetryable": True, "metadata": {"code": "ECONNRESET"}}
+        if scenario == "server_error":
+            data = {"message": "Service Unavailable", "statusCode": 503, "isRetryable": True}
+        emit("error", error={"name": "APIError", "data": data})
+        return 1
     if scenario in ("auth", "quota"):
         code = 401 if scenario == "auth" else 429
         emit(
