@@ -79,14 +79,17 @@ def test_claude_code_calls_review_run_and_reads_the_verdict(tmp_path: Path) -> N
     (tmp_path / "userhome").mkdir()
     with ModelServer(script) as server:
         # --print connects MCP servers in the background: a first model request sent while the server still
-        # starts (a loaded machine) lists no agentreview tool. MCP_CONNECTION_NONBLOCKING=false waits for it.
+        # starts (a loaded machine) lists no agentreview tool. MCP_CONNECTION_NONBLOCKING=false waits for it,
+        # and MCP_TIMEOUT gives the server's start the margin a loaded 2-core machine needs (the default
+        # bound is made for an idle one); the review itself stays within the tool-call default.
         env.update(HOME=str(tmp_path / "userhome"), ANTHROPIC_API_KEY="stub-key", ANTHROPIC_BASE_URL=server.url,
-                   CLAUDE_CODE_MAX_RETRIES="0", MCP_CONNECTION_NONBLOCKING="false")  # fmt: skip
+                   CLAUDE_CODE_MAX_RETRIES="0", MCP_CONNECTION_NONBLOCKING="false",
+                   MCP_TIMEOUT="180000")  # fmt: skip
         proc = subprocess.run(
             [binary, "--print", "I changed src/app.txt; review it.", "--mcp-config", json.dumps(config),
              "--strict-mcp-config", "--allowedTools", TOOL, "--setting-sources", "",
              "--output-format", "stream-json", "--verbose"],
-            cwd=repo.path, env=env, capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL,
+            cwd=repo.path, env=env, capture_output=True, text=True, timeout=420, stdin=subprocess.DEVNULL,
         )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
