@@ -45,3 +45,6 @@ class RunOptions:
     # --policy-from REF: the lanes, rubrics and path packs come from REF's tree (git objects), not the
     # checkout, so a change that edits the review policy is reviewed under the policy it would replace.
     policy_from: str | None = None
+    # The head is a commit being pushed (the pre-push hook): the "commit the export" rule moves a named
+    # head too. A head the user names otherwise is reviewed as named.
+    pushed: bool = False

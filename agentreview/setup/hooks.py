@@ -18,30 +18,55 @@ chain by hand. ``init``'s hook is recognised by its marker line: identical bytes
 from __future__ import annotations
 
 import os
+import shlex
+import sys
 from pathlib import Path
 
 from agentreview.host import git as repo
 from agentreview.setup.writer import Outcome, place, shown
 
-__all__ = ["HOOK_MARKER", "hooks_dir", "install_pre_push", "render_hook"]
+__all__ = ["HOOK_MARKER", "agentreview_command", "hooks_dir", "install_pre_push", "render_hook"]
 
 HOOK_MARKER = "# agentreview init: pre-push hook"
 CHAINED = "pre-push.local"
+GONE = (
+    "agentreview pre-push hook: $agentreview (which ran 'agentreview init') is gone or moved; "
+    "run 'agentreview init --force' with the agentreview you use now (or push with --no-verify to skip the review)"
+)
 
 
-def render_hook() -> str:
+def agentreview_command() -> list[str]:
+    """How the hook starts agentreview without PATH: the interpreter running ``init`` (a virtualenv's
+    ``bin/python`` kept as named, not resolved, so its packages come with it) with ``-m agentreview``;
+    a frozen build's own executable."""
+    if getattr(sys, "frozen", False):
+        return [sys.executable]
+    return [sys.executable, "-m", "agentreview"]
+
+
+def render_hook(command: list[str] | None = None) -> str:
+    argv = command or agentreview_command()
+    program = shlex.quote(argv[0])
+    rest = " ".join(shlex.quote(arg) for arg in argv[1:])
     return f"""\
 #!/bin/sh
 {HOOK_MARKER}
-# Reviews the commits being pushed with REVIEW.md's `local` binding: a block (1), incomplete (2)
-# or could-not-run (3) stops the push. The hook that was here before runs first, from
-# pre-push.local, with the same arguments and stdin. `agentreview init` recognises this file by
-# the line above and rewrites it only with --force.
+# Reviews exactly what is pushed with REVIEW.md's `local` binding: each ref git names on stdin
+# (deletions and tags are not reviewed). A block (1), incomplete (2) or could-not-run (3) stops the
+# push. The hook that was here before runs first, from pre-push.local, with the same arguments and
+# stdin. agentreview is started by the path `agentreview init` ran from, not from PATH.
+# `agentreview init` recognises this file by the line above and rewrites it only with --force.
+agentreview={program}
+if [ ! -x "$agentreview" ]; then
+    echo "{GONE}" >&2
+    exit 3
+fi
+pushed=$(cat)
 hook_dir=$(dirname "$0")
 if [ -x "$hook_dir/{CHAINED}" ]; then
-    "$hook_dir/{CHAINED}" "$@" || exit $?
+    printf '%s\\n' "$pushed" | "$hook_dir/{CHAINED}" "$@" || exit $?
 fi
-exec agentreview run --binding local --supersede </dev/null
+printf '%s\\n' "$pushed" | "$agentreview" {rest}{" " if rest else ""}run --binding local --supersede --pre-push
 """
 
 
@@ -79,7 +104,7 @@ def install_pre_push(root: Path, *, force: bool) -> Outcome:
                 name,
                 "skipped",
                 f"a pre-push hook of yours is there and {CHAINED} is taken too; not touched — "
-                f"add `agentreview run --binding local` to your hook",
+                f"add `agentreview run --binding local --pre-push` to your hook",
             )
         os.rename(hook, chained)
         result = place(hook, data, root=root, force=False, mode=0o755, confine=False)
