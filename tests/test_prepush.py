@@ -208,6 +208,13 @@ def test_run_export_commit_push_runs_each_lane_once(repo: PushRepo) -> None:
     verified = repo.agentreview("verify")
     assert verified.returncode == 0, verified.stdout + verified.stderr
 
+    # A commit that adds an export and changes anything else is reviewed itself, by run and by the hook.
+    repo.commit("export and more", **{".reviews__extra.json": "{}\n", "app.txt": "v2\n"})
+    mixed = repo.push("feature")
+    assert mixed.returncode == 0, mixed.stdout + mixed.stderr
+    assert "only adds exports" not in mixed.stdout and "(cached)" not in mixed.stdout
+    assert repo.lane_runs() == 2
+
 
 def test_a_missing_program_is_incomplete_never_block_and_never_cached(repo: PushRepo, tmp_path: Path) -> None:
     tools = tmp_path / "tools"
