@@ -118,7 +118,7 @@ def review_pushed(
     *,
     stdin_text: str,
     environ: Mapping[str, str],
-    write: Callable[[str], None] = sys.stdout.write,
+    write: Callable[[str], object] = sys.stdout.write,
 ) -> int:
     """Review each pushed ref with ``review`` (which prints its own summary and returns its exit);
     one header line per ref, a closing line when several refs were pushed."""
