@@ -295,3 +295,31 @@ def test_skip_reasons_and_the_push_exit() -> None:
     assert "not a commit" in (skip_reason(PushedRef("refs/heads/x", a, "refs/heads/x", ZERO), lambda s: "blob") or "")
     assert worst_exit([]) == 0 and worst_exit([0, 0]) == 0
     assert worst_exit([2, 1, 3]) == 1 and worst_exit([2, 3]) == 3 and worst_exit([0, 2]) == 2
+
+
+EARLIER_HOOK = """\
+#!/bin/sh
+# agentreview init: pre-push hook
+# Reviews the commits being pushed with REVIEW.md's `local` binding: a block (1), incomplete (2)
+# or could-not-run (3) stops the push. The hook that was here before runs first, from
+# pre-push.local, with the same arguments and stdin. `agentreview init` recognises this file by
+# the line above and rewrites it only with --force.
+hook_dir=$(dirname "$0")
+if [ -x "$hook_dir/pre-push.local" ]; then
+    "$hook_dir/pre-push.local" "$@" || exit $?
+fi
+exec agentreview run --binding local --supersede </dev/null
+"""
+
+
+def test_init_replaces_the_earlier_hook_that_ignored_the_pushed_refs(repo: PushRepo) -> None:
+    hook = repo.path / ".git" / "hooks" / "pre-push"
+    hook.write_text(EARLIER_HOOK)
+    hook.chmod(0o755)
+    init = repo.agentreview("init", "--hook", "pre-push", "--reviewer", "claude")
+    assert init.returncode == 0, init.stdout + init.stderr
+    assert "replaced the earlier hook that ignored the pushed refs" in init.stdout
+    assert "--pre-push" in hook.read_text() and not (hook.parent / "pre-push.local").exists()
+    hook.write_text(hook.read_text() + "# mine\n")  # an edit of the user's is kept without --force
+    again = repo.agentreview("init", "--hook", "pre-push", "--reviewer", "claude")
+    assert again.returncode == 0 and hook.read_text().endswith("# mine\n")

@@ -70,6 +70,23 @@ printf '%s\\n' "$pushed" | "$agentreview" {rest}{" " if rest else ""}run --bindi
 """
 
 
+# The hook earlier versions wrote: it found agentreview on PATH and ignored the pushed refs. init
+# replaces it without --force, as no edit of the user's is lost.
+_EARLIER_HOOK = f"""\
+#!/bin/sh
+{HOOK_MARKER}
+# Reviews the commits being pushed with REVIEW.md's `local` binding: a block (1), incomplete (2)
+# or could-not-run (3) stops the push. The hook that was here before runs first, from
+# pre-push.local, with the same arguments and stdin. `agentreview init` recognises this file by
+# the line above and rewrites it only with --force.
+hook_dir=$(dirname "$0")
+if [ -x "$hook_dir/{CHAINED}" ]; then
+    "$hook_dir/{CHAINED}" "$@" || exit $?
+fi
+exec agentreview run --binding local --supersede </dev/null
+"""
+
+
 def hooks_dir(root: Path) -> Path:
     """The folder git runs this repository's hooks from."""
     proc = repo.git(["config", "--show-scope", "--type=path", "--get-all", "core.hooksPath"], root, check=False)
@@ -98,7 +115,11 @@ def install_pre_push(root: Path, *, force: bool) -> Outcome:
         except OSError:
             ours = False
         if ours:
-            return place(hook, data, root=root, force=force, mode=0o755, confine=False)
+            earlier = _is_earlier_hook(hook)
+            result = place(hook, data, root=root, force=force or earlier, mode=0o755, confine=False)
+            if earlier and result.status == "written":
+                return Outcome(result.path, "written", "replaced the earlier hook that ignored the pushed refs")
+            return result
         if os.path.lexists(chained):
             return Outcome(
                 name,
@@ -111,3 +132,10 @@ def install_pre_push(root: Path, *, force: bool) -> Outcome:
         return Outcome(result.path, result.status, f"the hook that was there runs first, as {shown(chained, root)}")
     folder.mkdir(parents=True, exist_ok=True)
     return place(hook, data, root=root, force=force, mode=0o755, confine=False)
+
+
+def _is_earlier_hook(hook: Path) -> bool:
+    try:
+        return hook.read_bytes() == _EARLIER_HOOK.encode()
+    except OSError:
+        return False
