@@ -323,3 +323,24 @@ def test_init_replaces_the_earlier_hook_that_ignored_the_pushed_refs(repo: PushR
     hook.write_text(hook.read_text() + "# mine\n")  # an edit of the user's is kept without --force
     again = repo.agentreview("init", "--hook", "pre-push", "--reviewer", "claude")
     assert again.returncode == 0 and hook.read_text().endswith("# mine\n")
+
+
+def test_without_target_base_here_an_update_reviews_what_the_remote_lacks(repo: PushRepo) -> None:
+    """merge-base(target.base, sha) needs target.base fetched; when it is not, a push that adds to a
+    branch the remote has is reviewed over the remote's commit, and a new branch cannot be reviewed."""
+    install_hook(repo)
+    repo.git("switch", "-q", "-c", "topic")
+    text = review_md(repo.counter).replace("refs/remotes/origin/main", "refs/remotes/origin/develop")
+    repo.commit("base on develop", **{"REVIEW.md": text})
+    new = repo.push("topic")  # git push exits 1 whatever the hook's exit
+    assert new.returncode != 0, new.stdout + new.stderr
+    assert "cannot compute merge-base(refs/remotes/origin/develop" in new.stderr and not repo.remote_has("topic")
+    assert repo.push("--no-verify", "topic").returncode == 0
+    remote_sha = repo.git("rev-parse", "topic")
+    repo.commit("more", **{"app.txt": "v2\n"})
+    update = repo.push("topic")
+    assert update.returncode == 0, update.stdout + update.stderr
+    assert f"range:   --base {remote_sha}" in update.stdout
+    repo.commit("break", **{"BAD": "x\n"})
+    broken = repo.push("topic")
+    assert broken.returncode != 0 and "verdict: block" in broken.stdout

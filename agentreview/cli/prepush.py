@@ -8,9 +8,11 @@ those instead. Each pushed commit is reviewed as ``run --head <sha>`` would revi
 ``merge-base(target.base, sha)..sha``, the one ``run`` reviews at that commit and the gate
 verifies, so a review recorded by ``run`` (or by an earlier push) answers at once, and an export
 commit is answered by the review of its parent. The range holds every pushed commit that is not
-already on the base branch. Not reviewed, and said so: a deletion (the local sha is all zeros), a
-tag, a note, and anything that is not a commit. Whatever ref blocks or cannot be reviewed stops
-the whole push.
+already on the base branch. When that merge-base cannot be computed here (``target.base`` not
+fetched) and the remote already holds an ancestor of the pushed commit, the range is
+``<remote sha>..sha``: exactly the commits the push adds. Not reviewed, and said so: a deletion
+(the local sha is all zeros), a tag, a note, and anything that is not a commit. Whatever ref
+blocks or cannot be reviewed stops the whole push.
 """
 
 from __future__ import annotations
@@ -114,14 +116,15 @@ def worst_exit(codes: list[int]) -> int:
 
 def review_pushed(
     cwd: Path,
-    review: Callable[[PushedRef], int],
+    review: Callable[[PushedRef, str | None], int],
     *,
     stdin_text: str,
     environ: Mapping[str, str],
     write: Callable[[str], object] = sys.stdout.write,
 ) -> int:
-    """Review each pushed ref with ``review`` (which prints its own summary and returns its exit);
-    one header line per ref, a closing line when several refs were pushed."""
+    """Review each pushed ref with ``review(ref, over)`` (which prints its own summary and returns its
+    exit; ``over`` is the remote's commit when the push only adds to it); one header line per ref, a
+    closing line when several refs were pushed."""
     from agentreview.host import git
 
     root = git.repo_root(cwd)
@@ -135,6 +138,13 @@ def review_pushed(
         proc = git.git(["cat-file", "-t", sha], root, check=False)
         return proc.stdout.strip() if proc.returncode == 0 else None
 
+    def over(ref: PushedRef) -> str | None:
+        """The remote's commit of the ref when this repository has it and the push only adds to it."""
+        if _ZERO.match(ref.remote_sha) or ref.remote_sha == ref.local_sha:
+            return None
+        args = ["merge-base", "--is-ancestor", "--end-of-options", ref.remote_sha, ref.local_sha]
+        return ref.remote_sha if git.git(args, root, check=False).returncode == 0 else None
+
     refs = pushed_refs(stdin_text, environ, resolve)
     if not refs:
         write("agentreview pre-push: git named no ref to push; nothing to review\n")
@@ -146,7 +156,7 @@ def review_pushed(
             write(f"push {ref.shown}: not reviewed, {reason}\n")
             continue
         write(f"push {ref.shown} ({ref.local_sha[:10]}):\n")
-        codes.append(review(ref))
+        codes.append(review(ref, over(ref)))
     code = worst_exit(codes)
     if len(refs) > 1:
         outcome = "every reviewed ref passed" if code == 0 else f"the push stops (exit {code})"

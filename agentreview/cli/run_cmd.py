@@ -270,9 +270,9 @@ def register(app: typer.Typer) -> None:
 
             from agentreview.cli.prepush import PushedRef, review_pushed
 
-            def review_ref(ref: PushedRef) -> int:
+            def review_ref(ref: PushedRef, over: str | None) -> int:
                 ref_options = RunOptions(
-                    cwd=cwd, manifest=manifest, binding=binding, head=ref.local_sha, pushed=True,
+                    cwd=cwd, manifest=manifest, binding=binding, head=ref.local_sha, pushed=True, pushed_over=over,
                     no_cache=no_cache, no_compose=no_compose, headless=headless, supersede=supersede,
                     session_id=requester_from_env(), authored_by=tuple(families),
                 )  # fmt: skip

@@ -230,7 +230,13 @@ def build_plan(
     if _follows_export_commit(root, options, manifest.verdict.exportDir, head.commit):
         export_commit = head.commit
         head = refs.head_ref(root, f"{head.commit}^")
-    span = refs.resolve_range(root, head, options.base, manifest.target.base)
+    try:
+        span = refs.resolve_range(root, head, options.base, manifest.target.base)
+    except git.GitError:
+        if options.base is not None or options.pushed_over is None or export_commit is not None:
+            raise
+        # the remote already holds pushed_over: what the push adds is pushed_over..head
+        span = refs.resolve_range(root, head, options.pushed_over, manifest.target.base)
     pre_head, base_sha = head.commit, span.base_sha
     msha = manifest_sha(source)
     # 7. rubric digests (before prepare)
