@@ -274,7 +274,7 @@ def register(app: typer.Typer) -> None:
                 ref_options = RunOptions(
                     cwd=cwd, manifest=manifest, binding=binding, head=ref.local_sha, pushed=True, pushed_over=over,
                     no_cache=no_cache, no_compose=no_compose, headless=headless, supersede=supersede,
-                    session_id=requester_from_env(), authored_by=tuple(families),
+                    session_id=requester_from_env(), authored_by=tuple(families), policy_from=policy_from,
                 )  # fmt: skip
                 reporter = make_reporter(quiet=False)
                 return _report(run_review(ref_options, reporter), reporter)
