@@ -334,7 +334,8 @@ def test_without_target_base_here_an_update_reviews_what_the_remote_lacks(repo: 
     repo.commit("base on develop", **{"REVIEW.md": text})
     new = repo.push("topic")  # git push exits 1 whatever the hook's exit
     assert new.returncode != 0, new.stdout + new.stderr
-    assert "cannot compute merge-base(refs/remotes/origin/develop" in new.stderr and not repo.remote_has("topic")
+    assert "the base 'refs/remotes/origin/develop' (REVIEW.md's target.base) does not exist" in new.stderr
+    assert not repo.remote_has("topic")
     assert repo.push("--no-verify", "topic").returncode == 0
     remote_sha = repo.git("rev-parse", "topic")
     repo.commit("more", **{"app.txt": "v2\n"})
