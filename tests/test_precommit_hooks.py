@@ -52,7 +52,7 @@ def _run(argv: list[str], cwd: Path, env: dict[str, str], timeout: float = 600) 
 def test_the_hooks_file_declares_both_hooks() -> None:
     hooks = {h["id"]: h for h in yaml.safe_load((CHECKOUT / ".pre-commit-hooks.yaml").read_text())}
     review = hooks["agentreview"]
-    assert review["entry"] == "agentreview run --binding local"
+    assert review["entry"] == "agentreview run --binding local --pre-push"
     assert review["language"] == "python" and review["stages"] == ["pre-push"]
     assert review["pass_filenames"] is False and review["always_run"] is True
     assert hooks["agentreview-verify"]["entry"] == "agentreview verify"

@@ -79,6 +79,16 @@ def render_summary(result: RunResult, *, lanes_shown: bool = False) -> str:
         if result.policy_from is not None:
             policy = result.policy_from
             lines.append(f"policy:  reviewed under {policy.exact}'s policy ({policy.commit[:10]})")
+        if result.export_commit:
+            lines.append(
+                f"head:    {result.export_commit[:10]} only adds exports; this is the review of its parent "
+                f"{target.headSha[:10]}"
+            )
+        if result.cached:
+            lines.append(
+                f"cached:  the review recorded at {att.createdAt} answered; nothing ran "
+                "(run again with --no-cache)"
+            )
         if result.cached_from:
             via = f" via {result.cached_from['remote']}" if result.cached_from.get("remote") else ""
             lines.append(f"cached from: {result.cached_from['principal']}{via} (team trust; signed by them)")
@@ -187,6 +197,14 @@ def register(app: typer.Typer) -> None:
             Path | None,
             typer.Option("--summary", help="Append a Markdown summary to PATH (default: $GITHUB_STEP_SUMMARY)."),
         ] = None,
+        pre_push: Annotated[
+            bool,
+            typer.Option(
+                "--pre-push",
+                help="Review what a git push sends: each ref of the pre-push hook's stdin (or pre-commit's "
+                "PRE_COMMIT_TO_REF), reviewed at its pushed commit; deletions and tags are not reviewed.",
+            ),
+        ] = False,
         authored_by: Annotated[
             list[str] | None,
             typer.Option(
@@ -227,6 +245,13 @@ def register(app: typer.Typer) -> None:
 
             if not RUN_ID.match(run_id):
                 raise UsageError(f"--run-id {run_id!r} must be review-<id>")
+        if pre_push:
+            given = {"--base": base, "--head": head, "--export": export or None, "--export-to": export_to,
+                     "--publish": publish or None, "--json": as_json or None, "--annotate": annotate, "--pr": pr,
+                     "--detach": detach or None, "--run-id": run_id, "--sarif": sarif, "--summary": summary_to}
+            clash = [name for name, value in given.items() if value is not None]
+            if clash:
+                raise UsageError(f"--pre-push reviews each pushed commit; it cannot be combined with {clash[0]}")
         if detach:
             if annotate:
                 raise UsageError("--detach cannot be combined with --annotate (the review's output goes to a log)")
@@ -240,6 +265,22 @@ def register(app: typer.Typer) -> None:
                 policy_from=policy_from,
             )
             return _detach(args, cwd, as_json)
+        if pre_push:
+            import os
+
+            from agentreview.cli.prepush import PushedRef, review_pushed
+
+            def review_ref(ref: PushedRef, over: str | None) -> int:
+                ref_options = RunOptions(
+                    cwd=cwd, manifest=manifest, binding=binding, head=ref.local_sha, pushed=True, pushed_over=over,
+                    no_cache=no_cache, no_compose=no_compose, headless=headless, supersede=supersede,
+                    session_id=requester_from_env(), authored_by=tuple(families), policy_from=policy_from,
+                )  # fmt: skip
+                reporter = make_reporter(quiet=False)
+                return _report(run_review(ref_options, reporter), reporter)
+
+            stdin_text = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read(1 << 20)
+            return review_pushed(cwd, review_ref, stdin_text=stdin_text, environ=os.environ)
         options = RunOptions(
             cwd=cwd,
             manifest=manifest,
@@ -272,22 +313,26 @@ def register(app: typer.Typer) -> None:
                 body["published"] = published
             sys.stdout.write(json_text(body) + "\n")
         else:
-            from agentreview.report.progress import LiveReporter
-
-            live = isinstance(reporter, LiveReporter) and not (result.cached or result.joined)
-            summary = render_summary(result, lanes_shown=live)
-            stream = sys.stderr if result.status == "failed" else sys.stdout
-            if result.status == "failed":
-                from agentreview.report.neutral import neutralize
-
-                summary = neutralize(f"agentreview run: {result.error}")
-            stream.write(summary + "\n")
+            _report(result, reporter)
             if published is not None:
                 sys.stdout.write(f"published: the note of {str(published['commit'])[:12]} ({published['pushed']})\n")
         if publish_error is not None:
             sys.stderr.write(f"agentreview run: {publish_error}\n")
         code = _write_reports(result, cwd, sarif, summary_to, background=run_id is not None)
         return EXIT_ERROR if publish_error is not None and code == 0 else code
+
+
+def _report(result: RunResult, reporter: object) -> int:
+    """Print the summary of one run (the error line to stderr when it could not run); its exit code."""
+    from agentreview.report.neutral import neutralize
+    from agentreview.report.progress import LiveReporter
+
+    live = isinstance(reporter, LiveReporter) and not (result.cached or result.joined)
+    if result.status == "failed":
+        sys.stderr.write(neutralize(f"agentreview run: {result.error}") + "\n")
+    else:
+        sys.stdout.write(render_summary(result, lanes_shown=live) + "\n")
+    return result.exit_code
 
 
 def _publish(result: RunResult, cwd: Path) -> tuple[dict[str, object] | None, str | None]:

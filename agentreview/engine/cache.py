@@ -2,7 +2,8 @@
 
 The cache rule is the ledger's (:meth:`Ledger.lookup_cached`), applied to a teammate's signed
 attestation too when team trust is on (:func:`serve_foreign`); this module decides when
-to ask (not ``--no-cache``, not headless, not a dirty tree) and how to wait for an identical
+to ask (not ``--no-cache``, not headless, not a dirty tree, not an unsigned entry when this host
+can sign now) and how to wait for an identical
 run: the per-request file lock of :mod:`agentreview.engine.coordination`, taken without
 waiting when free, else waited for (cancellable, bounded), after which the attestation one
 of the runs it waited for recorded is this run's result. Only those runs count: an entry
@@ -54,10 +55,23 @@ def serve_cached(plan: RunPlan, ledger: Ledger, reporter: Reporter) -> RunResult
     if plan.flags.no_cache or plan.flags.headless or git.is_dirty(plan.repo_root):
         return None
     cached = ledger.lookup_cached(*plan.key, plan.rubrics, plan.packs)
+    if cached is not None and not cached.attestor.signature and _can_sign_now(plan, cached):
+        reporter.phase(f"the recorded review {cached.runId} is unsigned and this host can sign now: running again")
+        return None
     if cached is None:
         return serve_foreign(plan, ledger, reporter)
     reporter.phase(f"cache hit: {cached.runId} ({cached.verdict})")
     return finish_cached(plan, cached, ledger, reporter, joined=False)
+
+
+def _can_sign_now(plan: RunPlan, att: Attestation) -> bool:
+    """Whether this host signs now what it could not sign when the review was recorded (ssh-keygen
+    back on PATH, say): a trial signature, thrown away. The review then runs again rather than
+    signing an old result: what is signed is always what this run saw."""
+    from agentreview.signing.signers import sign_attestation
+
+    _, error = sign_attestation(att, registry=plan.registry, home=plan.host.home, repo_root=plan.repo_root)
+    return error is None
 
 
 def serve_foreign(plan: RunPlan, ledger: Ledger, reporter: Reporter) -> RunResult | None:

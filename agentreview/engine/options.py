@@ -45,3 +45,9 @@ class RunOptions:
     # --policy-from REF: the lanes, rubrics and path packs come from REF's tree (git objects), not the
     # checkout, so a change that edits the review policy is reviewed under the policy it would replace.
     policy_from: str | None = None
+    # The head is a commit being pushed (the pre-push hook): the "commit the export" rule moves a named
+    # head too. A head the user names otherwise is reviewed as named.
+    pushed: bool = False
+    # For a pushed commit: the remote's commit of the ref (an ancestor of the head), the range's base
+    # when merge-base(target.base, head) cannot be computed (target.base not fetched here, say).
+    pushed_over: str | None = None

@@ -116,6 +116,7 @@ class RunPlan:
     def ledger_manifest_path(self) -> Path:
         """The manifest path the ledger records (the checkout's, never a temporary copy of REF's)."""
         return self.recorded_manifest or self.manifest_path
+    export_commit: str | None = None  # the head asked for, when it only adds exports and its parent is reviewed
 
     @property
     def registry(self) -> Registry:
@@ -225,7 +226,17 @@ def build_plan(
         if head_ref == "HEAD" and pre_head_or_none
         else refs.head_ref(root, head_ref)
     )
-    span = refs.resolve_range(root, head, options.base, manifest.target.base)
+    export_commit = None
+    if _follows_export_commit(root, options, manifest.verdict.exportDir, head.commit):
+        export_commit = head.commit
+        head = refs.head_ref(root, f"{head.commit}^")
+    try:
+        span = refs.resolve_range(root, head, options.base, manifest.target.base)
+    except git.GitError:
+        if options.base is not None or options.pushed_over is None or export_commit is not None:
+            raise
+        # the remote already holds pushed_over: what the push adds is pushed_over..head
+        span = refs.resolve_range(root, head, options.pushed_over, manifest.target.base)
     pre_head, base_sha = head.commit, span.base_sha
     msha = manifest_sha(source)
     # 7. rubric digests (before prepare)
@@ -267,7 +278,24 @@ def build_plan(
         refs=span.refs,
         policy_from=policy.resolved if policy is not None else None,
         recorded_manifest=recorded_manifest,
+        export_commit=export_commit,
     )
+
+
+def _follows_export_commit(root: Path, options: RunOptions, export_dir: str | None, head_sha: str) -> bool:
+    """Whether the review is the one of the head's parent: the head only adds exports (the rule
+    ``verify`` applies, :mod:`agentreview.store.exportcommit`), the range's base is not named, and the
+    head is the clean checkout's ``HEAD`` or a pushed commit. A head named with ``--head``, and a
+    checkout with uncommitted changes (they are what is reviewed), are reviewed as they are."""
+    from agentreview.store.exportcommit import head_only_touches_exports, repository_folder
+
+    if options.base is not None or not export_dir:
+        return False
+    if options.head is not None and not options.pushed:
+        return False
+    if options.head is None and git.is_dirty(root):
+        return False
+    return head_only_touches_exports(root, repository_folder(export_dir), head_sha)
 
 
 def check_export_dir(root: Path, export_dir: str | None) -> Path:

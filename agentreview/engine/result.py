@@ -37,6 +37,8 @@ class RunResult:
     refs: tuple[ResolvedRef, ...] = ()
     # --policy-from: the full ref (or commit) whose manifest, rubrics and packs the run reviewed under
     policy_from: ResolvedRef | None = None
+    # the head asked for when it only adds exports: the review (and this result) is of its parent
+    export_commit: str | None = None
 
     @classmethod
     def done(
@@ -95,6 +97,8 @@ class RunResult:
             data["policyFrom"] = self.policy_from.as_dict()
         if self.joined:
             data["joined"] = True
+        if self.export_commit:
+            data["exportCommit"] = self.export_commit
         if self.cached_from:
             data["cachedFrom"] = dict(self.cached_from)
         if self.error:

@@ -123,8 +123,10 @@ def _run(
 ) -> RunResult:
     if options.policy_from is None:
         plan = build_plan(run_id, options, registry)
+        _announce_export_commit(plan, reporter)
         result = _run_planned(plan, reporter, cancel, tracker)
         result.refs = plan.refs  # the report names the full refs and commits the range came from
+        result.export_commit = plan.export_commit
         return result
     from agentreview.manifest.policy_tree import policy_tree
 
@@ -133,9 +135,11 @@ def _run(
     with policy_tree(root, options.policy_from, _manifest_rel(root, options)) as policy:
         plan = build_plan(run_id, options, registry, policy=policy)
         reporter.phase(f"reviewing under {policy.ref}'s policy ({policy.sha[:10]}:{policy.rel})")
+        _announce_export_commit(plan, reporter)
         result = _run_planned(plan, reporter, cancel, tracker)
     result.refs = plan.refs
     result.policy_from = policy.resolved
+    result.export_commit = plan.export_commit
     return result
 
 
@@ -151,6 +155,14 @@ def _manifest_rel(root: Path, options: RunOptions) -> str:
             exit_code=EXIT_USAGE,
         )
     return named.relative_to(root).as_posix()
+
+
+def _announce_export_commit(plan: RunPlan, reporter: Reporter) -> None:
+    if plan.export_commit:
+        reporter.phase(
+            f"{plan.export_commit[:10]} only adds exports under {plan.export_dir}: "
+            f"reviewing its parent {plan.pre_head_sha[:10]}"
+        )
 
 
 def _run_planned(plan: RunPlan, reporter: Reporter, cancel: threading.Event, tracker: RunTracker) -> RunResult:

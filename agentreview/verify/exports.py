@@ -15,7 +15,6 @@ Where the reference is lax and being strict cannot reject an honest export, this
 from __future__ import annotations
 
 import os
-import posixpath
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -24,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentreview.model.digests import loads_strict
 from agentreview.model.errors import EXIT_ERROR, EXIT_INVALID, EXIT_NOT_EXPORTED, EXIT_NOT_FOUND, EXIT_USAGE
+from agentreview.store.exportcommit import head_only_touches_exports, repository_folder
 from agentreview.verify.expectation import resolve_expectation_shas
 from agentreview.verify.result import VerifyStop
 
@@ -149,47 +149,6 @@ def find_for_range(docs: Sequence[ExportDoc], base_sha: str, head_sha: str, bind
     # Newest createdAt first; the file name breaks ties so the choice never depends on the file system.
     matches.sort(key=lambda d: (created_at_key(d.raw), d.path.name), reverse=True)
     return matches[0]
-
-
-_REGULAR_OR_ABSENT = frozenset({"000000", "100644", "100755"})
-_FOLDER = "040000"
-
-
-def repository_folder(path: str) -> str | None:
-    """``path`` (relative to the repository root) as a repository path, normalized as written and
-    not through the file system; ``None`` unless it names a proper sub-folder."""
-    if os.path.isabs(path):
-        return None
-    rel = posixpath.normpath(path)
-    if rel in (".", "..") or rel.startswith("../"):
-        return None
-    return rel
-
-
-def head_only_touches_exports(root: Path, folder: str | None, head_sha: str) -> bool:
-    """True when ``head_sha`` changes nothing but regular ``*.json`` files directly inside the
-    repository folder ``folder`` (see :func:`repository_folder`), no part of which is a symlink
-    or anything else than a folder in HEAD, in its parent, or on disk (the "commit the export"
-    convention, held to its literal meaning)."""
-    from agentreview.host.git import changed_entries, tree_modes
-    from agentreview.store.export import linked_component
-
-    if folder is None or linked_component(root, folder) is not None:
-        return False
-    parts = folder.split("/")
-    prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
-    for rev in (head_sha, f"{head_sha}^"):
-        modes = tree_modes(root, rev, prefixes)
-        if modes is None or any(mode != _FOLDER for mode in modes.values()):
-            return False
-    changed = changed_entries(root, head_sha)
-    return bool(changed) and all(
-        posixpath.dirname(path) == folder
-        and path.endswith(".json")
-        and old in _REGULAR_OR_ABSENT
-        and new in _REGULAR_OR_ABSENT
-        for old, new, path in changed or ()
-    )
 
 
 # --------------------------------------------------------------------------- step 3

@@ -16,6 +16,11 @@ One lane, start to end (AIP-62 Execution, Command lanes; reference-notes 2.22):
   running is killed the same way, so the lane ends when its shell does and nothing
   outlives it.
 
+* A shell that exits 126 or 127 could not start a program the command names (not found, not
+  executable): the lane is ``skipped`` with the shell's words and the fix, so the verdict is
+  ``incomplete`` (never served from the cache), not a ``block`` blaming the change. A missing
+  ``tox`` is this host's environment; once it is installed the next run runs the lane.
+
 ``run_lane`` never raises: anything unexpected becomes a ``skipped`` outcome.
 """
 
@@ -32,6 +37,8 @@ from agentreview.api import LaneOutcome, LaneRequest, run_process_group
 OUTPUT_LIMIT = 64 * 1024  # the tail of a lane's output kept for its result
 CANCELLED_WHILE_RUNNING = "review cancelled while this lane was running"
 CANCELLED_BEFORE_START = "review cancelled before this lane started"
+# The shell's exits for a program it could not start (POSIX): the lane is skipped (incomplete), never fail.
+NOT_RUNNABLE = {126: "a program it runs is not executable", 127: "a program it runs was not found"}
 
 _lane_numbers = itertools.count(1)
 _running: dict[int, threading.Event] = {}
@@ -127,4 +134,17 @@ def _run(request: LaneRequest, shell: str) -> LaneOutcome:
     if result.timed_out:
         return LaneOutcome.timeout(f"exceeded {timeout_ms}ms and was killed", result.stdout_text())
     code = result.returncode if result.returncode is not None else 1
+    if code in NOT_RUNNABLE:
+        return LaneOutcome.skipped(not_runnable(code, result.stdout_text()))
     return LaneOutcome.exited(128 if code < 0 else code, result.stdout_text())
+
+
+def not_runnable(code: int, output: str) -> str:
+    """Why a lane whose shell exited 126 or 127 is ``skipped``: the shell's own words (its last line)
+    and the fix. A program that is missing here is this host's environment, not the change's fault."""
+    last = next((line.strip() for line in reversed(output.splitlines()) if line.strip()), "")
+    said = f": {last[:300]}" if last else ""
+    return (
+        f"could not run: the shell exited {code} ({NOT_RUNNABLE[code]}){said} — install the program or fix "
+        "the check's run, then run the review again"
+    )

@@ -1,0 +1,59 @@
+"""The "commit the export" rule, shared by ``verify`` and ``run``: a HEAD that only adds exports.
+
+A commit that changes nothing but regular ``*.json`` files directly inside the export folder
+attests nothing new: ``verify`` looks for the attestation of its parent, and ``run`` (and the
+pre-push hook) answer from the review of its parent, so the documented flow (run, export,
+commit, push) runs each lane once. The rule is held to its literal meaning so an unreviewed
+commit can never pass through it: the export folder is a proper sub-folder of the repository,
+normalized as written and never resolved through the file system, and no folder on its way may
+be a symlink in HEAD, in HEAD^ or on disk (a reviewed ``.reviews -> config`` must not let the
+unreviewed HEAD change ``config/*.json``).
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from pathlib import Path
+
+__all__ = ["head_only_touches_exports", "repository_folder"]
+
+_REGULAR_OR_ABSENT = frozenset({"000000", "100644", "100755"})
+_FOLDER = "040000"
+
+
+def repository_folder(path: str) -> str | None:
+    """``path`` (relative to the repository root) as a repository path, normalized as written and
+    not through the file system; ``None`` unless it names a proper sub-folder."""
+    if os.path.isabs(path):
+        return None
+    rel = posixpath.normpath(path)
+    if rel in (".", "..") or rel.startswith("../"):
+        return None
+    return rel
+
+
+def head_only_touches_exports(root: Path, folder: str | None, head_sha: str) -> bool:
+    """True when ``head_sha`` changes nothing but regular ``*.json`` files directly inside the
+    repository folder ``folder`` (see :func:`repository_folder`), no part of which is a symlink
+    or anything else than a folder in HEAD, in its parent, or on disk (the "commit the export"
+    convention, held to its literal meaning)."""
+    from agentreview.host.git import changed_entries, tree_modes
+    from agentreview.store.export import linked_component
+
+    if folder is None or linked_component(root, folder) is not None:
+        return False
+    parts = folder.split("/")
+    prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+    for rev in (head_sha, f"{head_sha}^"):
+        modes = tree_modes(root, rev, prefixes)
+        if modes is None or any(mode != _FOLDER for mode in modes.values()):
+            return False
+    changed = changed_entries(root, head_sha)
+    return bool(changed) and all(
+        posixpath.dirname(path) == folder
+        and path.endswith(".json")
+        and old in _REGULAR_OR_ABSENT
+        and new in _REGULAR_OR_ABSENT
+        for old, new, path in changed or ()
+    )
