@@ -1,16 +1,23 @@
 """agentreview: attested code reviews over a frozen git range (agentreview/v1, AIP-62).
 
-Only cheap names live here: the version and the ``hookimpl`` marker plugins use.
+Only cheap names live here: the version, the names the project is installed and found by, and
+the ``hookimpl`` marker plugins use.
 Everything heavy (pydantic, typer, git) is imported by the modules that need it,
 so ``agentreview --version`` and plugin discovery stay fast.
 """
 
 from __future__ import annotations
 
-__all__ = ["PROJECT_NAME", "__version__", "hookimpl"]
+__all__ = ["DISTRIBUTION", "PROJECT_HOME", "PROJECT_NAME", "__version__", "hookimpl"]
 
 __version__ = "0.1.0"
+# The plugin hook project and entry-point group, and the import package and command.
 PROJECT_NAME = "agentreview"
+# The core's distribution (pyproject's project.name): `pip install agentreview` would install an
+# unrelated PyPI project, so every install instruction names this one.
+DISTRIBUTION = "agentreview-core"
+# The project's home (pyproject's project.urls Homepage): where its Action and hooks are taken from.
+PROJECT_HOME = "https://github.com/agentreview/agentreview"
 
 
 def __getattr__(name: str):  # pragma: no cover - trivial lazy attribute

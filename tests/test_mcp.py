@@ -265,7 +265,7 @@ def test_without_the_mcp_extra_the_command_says_how_to_install_it(repo: Repo, tm
     proc = subprocess.run([*AGENTREVIEW, "mcp"], env=env, capture_output=True, text=True, timeout=60,
                           stdin=subprocess.DEVNULL)  # fmt: skip
     assert proc.returncode == 3 and proc.stdout == ""
-    assert proc.stderr == "agentreview mcp: the MCP server needs the 'mcp' extra: pip install 'agentreview[mcp]'\n"
+    assert proc.stderr == "agentreview mcp: the MCP server needs the 'mcp' extra: pip install 'agentreview-core[mcp]'\n"
 
 
 def test_other_commands_never_import_the_mcp_sdk(repo: Repo) -> None:

@@ -119,7 +119,7 @@ def test_disable_list_blocks_and_wins_over_the_only_list(site: Path, home: Path)
 
 
 def test_disabling_the_core_distribution_removes_its_builtins(site: Path, home: Path) -> None:
-    rows = listed(run_plugins(site, home, AGENTREVIEW_DISABLE_PLUGINS="agentreview"))
+    rows = listed(run_plugins(site, home, AGENTREVIEW_DISABLE_PLUGINS="agentreview-core"))
     assert not [name for name in rows if name.startswith("builtin-")]
     assert "fake-alpha" in rows
 
@@ -261,7 +261,7 @@ def test_explicit_only_and_blocked_override_the_environment(monkeypatch: pytest.
     names = {info.name for info in load_registry(only=["builtin-path-loader"]).plugins}
     assert names == {"builtin-path-loader"}
     monkeypatch.delenv("AGENTREVIEW_PLUGINS")
-    monkeypatch.setenv("AGENTREVIEW_DISABLE_PLUGINS", "agentreview")
+    monkeypatch.setenv("AGENTREVIEW_DISABLE_PLUGINS", "agentreview-core")
     assert "builtin-path-loader" not in {info.name for info in load_registry().plugins}
     assert "builtin-path-loader" in {info.name for info in load_registry(blocked=[]).plugins}
 

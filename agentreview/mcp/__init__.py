@@ -3,7 +3,7 @@
 The spec's §Host surface: an agent that has just changed code asks for a review, keeps
 working, checks on it, cancels it, lists the ledger and exports, through tools instead of
 shelling out and parsing text. Built on the official ``mcp`` SDK, which is an optional extra
-(``pip install 'agentreview[mcp]'``): nothing else in the core imports this package.
+(``pip install 'agentreview-core[mcp]'``): nothing else in the core imports this package.
 
 * :mod:`~agentreview.mcp.args` — argument checks shared by the tools (one clear error each);
 * :mod:`~agentreview.mcp.queries` — ``review_ledger`` and ``review_export`` over the ledger;
@@ -11,4 +11,6 @@ shelling out and parsing text. Built on the official ``mcp`` SDK, which is an op
 * :mod:`~agentreview.mcp.server` — the SDK server: tool names, descriptions, progress.
 """
 
-INSTALL_HINT = "the MCP server needs the 'mcp' extra: pip install 'agentreview[mcp]'"
+from agentreview import DISTRIBUTION
+
+INSTALL_HINT = f"the MCP server needs the 'mcp' extra: pip install '{DISTRIBUTION}[mcp]'"
