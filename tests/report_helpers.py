@@ -66,7 +66,7 @@ def git(cwd: Path, *args: str) -> str:
 class GateRepo:
     """A repository on branch ``feature`` off ``main``, with ``origin`` a bare remote holding main."""
 
-    def __init__(self, tmp: Path):
+    def __init__(self, tmp: Path, manifest: str = MANIFEST):
         self.root = tmp / "repo"
         self.home = tmp / "home"
         self.tools = tmp / "reviewer"
@@ -86,7 +86,7 @@ class GateRepo:
         git(self.root, "config", "user.email", "dev@example.test")
         git(self.root, "config", "user.name", "Dev")
         git(self.root, "config", "commit.gpgsign", "false")
-        (self.root / "REVIEW.md").write_text(MANIFEST)
+        (self.root / "REVIEW.md").write_text(manifest)
         (self.root / "rubrics").mkdir()
         (self.root / "rubrics" / "correctness.md").write_text("# correctness\nLook for bugs.\n")
         (self.root / "app.py").write_text("x = 1\n")

@@ -34,6 +34,13 @@ def register(app: typer.Typer) -> None:
         ] = None,
         head: Annotated[str | None, typer.Option("--head", help="Head ref (default: HEAD).")] = None,
         binding: Annotated[str | None, typer.Option("--binding", help="Require this binding.")] = None,
+        ci_binding: Annotated[
+            bool,
+            typer.Option(
+                "--ci-binding",
+                help="Require the policy's binding meant for CI: 'ci', else the only binding, else 'default'.",
+            ),
+        ] = False,
         verdict: Annotated[
             str, typer.Option("--verdict", help="Expected verdict: pass, block, incomplete or any.")
         ] = "pass",
@@ -107,6 +114,7 @@ def register(app: typer.Typer) -> None:
                 base=base,
                 head=head,
                 binding=binding,
+                ci_binding=ci_binding,
                 verdict=verdict,
                 if_exported=if_exported,
                 allowed_signers=allowed_signers,

@@ -468,6 +468,7 @@ def verify_sarif(
         "reason": reason,
         "exitCode": report.get("exitCode"),
         "verdict": _text(report.get("verdict")),
+        "attestedVerdict": _text(report.get("attestedVerdict")),
         "binding": _text(report.get("binding")),
         "reviewId": _text(report.get("reviewId")),
         "range": f"{_text(report.get('baseSha'))}..{_text(report.get('headSha'))}",

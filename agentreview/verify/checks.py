@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from agentreview.model.digests import range_sha
 from agentreview.model.fold import fold_verdict
 from agentreview.verify.exports import target_of
-from agentreview.verify.result import CheckLine, short
+from agentreview.verify.result import EXPECTED_VERDICT_CHECK, CheckLine, short
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentreview.manifest.parse import ParsedReview
@@ -124,7 +124,7 @@ def content_checks(raw: dict[str, Any], expect: Expectation) -> tuple[list[Check
     verdict = raw.get("verdict")
     if expect.verdict != "any":
         ok = verdict == expect.verdict
-        checks.append(CheckLine("verdict", ok, expect.verdict, str(verdict)))
+        checks.append(CheckLine(EXPECTED_VERDICT_CHECK, ok, expect.verdict, str(verdict)))
         if not ok:
             problems.append(f"verdict is '{verdict}', expected '{expect.verdict}'")
 

@@ -2,7 +2,9 @@
 
 The range comes from git (``--base``, else the merge-base of the manifest's
 ``target.base`` and the head), each name resolved to exactly one full ref or commit
-(:mod:`agentreview.host.refs`); the manifest digest and remote from the checkout.
+(:mod:`agentreview.host.refs`); the manifest digest and remote from the checkout. The binding is
+the caller's (``--binding``), or with ``--ci-binding`` the policy's binding meant for CI
+(:func:`ci_binding`): a gate that names none would accept a quick local binding's attestation.
 """
 
 from __future__ import annotations
@@ -11,8 +13,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from agentreview.model.errors import EXIT_ERROR
+from agentreview.verify.result import VerifyStop
+
 if TYPE_CHECKING:  # pragma: no cover
     from agentreview.host.refs import RangeRefs
+    from agentreview.manifest.parse import ParsedReview
+
+CI_BINDING = "ci"
 
 
 @dataclass(frozen=True)
@@ -40,3 +48,26 @@ def resolve_expectation_shas(root: Path, manifest_base: str, base: str | None, h
     """``(base_sha, head_sha)`` of :func:`resolve_expectation`."""
     found = resolve_expectation(root, manifest_base, base, head_ref)
     return found.base_sha, found.head.commit
+
+
+def ci_binding(parsed: ParsedReview) -> str:
+    """The policy's binding meant for CI (``verify --ci-binding``): the binding named ``ci``, else the
+    one ``run`` takes when none is named (the only binding, else ``default``). Several bindings and
+    none of them ``ci`` is a could-not-run error (exit 3) naming them: the gate must be told which."""
+    from agentreview.manifest.rules import resolve_binding
+    from agentreview.model.errors import AgentreviewError
+
+    if CI_BINDING in parsed.bindings:
+        return CI_BINDING
+    try:
+        name, _ = resolve_binding(parsed.manifest.id, parsed.bindings, None)
+    except AgentreviewError:
+        names = ", ".join(parsed.bindings) or "(none)"
+        raise VerifyStop(
+            EXIT_ERROR,
+            "error",
+            f"--ci-binding: review '{parsed.manifest.id}' declares several bindings ({names}) and none named "
+            f"'{CI_BINDING}' — add a '{CI_BINDING}' binding to REVIEW.md or name the one the gate requires with "
+            "--binding",
+        ) from None
+    return name

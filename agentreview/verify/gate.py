@@ -20,6 +20,7 @@ check functions) are re-exported.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +35,7 @@ from agentreview.verify.checks import (
     shape_problems,
 )
 from agentreview.verify.composition import MAX_CHAIN_DEPTH, composed_from_checks
-from agentreview.verify.expectation import Expectation, resolve_expectation
+from agentreview.verify.expectation import Expectation, ci_binding, resolve_expectation
 from agentreview.verify.exports import (
     MAX_ATTESTATION_BYTES,
     MAX_JSON_DEPTH,
@@ -160,6 +161,8 @@ class _Verifier:
         if o.verdict not in VERDICT_CHOICES:
             choices = ", ".join(VERDICT_CHOICES)
             raise VerifyStop(EXIT_USAGE, "usage", f"--verdict must be one of {choices}, not '{o.verdict}'")
+        if o.ci_binding and o.binding is not None:
+            raise VerifyStop(EXIT_USAGE, "usage", "--binding and --ci-binding both name the binding — give one")
         # Steps 1 and 2: the manifest and the expected range.
         try:
             root = repo_root(self.cwd)
@@ -168,6 +171,8 @@ class _Verifier:
         policy = self._read_policy(root)
         parsed = policy.parsed if policy is not None else self._read_manifest(root)
         self.root, self.parsed = root, parsed
+        if o.ci_binding:  # from here on the binding is named: the search and step 4 require it
+            self.o = o = replace(o, binding=ci_binding(parsed), ci_binding=False)
         try:
             expected = resolve_expectation(root, parsed.manifest.target.base, o.base, o.head or "HEAD")
             remote = repo_remote(root)

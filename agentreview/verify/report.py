@@ -37,6 +37,7 @@ def result_json(result: VerifyResult) -> dict[str, Any]:
         "notes": list(result.notes),
         "path": str(result.path) if result.path else None,
         "verdict": result.verdict,
+        "attestedVerdict": result.attested_verdict,
         "principal": result.principal,
         "exitCode": result.exit_code,
         "baseSha": result.base_sha,

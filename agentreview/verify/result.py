@@ -18,6 +18,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from agentreview.plugins.registry import Registry
 
 VERDICT_CHOICES = ("pass", "block", "incomplete", "any")
+# The step-4 check of the verdict the caller expects (--verdict): the one check an attestation may
+# fail and still be an authentic claim (a signed, valid block is a verified block).
+EXPECTED_VERDICT_CHECK = "verdict"
 
 
 @dataclass(frozen=True)
@@ -30,6 +33,7 @@ class VerifyOptions:
     base: str | None = None
     head: str | None = None
     binding: str | None = None
+    ci_binding: bool = False  # require the policy's binding meant for CI (expectation.ci_binding)
     verdict: str = "pass"  # pass | block | incomplete | any
     if_exported: bool = False
     allowed_signers: Path | None = None
@@ -88,8 +92,22 @@ class VerifyResult:
 
     @property
     def verdict(self) -> str | None:
+        """The attestation's own claim, verified or not."""
         value = (self.attestation or {}).get("verdict")
         return value if isinstance(value, str) else None
+
+    @property
+    def attested_verdict(self) -> str | None:
+        """The verdict of an attestation that verified: its signature checked against a trusted
+        allowed_signers (``principal``) and every problem found, if any, the expected verdict's. None
+        otherwise: an unsigned, forged or mismatched export's claim is never an answer."""
+        if self.principal is None or self.reason not in ("verified", "invalid"):
+            return None
+        missed = [c for c in self.checks if c.name == EXPECTED_VERDICT_CHECK and not c.ok]
+        others = [c for c in self.checks if c.name != EXPECTED_VERDICT_CHECK and not c.ok and not c.unverified]
+        if others or len(self.problems) != len(missed):
+            return None
+        return self.verdict if self.verdict in ("pass", "block", "incomplete") else None
 
 
 
