@@ -1,12 +1,18 @@
-"""action.yml, the gate as a composite GitHub Action: its shape, and its verify step run for real.
+"""action.yml, the gate as a composite GitHub Action: its shape, its steps run as a runner runs them,
+and the hardening checks (zizmor, ShellCheck) with no finding.
 
-The verify step's ``run:`` script is run with bash as the runner runs a composite step
-(``bash --noprofile --norc -eo pipefail``), on a real repository whose main is pushed to a
-real bare remote (so ``origin/main`` is the policy ref), with every ``${{ }}`` expression
-of the step (in its ``env:`` and its script) replaced by the value the runner would give it:
-the inputs (their defaults, themselves expressions, evaluated the same way) and the
-``github`` context. It passes on a branch with a signed export, fails without one, fails on
-a blocked one, and an input cannot inject shell.
+The steps run for real, as the runner runs a composite action: the action's files are copied to
+their own folder (the runner's ``_actions/<owner>/<repo>/<sha>``: ``github.action_path``), each
+step's ``run:`` script goes to ``bash --noprofile --norc -eo pipefail`` with its ``env:`` and every
+``${{ }}`` expression replaced by the value the runner would give it (the inputs, their defaults
+themselves expressions, the ``github`` context, an earlier step's outputs), with ``RUNNER_TEMP``,
+``GITHUB_OUTPUT``, ``GITHUB_STEP_SUMMARY``, ``GITHUB_PATH`` and ``GITHUB_ENV`` files of its own
+and the caller's checkout as the working directory. The install step makes a fresh virtualenv
+with the runner's python3 and installs the action's checkout into it (pip, from PyPI for the
+dependencies); the verify step then runs that venv's agentreview on real repositories whose main
+is pushed to a real bare remote, with real signed exports, a forged one and one of another
+binding. The checkout and PATH hold planted programs and modules (``venv``, ``pip``, ``json``,
+``agentreview``, ``python``) that leave a mark if anything runs them.
 """
 
 from __future__ import annotations
@@ -14,19 +20,35 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from report_helpers import GateRepo, git, validate_sarif
+from report_helpers import MANIFEST, GateRepo, git, validate_sarif
 
 ROOT = Path(__file__).resolve().parents[1]
 ACTION = ROOT / "action.yml"
 EXPR = re.compile(r"\$\{\{\s*([^}]+?)\s*\}\}")
 VENV_BIN = Path(sys.executable).parent
+IN_CI = bool(os.environ.get("CI"))
+TWO_BINDINGS = MANIFEST.replace(
+    "verdict: { exportDir: .reviews }\n",
+    "verdict: { exportDir: .reviews }\n"
+    "bindings:\n"
+    "  local: { on: pre-push, checks: [tests] }\n"
+    "  ci: { on: pull_request, checks: [tests, correctness] }\n",
+)
+# Planted where a careless step would run them: each leaves a mark and fails.
+PLANTED_MODULE = (
+    "import pathlib, os\npathlib.Path(os.environ['PLANTED_MARK']).write_text(__name__)\nraise SystemExit(97)\n"
+)
+PLANTED_PROGRAM = '#!/bin/sh\necho "$0" > "$PLANTED_MARK"\nexit 97\n'
 
 
 def load_action() -> dict[str, Any]:
@@ -38,51 +60,152 @@ def step(action: dict[str, Any], name_or_id: str) -> dict[str, Any]:
     return found
 
 
-def evaluate(text: str, inputs: dict[str, str], github: dict[str, str]) -> str:
-    """``text`` with each ``${{ inputs.X }}`` / ``${{ github.X }}`` replaced as the runner would."""
+def evaluate(text: str, contexts: dict[str, dict[str, str]]) -> str:
+    """``text`` with each ``${{ inputs.X }}`` / ``${{ github.X }}`` / ``${{ steps.ID.outputs.X }}``
+    replaced as the runner would; any other expression fails the test."""
 
     def value(match: re.Match[str]) -> str:
         scope, _, name = match.group(1).partition(".")
-        table = {"inputs": inputs, "github": github}.get(scope)
+        if scope == "steps":
+            sid, _, output = name.partition(".outputs.")
+            scope, name = f"steps.{sid}", output
+        table = contexts.get(scope)
         assert table is not None and name in table, f"unexpected expression {match.group(0)}"
         return table[name]
 
     return EXPR.sub(value, text)
 
 
-def resolved_inputs(action: dict[str, Any], given: dict[str, str], github: dict[str, str]) -> dict[str, str]:
-    inputs = {}
-    for name, spec in action["inputs"].items():
-        inputs[name] = given.get(name, evaluate(str(spec.get("default", "")), {}, github))
-    return inputs
+def tool(name: str) -> Path:
+    """A lint tool the test extras install; missing is a failure in CI, a skip elsewhere."""
+    found = VENV_BIN / name
+    if not found.exists():
+        message = f"{name} is not installed: run scripts/bootstrap (the test extras install it)"
+        if IN_CI:
+            pytest.fail(message)
+        pytest.skip(message)
+    return found
 
 
-def run_verify_step(gate: GateRepo, tmp: Path, given: dict[str, str] | None = None) -> tuple[int, dict[str, str], str]:
-    action = load_action()
-    github = {"base_ref": "main", "action_path": str(ROOT), "workspace": str(gate.root)}
-    inputs = resolved_inputs(action, given or {}, github)
-    verify = step(action, "verify")
-    env = {k: evaluate(str(v), inputs, github) for k, v in verify["env"].items()}
-    script = tmp / "verify-step.sh"
-    script.write_text(evaluate(verify["run"], inputs, github))
-    outputs, summary = tmp / "github_output", tmp / "step_summary.md"
-    outputs.write_text("")
-    runner_env = {
-        **gate.env,
-        **env,
-        "PATH": f"{VENV_BIN}{os.pathsep}{gate.env.get('PATH', '')}",
-        "GITHUB_OUTPUT": str(outputs),
-        "GITHUB_STEP_SUMMARY": str(summary),
-        "RUNNER_TEMP": str(tmp),
-        "CI": "true",
-        "GITHUB_ACTIONS": "true",
-    }
-    proc = subprocess.run(
-        ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
-        cwd=gate.root, env=runner_env, capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL,
-    )
-    values = dict(line.split("=", 1) for line in outputs.read_text().splitlines() if "=" in line)
-    return proc.returncode, values, summary.read_text() if summary.exists() else proc.stdout + proc.stderr
+@dataclass
+class Runner:
+    """One job's runner: its temp folder, the action's folder, and a PATH with planted programs first."""
+
+    tmp: Path
+    action_path: Path
+    temp: Path
+    planted_bin: Path
+    mark: Path
+
+    def path(self) -> str:
+        # The caller's PATH as a runner has it: the project's own venv is not on it, the planted
+        # programs come first; python3 is the runner's.
+        rest = [p for p in os.environ.get("PATH", "").split(os.pathsep) if p and Path(p) != VENV_BIN]
+        return os.pathsep.join([str(self.planted_bin), *rest])
+
+    def run_step(
+        self, which: str, cwd: Path, inputs: dict[str, str], base_env: dict[str, str], steps: dict[str, dict[str, str]]
+    ) -> tuple[subprocess.CompletedProcess[str], dict[str, str], Path]:
+        action = load_action()
+        github = {"base_ref": "main", "action_path": str(self.action_path), "workspace": str(cwd)}
+        contexts: dict[str, dict[str, str]] = {"github": github}
+        defaults = {n: evaluate(str(s.get("default", "")), contexts) for n, s in action["inputs"].items()}
+        contexts["inputs"] = {**defaults, **inputs}
+        contexts.update({f"steps.{sid}": out for sid, out in steps.items()})
+        spec = step(action, which)
+        work = self.tmp / f"step-{which}-{len(list(self.tmp.glob('step-*')))}"
+        work.mkdir()
+        files = {k: work / k.lower() for k in ("GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY", "GITHUB_PATH", "GITHUB_ENV")}
+        for file in files.values():
+            file.write_text("")
+        script = work / "step.sh"
+        script.write_text(evaluate(spec["run"], contexts))
+        env = {
+            **base_env,
+            **{k: evaluate(str(v), contexts) for k, v in spec.get("env", {}).items()},
+            **{k: str(v) for k, v in files.items()},
+            "PATH": self.path(),
+            "RUNNER_TEMP": str(self.temp),
+            "PLANTED_MARK": str(self.mark),
+            "CI": "true",
+            "GITHUB_ACTIONS": "true",
+        }
+        proc = subprocess.run(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+            cwd=cwd, env=env, capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        assert files["GITHUB_PATH"].read_text() == "" and files["GITHUB_ENV"].read_text() == ""
+        outputs = dict(line.split("=", 1) for line in files["GITHUB_OUTPUT"].read_text().splitlines() if "=" in line)
+        return proc, outputs, files["GITHUB_STEP_SUMMARY"]
+
+
+def plant(folder: Path) -> list[Path]:
+    """Modules a step's python would import from its working directory, if it let it."""
+    planted = []
+    for name in ("venv", "pip", "ensurepip"):
+        (folder / name).mkdir(exist_ok=True)
+        (folder / name / "__init__.py").write_text(PLANTED_MODULE)
+        (folder / name / "__main__.py").write_text(PLANTED_MODULE)
+        planted.append(folder / name)
+    for name in ("json", "site", "sitecustomize"):
+        (folder / f"{name}.py").write_text(PLANTED_MODULE)
+        planted.append(folder / f"{name}.py")
+    return planted
+
+
+def copy_action(dest: Path) -> None:
+    """The action's repository as the runner checks it out: every tracked file, as it is now."""
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True, timeout=60)
+    for rel in listed.stdout.decode().split("\0"):
+        if rel and (ROOT / rel).is_file():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / rel, dest / rel)
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Runner, dict[str, str], str]]:
+    """The install step, run once per module: a fresh venv under RUNNER_TEMP from the action's copy."""
+    tmp = tmp_path_factory.mktemp("runner")
+    action_path = tmp / "_actions" / "agentreview" / "agentreview" / "sha"
+    runner = Runner(tmp, action_path, tmp / "temp", tmp / "bin", tmp / "mark")
+    for folder in (runner.action_path, runner.temp, runner.planted_bin):
+        folder.mkdir(parents=True)
+    copy_action(runner.action_path)
+    for name in ("agentreview", "python", "pip"):
+        (runner.planted_bin / name).write_text(PLANTED_PROGRAM)
+        (runner.planted_bin / name).chmod(0o755)
+    checkout = tmp / "checkout"
+    checkout.mkdir()
+    plant(checkout)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTREVIEW_", "GITHUB_", "VIRTUAL_ENV"))}
+    proc, outputs, _ = runner.run_step("install", checkout, {}, env, {})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    yield runner, outputs, proc.stdout
+
+
+def run_gate(
+    installed: tuple[Runner, dict[str, str], str], gate: GateRepo, inputs: dict[str, str] | None = None
+) -> tuple[int, dict[str, str], str]:
+    runner, install_outputs, _ = installed
+    runner.mark.unlink(missing_ok=True)
+    planted = plant(gate.root)
+    try:
+        proc, outputs, summary = runner.run_step(
+            "verify", gate.root, inputs or {}, gate.env, {"install": install_outputs}
+        )
+    finally:
+        for each in planted:  # the test's own `python -m agentreview` runs in this folder next
+            shutil.rmtree(each) if each.is_dir() else each.unlink()
+    assert not runner.mark.exists(), f"a planted program or module ran: {runner.mark.read_text()}"
+    return proc.returncode, outputs, summary.read_text() or proc.stdout + proc.stderr
+
+
+def commit_export(gate: GateRepo, *args: str) -> Path:
+    proc = gate.agentreview("run", "--export", "--json", *args)
+    assert proc.returncode in (0, 1), proc.stderr
+    git(gate.root, "add", ".reviews")
+    git(gate.root, "commit", "-q", "-m", "review export")
+    return Path(json.loads(proc.stdout)["exportPath"])
 
 
 @pytest.fixture
@@ -90,38 +213,105 @@ def gate(tmp_path: Path) -> GateRepo:
     return GateRepo(tmp_path / "w")
 
 
+# --------------------------------------------------------------------------- the file itself
+
+
 def test_action_shape() -> None:
     action = load_action()
     assert action["runs"]["using"] == "composite"
     inputs = action["inputs"]
-    assert set(inputs) >= {"version", "policy-ref", "require-signed", "binding", "sarif"}
+    assert set(inputs) == {"policy-ref", "require-signed", "binding", "sarif", "python"}
     assert inputs["policy-ref"]["default"] == "refs/remotes/origin/${{ github.base_ref }}"
     assert inputs["require-signed"]["default"] == "true" and inputs["sarif"]["default"] == "agentreview.sarif"
-    assert inputs["version"]["default"] == ""
+    assert inputs["binding"]["default"] == "" and inputs["python"]["default"] == "python3"
     steps = action["runs"]["steps"]
-    assert steps[0]["uses"].startswith("actions/setup-python@")
-    install = step(action, "install agentreview")
+    assert all("uses" not in each for each in steps)  # no setup-python: the caller's Python stays
+    install = step(action, "install")
     assert install["env"]["AGENTREVIEW_ACTION_PATH"] == "${{ github.action_path }}"
-    assert "pip install" in install["run"] and '"agentreview==$AGENTREVIEW_VERSION"' in install["run"]
+    assert '-m pip install --disable-pip-version-check --no-input -q "$AGENTREVIEW_ACTION_PATH"' in install["run"]
     verify = step(action, "verify")
-    assert "agentreview" in verify["run"] and "--policy-from" in verify["run"] and "--sarif" in verify["run"]
-    assert set(action["outputs"]) >= {"verdict", "sarif"}
+    assert verify["env"]["AGENTREVIEW_VENV"] == "${{ steps.install.outputs.venv }}"
+    assert '"$AGENTREVIEW_VENV/bin/agentreview" "${args[@]}"' in verify["run"] and "--ci-binding" in verify["run"]
+    assert set(action["outputs"]) == {"verdict", "verified", "exit-code", "sarif"}
     for output in action["outputs"].values():
         assert output["value"].startswith("${{ steps.verify.outputs.")
-    # no input is spliced into a script: every run: is free of expressions, inputs come through env
     for each in steps:
-        if "run" in each:
-            assert not EXPR.search(each["run"]), each["run"]
-            assert each["shell"] == "bash"
-            subprocess.run(["bash", "-n"], input=each["run"], text=True, check=True, timeout=30)
+        script = each["run"]
+        assert not EXPR.search(script), script  # inputs come through env:, never spliced into a script
+        assert each["shell"] == "bash"
+        assert "GITHUB_PATH" not in script and "GITHUB_ENV" not in script
+        # every python runs isolated (-I): the checkout, its working directory, shadows no module
+        for line in script.splitlines():
+            if re.search(r"(PYTHON\"|/bin/python\")\s", line):
+                assert " -I " in line, line
+        subprocess.run(["bash", "-n"], input=script, text=True, check=True, timeout=30)
+    for name in inputs:  # each input is read in one env: entry and nowhere else
+        uses = [k for s in steps for k, v in s.get("env", {}).items() if f"inputs.{name} " in f"{v} "]
+        assert len(uses) == 1, (name, uses)
 
 
-def test_verify_step_passes_on_a_branch_with_a_signed_export(gate: GateRepo, tmp_path: Path) -> None:
+def test_zizmor_finds_nothing_in_action_yml() -> None:
+    zizmor = tool("zizmor")
+    proc = subprocess.run(
+        [str(zizmor), "--offline", "--persona=auditor", "--no-progress", str(ACTION)],
+        capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert proc.returncode == 0 and "No findings to report" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+
+
+def test_shellcheck_finds_nothing_in_the_action_scripts(tmp_path: Path) -> None:
+    shellcheck = tool("shellcheck")
+    for each in load_action()["runs"]["steps"]:
+        script = tmp_path / f"{each['id']}.sh"
+        script.write_text("#!/usr/bin/env bash\n" + each["run"])
+        proc = subprocess.run(
+            [str(shellcheck), "--shell=bash", "--severity=style", str(script)],
+            capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stdout
+
+
+# --------------------------------------------------------------------------- the steps, run
+
+
+@pytest.mark.slow
+def test_install_makes_a_venv_of_its_own_and_leaves_the_callers_python_and_path(
+    installed: tuple[Runner, dict[str, str], str],
+) -> None:
+    runner, outputs, stdout = installed
+    venv = Path(outputs["venv"])
+    assert venv == runner.temp / "agentreview-action-venv" and (venv / "bin" / "agentreview").is_file()
+    assert stdout.strip().startswith("agentreview 0.1.0")
+    assert not runner.mark.exists()  # neither the checkout's venv/pip modules nor PATH's python ran
+    listed = subprocess.run([str(venv / "bin" / "python"), "-I", "-m", "pip", "list", "--format=json"],
+                            capture_output=True, text=True, timeout=120, check=True)  # fmt: skip
+    names = {row["name"] for row in json.loads(listed.stdout)}
+    assert "agentreview-core" in names and "agentreview" not in names
+    # installed from the action's copy, not from this checkout (no editable link back to it)
+    where = "import agentreview; print(agentreview.__file__)"
+    shown = subprocess.run([str(venv / "bin" / "python"), "-I", "-c", where],
+                           capture_output=True, text=True, timeout=60, check=True)  # fmt: skip
+    assert shown.stdout.startswith(str(venv))
+
+
+@pytest.mark.slow
+def test_install_refuses_a_python_older_than_the_core_needs(
+    installed: tuple[Runner, dict[str, str], str], tmp_path: Path
+) -> None:
+    runner = installed[0]
+    old = tmp_path / "python-old"
+    old.write_text("#!/bin/sh\nexit 1\n")  # what `sys.exit(sys.version_info < (3, 11))` answers on 3.10
+    old.chmod(0o755)
+    proc, outputs, _ = runner.run_step("install", tmp_path, {"python": str(old)}, dict(os.environ), {})
+    assert proc.returncode == 3 and "venv" not in outputs
+    assert "is not Python 3.11 or newer — name one with the python input" in proc.stderr
+
+
+@pytest.mark.slow
+def test_verify_step_passes_on_a_branch_with_a_signed_export(installed: Any, gate: GateRepo) -> None:
     gate.reviewer_mode("approve")
-    assert gate.agentreview("run", "--export").returncode == 0
-    git(gate.root, "add", ".reviews")
-    git(gate.root, "commit", "-q", "-m", "review export")
-    code, outputs, summary = run_verify_step(gate, tmp_path)
+    commit_export(gate)
+    code, outputs, summary = run_gate(installed, gate)
     assert code == 0, summary
     assert outputs == {"verdict": "pass", "verified": "true", "exit-code": "0", "sarif": "agentreview.sarif"}
     doc = json.loads((gate.root / "agentreview.sarif").read_text())
@@ -130,8 +320,9 @@ def test_verify_step_passes_on_a_branch_with_a_signed_export(gate: GateRepo, tmp
     assert summary.startswith("### agentreview verify: ✅ verified")
 
 
-def test_verify_step_fails_on_a_branch_without_an_export(gate: GateRepo, tmp_path: Path) -> None:
-    code, outputs, summary = run_verify_step(gate, tmp_path)
+@pytest.mark.slow
+def test_verify_step_fails_on_a_branch_without_an_export(installed: Any, gate: GateRepo) -> None:
+    code, outputs, summary = run_gate(installed, gate)
     assert code == 4, summary
     assert outputs["verified"] == "false" and outputs["verdict"] == "" and outputs["exit-code"] == "4"
     doc = json.loads((gate.root / "agentreview.sarif").read_text())
@@ -140,23 +331,65 @@ def test_verify_step_fails_on_a_branch_without_an_export(gate: GateRepo, tmp_pat
     assert "NOT verified (not_found)" in summary
 
 
-def test_verify_step_fails_on_a_blocked_review_and_reports_its_verdict(gate: GateRepo, tmp_path: Path) -> None:
-    assert gate.agentreview("run", "--export").returncode == 1
-    git(gate.root, "add", ".reviews")
-    git(gate.root, "commit", "-q", "-m", "review export")
-    code, outputs, _ = run_verify_step(gate, tmp_path, {"sarif": "out/gate.sarif"})
+@pytest.mark.slow
+def test_verify_step_fails_on_a_blocked_review_and_reports_its_verdict(installed: Any, gate: GateRepo) -> None:
+    commit_export(gate)
+    code, outputs, _ = run_gate(installed, gate, {"sarif": "out/gate.sarif"})
     assert code == 1
-    assert outputs["verdict"] == "block" and outputs["sarif"] == "out/gate.sarif"
+    assert outputs["verdict"] == "block" and outputs["verified"] == "false" and outputs["sarif"] == "out/gate.sarif"
     validate_sarif(json.loads((gate.root / "out" / "gate.sarif").read_text()))
 
 
-def test_an_input_cannot_inject_shell(gate: GateRepo, tmp_path: Path) -> None:
-    marker = tmp_path / "pwned"
+@pytest.mark.slow
+@pytest.mark.parametrize("require_signed", ["true", "false"])
+def test_a_forged_unsigned_export_never_yields_verdict_pass(
+    installed: Any, gate: GateRepo, require_signed: str
+) -> None:
+    """A blocked review's export rewritten to pass, its signature dropped, committed as the export."""
+    path = commit_export(gate)
+    raw = json.loads(path.read_text())
+    raw["verdict"] = "pass"
+    for lane in raw["lanes"]:
+        lane["status"], lane["findings"] = "pass", []
+    del raw["attestor"]["signature"]
+    path.write_text(json.dumps(raw, indent=2) + "\n")
+    git(gate.root, "commit", "-q", "--amend", "--no-edit", "-a")
+    code, outputs, _ = run_gate(installed, gate, {"require-signed": require_signed})
+    assert outputs["verdict"] == ""  # the export says pass; nothing vouches for it
+    if require_signed == "true":
+        assert code == 6 and outputs["verified"] == "false"
+
+
+@pytest.mark.slow
+def test_a_sarif_log_planted_in_the_checkout_is_not_read_as_the_outcome(installed: Any, gate: GateRepo) -> None:
+    planted = {"runs": [{"properties": {"attestedVerdict": "pass", "verdict": "pass"}}]}
+    (gate.root / "agentreview.sarif").write_text(json.dumps(planted))
+    git(gate.root, "add", "agentreview.sarif")
+    git(gate.root, "commit", "-q", "-m", "a log of our own")
+    code, outputs, _ = run_gate(installed, gate)
+    assert code == 4 and outputs["verdict"] == ""
+
+
+@pytest.mark.slow
+def test_the_gate_requires_the_policys_ci_binding_by_default(installed: Any, tmp_path: Path) -> None:
+    gate = GateRepo(tmp_path / "w", TWO_BINDINGS)
+    gate.reviewer_mode("approve")
+    commit_export(gate, "--binding", "local")  # the quick pre-push review, signed and valid
+    code, outputs, summary = run_gate(installed, gate)
+    assert code == 4 and outputs["verdict"] == "" and outputs["verified"] == "false", summary
+    code, outputs, _ = run_gate(installed, gate, {"binding": "local"})  # a gate that names it accepts it
+    assert code == 0 and outputs["verdict"] == "pass"
+    commit_export(gate, "--binding", "ci")
+    code, outputs, _ = run_gate(installed, gate)
+    assert code == 0 and outputs["verdict"] == "pass" and outputs["verified"] == "true"
+
+
+@pytest.mark.slow
+def test_an_input_cannot_inject_shell(installed: Any, gate: GateRepo) -> None:
+    marker = gate.root.parent / "pwned"
     hostile = f'x"; touch {marker}; echo "$(touch {marker})'
-    code, outputs, _ = run_verify_step(gate, tmp_path, {"binding": hostile, "policy-ref": f"main`touch {marker}`"})
+    code, outputs, _ = run_gate(installed, gate, {"binding": hostile, "policy-ref": f"main`touch {marker}`"})
     assert code != 0 and not marker.exists()
-    assert outputs["verified"] == "false"
-    again = tmp_path / "again"
-    again.mkdir()
-    code, _, text = run_verify_step(gate, again, {"require-signed": "yes"})
+    assert outputs["verified"] == "false" and outputs["verdict"] == ""
+    code, _, text = run_gate(installed, gate, {"require-signed": "yes"})
     assert code == 64 and "require-signed must be true or false" in text
