@@ -13,8 +13,8 @@ __all__ = ["DISTRIBUTION", "PROJECT_HOME", "PROJECT_NAME", "__version__", "hooki
 __version__ = "0.1.0"
 # The plugin hook project and entry-point group, and the import package and command.
 PROJECT_NAME = "agentreview"
-# The core's distribution (pyproject's project.name): `pip install agentreview` would install an
-# unrelated PyPI project, so every install instruction names this one.
+# The core's distribution (pyproject's project.name): the name `agentreview` on PyPI is an
+# unrelated project, so every install instruction names this one.
 DISTRIBUTION = "agentreview-core"
 # The project's home (pyproject's project.urls Homepage): where its Action and hooks are taken from.
 PROJECT_HOME = "https://github.com/agentreview/agentreview"
