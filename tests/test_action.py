@@ -259,6 +259,41 @@ def test_zizmor_finds_nothing_in_action_yml() -> None:
     assert proc.returncode == 0 and "No findings to report" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
 
 
+def _actionlint(folder: Path, workflow: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+    path = folder / ".github" / "workflows" / "gate.yml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not (folder / ".git").exists():  # `uses: ./` is the repository root: actionlint finds it by .git
+        git(folder, "init", "-q")
+    path.write_text(yaml.safe_dump(workflow, sort_keys=False))
+    return subprocess.run(
+        [str(tool("actionlint")), f"-shellcheck={tool('shellcheck')}", "-pyflakes=", "-oneline", str(path)],
+        cwd=folder, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def test_actionlint_finds_nothing_in_the_action_steps_or_its_use(tmp_path: Path) -> None:
+    """actionlint reads workflows: the action's steps as a reusable workflow's job (its inputs as the
+    workflow's, so every expression is type-checked and every script shellchecked), and a workflow
+    that uses the action (``uses: ./``) with every input, checked against action.yml's metadata."""
+    action = load_action()
+    inputs = {n: {"type": "string", "required": False, "default": s["default"]} for n, s in action["inputs"].items()}
+    job = {"runs-on": "ubuntu-latest", "timeout-minutes": 15, "steps": action["runs"]["steps"]}
+    steps = _actionlint(tmp_path / "steps", {"on": {"workflow_call": {"inputs": inputs}}, "jobs": {"gate": job}})
+    assert steps.returncode == 0 and steps.stdout == "", steps.stdout + steps.stderr
+    use = tmp_path / "use"
+    use.mkdir()
+    shutil.copy2(ACTION, use / "action.yml")
+    given = {name: "x" for name in action["inputs"]}
+    workflow = {
+        "on": "pull_request",
+        "jobs": {"gate": {"runs-on": "ubuntu-latest", "steps": [{"uses": "./", "with": given}]}},
+    }
+    used = _actionlint(use, workflow)
+    assert used.returncode == 0 and used.stdout == "", used.stdout + used.stderr
+    workflow["jobs"]["gate"]["steps"][0]["with"] = {"bindng": "ci"}  # it does read the metadata
+    assert 'input "bindng" is not defined' in _actionlint(use, workflow).stdout
+
+
 def test_shellcheck_finds_nothing_in_the_action_scripts(tmp_path: Path) -> None:
     shellcheck = tool("shellcheck")
     for each in load_action()["runs"]["steps"]:
