@@ -25,7 +25,7 @@ from agentreview.plugins import fingerprint
 from tests.plugin_helpers import EXECUTOR_PLUGIN
 
 AGENTREVIEW = Path(sys.executable).with_name("agentreview")
-SHIPPED = "agentreview,agentreview-command,agentreview-agent,agentreview-packs-git"
+SHIPPED = "agentreview-core,agentreview-command,agentreview-agent,agentreview-packs-git"
 
 
 # What one process discovered: the plugins it loaded, its warnings, and whether it imported importlib.metadata.
