@@ -17,8 +17,6 @@ import sys
 import tomllib
 from pathlib import Path
 
-import pytest
-
 import agentreview
 from agentreview import DISTRIBUTION, PROJECT_HOME
 
@@ -43,8 +41,7 @@ def scanned_files() -> list[Path]:
     files += [*sorted(p for p in (ROOT / "scripts").iterdir() if p.is_file()), ROOT / ".ci" / "run"]
     files += sorted((ROOT / "plugins").glob("*/pyproject.toml"))
     files += sorted(p for p in (ROOT / "agentreview").rglob("*.py") if "demo" not in p.relative_to(ROOT).parts)
-    # init's workflow is checked as init writes it (test_what_init_writes_installs_this_project)
-    return [p for p in files if p != ROOT / "agentreview" / "setup" / "workflow.py"]
+    return files
 
 
 def test_the_scan_finds_the_unrelated_distribution_however_it_is_written() -> None:
@@ -137,8 +134,4 @@ def test_what_init_writes_installs_this_project(tmp_path: Path) -> None:
     written = _init_files(tmp_path)
     assert ".github/workflows/agentreview.yml" in written and "REVIEW.md" in written
     found = {name: hits for name, text in written.items() if (hits := offending(text))}
-    if ".github/workflows/agentreview.yml" in found:
-        # agentreview/setup/workflow.py is rewritten to use the project's Action pinned by commit
-        # (issue 19, init's workflow); until then its install line is the one known offender.
-        pytest.xfail(f"init's workflow still installs the unrelated distribution: {found}")
     assert found == {}

@@ -7,7 +7,7 @@ workspace as its working directory and the step's ``env:`` over the runner's env
 
 The project's Action (``uses: OWNER/REPO@SHA``) runs as action.yml maps its inputs: the installed
 ``agentreview`` console script, called by its absolute path as the Action calls its own venv's
-binary, with ``verify --policy-from POLICY-REF [--require-signed] [--binding B] --sarif SARIF``.
+binary, with ``verify --policy-from POLICY-REF [--require-signed] (--binding B | --ci-binding) --sarif SARIF``.
 Third-party actions (checkout, upload-sarif) are not run: the test lays the checkout itself.
 
 Expressions are dotted lookups into the context (``github.event.pull_request.head.sha``,
@@ -122,6 +122,8 @@ class Runner:
             argv.append("--require-signed")
         if given.get("binding"):
             argv += ["--binding", given["binding"]]
+        else:  # the Action's default: the policy's binding meant for CI
+            argv.append("--ci-binding")
         return StepRun(step.get("name", ""), argv, self._spawn(argv, self._step_env(step)))
 
     def _spawn(self, argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
