@@ -414,6 +414,7 @@ def test_the_gate_requires_the_policys_ci_binding_by_default(installed: Any, tmp
     assert code == 4 and outputs["verdict"] == "" and outputs["verified"] == "false", summary
     code, outputs, _ = run_gate(installed, gate, {"binding": "local"})  # a gate that names it accepts it
     assert code == 0 and outputs["verdict"] == "pass"
+    git(gate.root, "reset", "-q", "--hard", "HEAD^")  # the change again, now reviewed with the ci binding
     commit_export(gate, "--binding", "ci")
     code, outputs, _ = run_gate(installed, gate)
     assert code == 0 and outputs["verdict"] == "pass" and outputs["verified"] == "true"
