@@ -151,6 +151,9 @@ def test_the_default_pin_is_a_commit_of_this_project_whose_action_takes_the_inpu
         assert shown.returncode == 0, f"{rev} is not a commit of this repository with action.yml: {shown.stderr}"
         inputs = set(yaml.safe_load(shown.stdout)["inputs"])
         assert passed <= inputs, (rev, passed - inputs)
+        # and it is the hardened Action: it neither changes the caller's Python nor puts itself on PATH
+        steps = yaml.safe_load(shown.stdout)["runs"]["steps"]
+        assert not [s for s in steps if "setup-python" in s.get("uses", "") or "GITHUB_PATH" in s.get("run", "")], rev
 
 
 # --------------------------------------------------------------------------- hardening, as linters read it

@@ -46,7 +46,7 @@ ACTION_HOME = "agentreview/agentreview"
 # The commit of ACTION_HOME that init pins by default: a commit of this repository whose
 # action.yml takes the inputs the workflow passes (tests/test_init_workflow.py checks both).
 # Moved forward with each release to the release's commit (docs/cli.md, "CI gate").
-ACTION_COMMIT = "1646ad653630d4363beba826dce357469b82c38a"
+ACTION_COMMIT = "3521c6bab73ca175e5179c0bee835106d228276a"
 DEFAULT_ACTION_REF = f"{ACTION_HOME}@{ACTION_COMMIT}"
 
 # Third-party actions, each at a full commit id; the comment names the release it is.
