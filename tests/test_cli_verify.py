@@ -115,7 +115,7 @@ def test_exit_codes(repo: Repo, capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 6 and payload["problems"] == ["attestation is not signed"]
     # 64: a bad --verdict, and a missing --allowed-signers file.
     code, _, err = cli(repo, "--verdict", "great", capsys=capsys)
-    assert code == 64 and err.startswith("agentreview verify: --verdict must be one of")
+    assert code == 64 and err.startswith("agentreview verify: Invalid value for '--verdict'") and "incomplete" in err
     code, _, err = cli(repo, "--allowed-signers", "missing", capsys=capsys)
     assert code == 64 and "missing" in err
     # 64: an unknown option is a usage error of the CLI frame.

@@ -20,14 +20,17 @@ except ImportError:  # pragma: no cover
     from typer._click import exceptions as click_exc  # type: ignore[no-redef,import-not-found,unused-ignore]
 
 from agentreview import __version__
+from agentreview.cli.helptext import epilog, keep_argument_help
 from agentreview.model.errors import EXIT_ERROR, EXIT_USAGE, AgentreviewError
 
+# In the order a user meets them, as docs/cli.md lists them; the help lists them so.
 COMMAND_MODULES = [
+    "agentreview.cli.init_cmd",
+    "agentreview.cli.check_cmd",
     "agentreview.cli.run_cmd",
     "agentreview.cli.status_cmd",
     "agentreview.cli.cancel_cmd",
     "agentreview.cli.verify_cmd",
-    "agentreview.cli.check_cmd",
     "agentreview.cli.ledger_cmd",
     "agentreview.cli.export_cmd",
     "agentreview.cli.publish_cmd",
@@ -39,9 +42,16 @@ COMMAND_MODULES = [
     "agentreview.cli.schema_cmd",
     "agentreview.cli.plugins_cmd",
     "agentreview.cli.demo_cmd",
-    "agentreview.cli.init_cmd",
     "agentreview.cli.mcp_cmd",
 ]
+
+
+class _InOrder(typer.core.TyperGroup):
+    """Lists the commands in ``COMMAND_MODULES``' order (typer would list a group, ``pack``, last)."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        order = [module.rsplit(".", 1)[1].removesuffix("_cmd") for module in COMMAND_MODULES]
+        return sorted(self.commands, key=lambda name: order.index(name) if name in order else len(order))
 
 
 def _version(value: bool) -> None:
@@ -62,8 +72,23 @@ def build_app(only: str | None = None) -> typer.Typer:
     Registering one command spares the start-up cost of importing every other command module
     and of Typer converting every other command's parameters, which each invocation pays.
     """
+    keep_argument_help()
     app = typer.Typer(
         name="agentreview",
+        cls=_InOrder,
+        epilog=epilog(
+            ["agentreview init", "agentreview run"],
+            [
+                (0, "pass, verified, success"),
+                (1, "block; verify: invalid"),
+                (2, "incomplete, cancelled or interrupted"),
+                3,
+                4,
+                5,
+                6,
+                64,
+            ],
+        ),
         help="Attested code reviews over a frozen git range (agentreview/v1).",
         no_args_is_help=True,
         add_completion=False,
@@ -126,7 +151,8 @@ def run_app(args: list[str]) -> int:
         sys.stdout.write((exc.ctx.get_help() if exc.ctx else "") + "\n")
         return 0
     except click_exc.UsageError as exc:
-        message = exc.format_message()
+        # One line, as every error: click lists a missing choice argument's choices on lines of their own.
+        message = " ".join(line.strip() for line in exc.format_message().splitlines() if line.strip())
         known = sub.split(" ")[0] in getattr(command, "commands", {})
         hint = f" (see 'agentreview {sub} --help')" if known else " (see 'agentreview --help')"
         return _fail(sub, message + hint, EXIT_USAGE)

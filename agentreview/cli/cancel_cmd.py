@@ -12,11 +12,18 @@ from typing import Annotated
 
 import typer
 
+from agentreview.cli.helptext import epilog
 from agentreview.model.errors import EXIT_NOT_FOUND
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("cancel")
+    @app.command(
+        "cancel",
+        epilog=epilog(
+            ["agentreview cancel review-0c3ad0e6-4b8e-4a4f-9a53-ffb1d2c8e7a1"],
+            [(0, "cancelled, or already ended"), (4, "unknown run id")],
+        ),
+    )
     def cancel(
         run_id: Annotated[str, typer.Argument(help="The run to cancel (review-…).")],
         as_json: Annotated[bool, typer.Option("--json", help="Print {runId, cancelled, status} as JSON.")] = False,

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from agentreview.cli.helptext import epilog
 from agentreview.model.errors import EXIT_ERROR, EXIT_OK, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -28,16 +29,25 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("check")
+    @app.command(
+        "check",
+        epilog=epilog(
+            ["agentreview check", "agentreview check --binding ci --json"],
+            [(0, "valid"), (3, "invalid (one line per problem) or could not run")],
+        ),
+    )
     def check(
         manifest: Annotated[
-            Path | None, typer.Option("--manifest", "-m", help="The REVIEW.md to check (default: <root>/REVIEW.md).")
+            Path | None,
+            typer.Option("--manifest", "-m", help="The REVIEW.md to check.", show_default="<root>/REVIEW.md"),
         ] = None,
-        cwd: Annotated[Path | None, typer.Option("--cwd", help="Run as if started in this directory.")] = None,
+        cwd: Annotated[
+            Path | None, typer.Option("--cwd", help="Run as if started in this directory.", show_default="here")
+        ] = None,
         binding: Annotated[str | None, typer.Option("--binding", "-b", help="Show only this binding.")] = None,
         as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     ) -> int:
-        """Validate a REVIEW.md and show its bindings, lanes and packs (exit 0 valid, 3 invalid)."""
+        """Validate a REVIEW.md and show its bindings, lanes and packs."""
         return run_check(manifest=manifest, cwd=cwd, binding=binding, as_json=as_json)
 
 

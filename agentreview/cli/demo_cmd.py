@@ -21,6 +21,7 @@ from typing import Annotated
 
 import typer
 
+from agentreview.cli.helptext import epilog
 from agentreview.model.errors import AgentreviewError
 
 DEMO_FILES = Path(__file__).resolve().parent.parent / "demo"
@@ -188,10 +189,13 @@ class Demo:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("demo")
+    @app.command(
+        "demo",
+        epilog=epilog(["agentreview demo", "agentreview demo --dir /tmp/ar-demo --keep"], [0]),
+    )
     def demo(
         directory: Annotated[
-            Path | None, typer.Option("--dir", help="Where to build the demo (default: a temporary folder).")
+            Path | None, typer.Option("--dir", help="Where to build the demo.", show_default="a temporary folder")
         ] = None,
         keep: Annotated[bool, typer.Option("--keep", help="Keep the demo folder afterwards.")] = False,
     ) -> int:

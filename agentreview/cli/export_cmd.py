@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from agentreview.cli.helptext import epilog
 from agentreview.model.errors import AgentreviewError, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -42,15 +43,30 @@ def _pick(led: Ledger, run_id: str | None, range_: str | None, binding: str | No
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("export")
+    @app.command(
+        "export",
+        epilog=epilog(
+            [
+                "agentreview export --range origin/main..HEAD",
+                "agentreview export review-0c3ad0e6-4b8e-4a4f-9a53-ffb1d2c8e7a1 --to exports/",
+            ],
+            [0, (3, "no such entry, or could not run")],
+        ),
+    )
     def export(
-        run_id: Annotated[str | None, typer.Argument(help="The run to export (see 'agentreview ledger').")] = None,
+        run_id: Annotated[
+            str | None, typer.Argument(help="The run to export (see 'agentreview ledger'); or name it by --range.")
+        ] = None,
         range_: Annotated[
             str | None, typer.Option("--range", help="BASE..HEAD (refs resolved in --cwd) or a 64-hex rangeSha.")
         ] = None,
         binding: Annotated[str | None, typer.Option("--binding", help="Which binding, when several match.")] = None,
-        cwd: Annotated[Path | None, typer.Option("--cwd", help="Repository, and base of a relative --to.")] = None,
-        to: Annotated[Path | None, typer.Option("--to", help="Write here instead of verdict.exportDir.")] = None,
+        cwd: Annotated[
+            Path | None, typer.Option("--cwd", help="Repository, and base of a relative --to.", show_default="here")
+        ] = None,
+        to: Annotated[
+            Path | None, typer.Option("--to", help="Where to write it.", show_default="verdict.exportDir")
+        ] = None,
         as_json: Annotated[bool, typer.Option("--json", help="Print {path, runId, verdict}.")] = False,
     ) -> int:
         """Write a recorded attestation as an export file (two-space JSON)."""

@@ -19,15 +19,22 @@ from typing import Annotated
 
 import typer
 
+from agentreview.cli.helptext import epilog
 from agentreview.model.errors import AgentreviewError
 from agentreview.share.exchange import MAX_NOTES_PER_FETCH
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("fetch")
+    @app.command(
+        "fetch",
+        epilog=epilog(
+            ["agentreview fetch", "agentreview fetch --remote upstream --json"],
+            [0, (3, "a git failure, an unreadable config.toml, or could not run")],
+        ),
+    )
     def fetch_cmd(
         remote: Annotated[str, typer.Option("--remote", help="Fetch the notes ref from here.")] = "origin",
-        cwd: Annotated[Path | None, typer.Option("--cwd", help="The repository (default: the current one).")] = None,
+        cwd: Annotated[Path | None, typer.Option("--cwd", help="The repository.", show_default="here")] = None,
         as_json: Annotated[
             bool, typer.Option("--json", help="Print {remote, found, new, read, complete, unchanged, notes}.")
         ] = False,

@@ -15,29 +15,39 @@ from typing import Annotated
 
 import typer
 
+from agentreview.cli.helptext import choice, epilog
+
 
 def register(app: typer.Typer) -> None:
-    @app.command("init")
+    @app.command(
+        "init",
+        epilog=epilog(["agentreview init", "agentreview init --ci github --reviewer claude"], [0]),
+    )
     def init(
         cwd: Annotated[
-            Path | None, typer.Option("--cwd", help="The repository to set up (any folder inside it).")
+            Path | None,
+            typer.Option("--cwd", help="The repository to set up (any folder inside it).", show_default="here"),
         ] = None,
         ci: Annotated[
-            str | None, typer.Option("--ci", help="Also write a CI gate: 'github' (.github/workflows/agentreview.yml).")
+            str | None,
+            typer.Option(
+                "--ci", click_type=choice("github"), help="Also write a CI gate (.github/workflows/agentreview.yml)."
+            ),
         ] = None,
         hook: Annotated[
-            str, typer.Option("--hook", help="Install the 'pre-push' hook (default) or 'none'.")
+            str, typer.Option("--hook", click_type=choice("pre-push", "none"), help="The git hook to install.")
         ] = "pre-push",
         reviewer: Annotated[
-            str | None, typer.Option("--reviewer", help="The agent check's preset (default: the first usable here).")
+            str | None,
+            typer.Option("--reviewer", help="The agent check's preset.", show_default="the first usable here"),
         ] = None,
         action_ref: Annotated[
             str | None,
             typer.Option(
                 "--action-ref",
                 metavar="OWNER/REPO@COMMIT",
-                help="The agentreview GitHub Action the --ci github workflow uses, pinned by a full 40-hex commit id "
-                "(default: the project's home at the commit this release names).",
+                help="The agentreview GitHub Action the --ci github workflow uses, pinned by a full 40-hex commit id.",
+                show_default="the project's home at the commit this release names",
             ),
         ] = None,
         force: Annotated[bool, typer.Option("--force", help="Overwrite files init would write that differ.")] = False,

@@ -11,9 +11,17 @@ from typing import Annotated
 
 import typer
 
+from agentreview.cli.helptext import epilog
+
 
 def register(app: typer.Typer) -> None:
-    @app.command("key")
+    @app.command(
+        "key",
+        epilog=epilog(
+            ["agentreview key", "agentreview key --principal ci@example.com"],
+            [0, (3, "the key cannot be prepared (no ssh-keygen, unreadable key)")],
+        ),
+    )
     def key(
         principal: Annotated[
             str | None,
@@ -23,7 +31,9 @@ def register(app: typer.Typer) -> None:
                 "[signing].principal in config.toml, else the git email).",
             ),
         ] = None,
-        cwd: Annotated[Path | None, typer.Option("--cwd", help="Repository whose git user.email applies.")] = None,
+        cwd: Annotated[
+            Path | None, typer.Option("--cwd", help="Repository whose git user.email applies.", show_default="here")
+        ] = None,
         as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     ) -> int:
         """Show the signing key, its fingerprint, the principal, and the ready allowed_signers line."""

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
+from agentreview.cli.helptext import epilog
 from agentreview.model.digests import json_text
 from agentreview.model.errors import AgentreviewError, UsageError
 
@@ -92,7 +93,10 @@ def _table(rows: list[dict[str, Any]]) -> str:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("ledger")
+    @app.command(
+        "ledger",
+        epilog=epilog(["agentreview ledger --limit 5", "agentreview ledger --range origin/main..HEAD --json"], [0]),
+    )
     def ledger(
         as_json: Annotated[bool, typer.Option("--json", help="Print one JSON array of rows.")] = False,
         repo: Annotated[str | None, typer.Option("--repo", help="Only this repository (remote or identity).")] = None,
@@ -101,7 +105,9 @@ def register(app: typer.Typer) -> None:
             str | None, typer.Option("--range", help="BASE..HEAD (refs resolved in --cwd) or a 64-hex rangeSha.")
         ] = None,
         limit: Annotated[int, typer.Option("--limit", min=1, max=500, help="At most this many rows.")] = 50,
-        cwd: Annotated[Path | None, typer.Option("--cwd", help="Repository for resolving --range refs.")] = None,
+        cwd: Annotated[
+            Path | None, typer.Option("--cwd", help="Repository for resolving --range refs.", show_default="here")
+        ] = None,
         requester: Annotated[
             str | None, typer.Option("--requester", help="Only runs requested by this agent session id.")
         ] = None,

@@ -8,9 +8,14 @@ from __future__ import annotations
 
 import typer
 
+from agentreview.cli.helptext import epilog
+
 
 def register(app: typer.Typer) -> None:
-    @app.command("mcp")
+    @app.command(
+        "mcp",
+        epilog=epilog(["agentreview mcp", "claude mcp add agentreview -- agentreview mcp"], [0]),
+    )
     def mcp() -> int:
         """Serve review_run, review_status, review_cancel, review_ledger, review_export (and review_pr)
         to an agent over the Model Context Protocol on stdin/stdout."""

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
+from agentreview.cli.helptext import epilog
 from agentreview.model.errors import EXIT_ERROR, AgentreviewError
 
 
@@ -66,9 +67,19 @@ def check_pack(directory: Path) -> dict[str, Any]:
 
 
 def register(app: typer.Typer) -> None:
-    pack_app = typer.Typer(help="Work with review packs (kind: review-pack).", no_args_is_help=True)
+    pack_app = typer.Typer(
+        help="Work with review packs (kind: review-pack).",
+        no_args_is_help=True,
+        epilog=epilog(["agentreview pack check packs/security"], [0]),
+    )
 
-    @pack_app.command("check")
+    @pack_app.command(
+        "check",
+        epilog=epilog(
+            ["agentreview pack check packs/security", "agentreview pack check packs/security --json"],
+            [(0, "valid"), (3, "invalid or could not run")],
+        ),
+    )
     def check(
         directory: Annotated[Path, typer.Argument(help="The pack folder (holding its REVIEW.md).")],
         as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,

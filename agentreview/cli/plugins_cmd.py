@@ -7,9 +7,14 @@ from typing import Annotated
 
 import typer
 
+from agentreview.cli.helptext import epilog
+
 
 def register(app: typer.Typer) -> None:
-    @app.command("plugins")
+    @app.command(
+        "plugins",
+        epilog=epilog(["agentreview plugins", "agentreview plugins --json"], [0]),
+    )
     def plugins(
         as_json: Annotated[bool, typer.Option("--json", help="Print one JSON array.")] = False,
     ) -> int:

@@ -15,6 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
+from agentreview.cli.helptext import epilog
 from agentreview.model.digests import json_text
 from agentreview.model.errors import EXIT_ERROR, EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE
 
@@ -48,16 +49,32 @@ def _checkout() -> Path | None:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("pr")
+    @app.command(
+        "pr",
+        epilog=epilog(
+            [
+                "agentreview pr --pr https://github.com/acme/widgets/pull/7",
+                "agentreview pr review-0c3ad0e6-4b8e-4a4f-9a53-ffb1d2c8e7a1 --json",
+            ],
+            [
+                (0, "linked"),
+                (3, "gh or the GitHub API failed, or could not run"),
+                (4, "no ledger entry or no pull request"),
+            ],
+        ),
+    )
     def pr(
         run_id: Annotated[
-            str | None, typer.Argument(help="The run (review-…); default: see --range, --pr, --cwd.")
+            str | None, typer.Argument(help="The run (review-…).", show_default="see --range, --pr, --cwd")
         ] = None,
         range_: Annotated[
             str | None, typer.Option("--range", help="BASE..HEAD (refs resolved in --cwd) or a 64-hex rangeSha.")
         ] = None,
         cwd: Annotated[
-            Path | None, typer.Option("--cwd", help="Repository: its HEAD picks the entry when nothing else does.")
+            Path | None,
+            typer.Option(
+                "--cwd", help="Repository: its HEAD picks the entry when nothing else does.", show_default="here"
+            ),
         ] = None,
         pr_url: Annotated[
             str | None, typer.Option("--pr", help="The pull request URL (https://github.com/OWNER/REPO/pull/N).")

@@ -20,6 +20,8 @@ from typing import Annotated, Any
 
 import typer
 
+from agentreview.cli.helptext import epilog
+
 
 def _status(provider: Any, spec: Any) -> dict[str, Any]:
     if provider is None:
@@ -46,7 +48,10 @@ def _probe(provider: Any, spec: Any, status: dict[str, Any]) -> str:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("presets")
+    @app.command(
+        "presets",
+        epilog=epilog(["agentreview presets", "agentreview presets --probe"], [0]),
+    )
     def presets(
         as_json: Annotated[bool, typer.Option("--json", help="Print one JSON array.")] = False,
         probe: Annotated[

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from agentreview.cli.helptext import epilog
 from agentreview.model.errors import AgentreviewError, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -35,16 +36,29 @@ def publish_attestation(att: Attestation, repo: Path, remote: str | None) -> dic
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("publish")
+    @app.command(
+        "publish",
+        epilog=epilog(
+            [
+                "agentreview publish review-0c3ad0e6-4b8e-4a4f-9a53-ffb1d2c8e7a1",
+                "agentreview publish --range origin/main..HEAD --no-push",
+            ],
+            [0, (3, "no such entry, a git failure, or could not run")],
+        ),
+    )
     def publish_cmd(
-        run_id: Annotated[str | None, typer.Argument(help="The run to publish (see 'agentreview ledger').")] = None,
+        run_id: Annotated[
+            str | None, typer.Argument(help="The run to publish (see 'agentreview ledger'); or name it by --range.")
+        ] = None,
         range_: Annotated[
             str | None, typer.Option("--range", help="BASE..HEAD (refs resolved in --cwd) or a 64-hex rangeSha.")
         ] = None,
         binding: Annotated[str | None, typer.Option("--binding", help="Which binding, when several match.")] = None,
-        cwd: Annotated[Path | None, typer.Option("--cwd", help="The repository whose notes receive it.")] = None,
+        cwd: Annotated[
+            Path | None, typer.Option("--cwd", help="The repository whose notes receive it.", show_default="here")
+        ] = None,
         remote: Annotated[
-            str | None, typer.Option("--remote", help="Push the notes ref here (default origin).")
+            str | None, typer.Option("--remote", help="Push the notes ref here.", show_default="origin")
         ] = None,
         no_push: Annotated[bool, typer.Option("--no-push", help="Add the note locally; push nothing.")] = False,
         as_json: Annotated[bool, typer.Option("--json", help="Print {runId, commit, added, pushed, ref}.")] = False,

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from agentreview.cli.helptext import choice, epilog
 from agentreview.model.digests import json_text
 from agentreview.model.errors import EXIT_ERROR, UsageError
 
@@ -149,21 +150,29 @@ def _detach(args: list[str], cwd: Path, as_json: bool) -> int:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("run")
+    @app.command(
+        "run",
+        epilog=epilog(
+            ["agentreview run", "agentreview run --binding ci --export --json"],
+            [(0, "pass"), 1, (2, "incomplete, cancelled or interrupted")],
+        ),
+    )
     def run(
-        cwd: Annotated[Path, typer.Option("--cwd", help="Repository to review (default: here).")] = Path("."),
+        cwd: Annotated[Path, typer.Option("--cwd", help="Repository to review.")] = Path("."),
         manifest: Annotated[
-            Path | None, typer.Option("--manifest", help="REVIEW.md path (default: repo root).")
+            Path | None, typer.Option("--manifest", help="REVIEW.md path.", show_default="<root>/REVIEW.md")
         ] = None,
         binding: Annotated[
-            str | None, typer.Option("--binding", help="Binding to run (default: the only one, else 'default').")
+            str | None, typer.Option("--binding", help="Binding to run.", show_default="the only one, else 'default'")
         ] = None,
         base: Annotated[
-            str | None, typer.Option("--base", help="Base ref (default: merge-base with target.base).")
+            str | None, typer.Option("--base", help="Base ref.", show_default="merge-base with target.base")
         ] = None,
         head: Annotated[
             str | None,
-            typer.Option("--head", help="Head ref (default: HEAD); another commit runs in a worktree of it."),
+            typer.Option(
+                "--head", help="Head ref; another commit runs in a worktree of it.", show_default="HEAD"
+            ),
         ] = None,
         no_cache: Annotated[
             bool, typer.Option("--no-cache", help="Ignore the verdict cache (and composition).")
@@ -182,7 +191,9 @@ def register(app: typer.Typer) -> None:
             typer.Option("--publish", help="Then add the attestation to refs/notes/agentreview and push it to origin."),
         ] = False,
         as_json: Annotated[bool, typer.Option("--json", help="Print one JSON result object on stdout.")] = False,
-        annotate: Annotated[str | None, typer.Option("--annotate", help="Emit CI annotations: 'github'.")] = None,
+        annotate: Annotated[
+            str | None, typer.Option("--annotate", click_type=choice("github"), help="Emit CI annotations.")
+        ] = None,
         pr: Annotated[str | None, typer.Option("--pr", help="Pull request URL known at review time.")] = None,
         detach: Annotated[
             bool, typer.Option("--detach", help="Start the review in the background; print its runId and return.")
@@ -195,7 +206,9 @@ def register(app: typer.Typer) -> None:
         ] = None,
         summary_to: Annotated[
             Path | None,
-            typer.Option("--summary", help="Append a Markdown summary to PATH (default: $GITHUB_STEP_SUMMARY)."),
+            typer.Option(
+                "--summary", help="Append a Markdown summary to PATH.", show_default="$GITHUB_STEP_SUMMARY"
+            ),
         ] = None,
         pre_push: Annotated[
             bool,

@@ -6,17 +6,28 @@ from typing import Annotated
 
 import typer
 
+from agentreview.cli.helptext import choice, epilog
+from agentreview.model.schemas import DOCUMENTS
+
 
 def register(app: typer.Typer) -> None:
-    @app.command("schema")
+    @app.command(
+        "schema",
+        epilog=epilog(["agentreview schema review", "agentreview schema attestation > attestation.schema.json"], [0]),
+    )
     def schema(
-        document: Annotated[str, typer.Argument(help="review, review-pack or attestation.", show_default=False)],
+        document: Annotated[
+            str,
+            typer.Argument(
+                metavar="DOCUMENT",
+                click_type=choice(*DOCUMENTS),
+                help=f"One of: {', '.join(DOCUMENTS)}.",
+                show_default=False,
+            ),
+        ],
     ) -> int:
         """Print the JSON Schema of a document, generated from the models the parser uses."""
-        from agentreview.model.errors import UsageError
-        from agentreview.model.schemas import DOCUMENTS, schema_text
+        from agentreview.model.schemas import schema_text
 
-        if document not in DOCUMENTS:
-            raise UsageError(f"unknown document '{document}': use one of {', '.join(DOCUMENTS)}")
         typer.echo(schema_text(document), nl=False)
         return 0

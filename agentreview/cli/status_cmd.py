@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
+from agentreview.cli.helptext import epilog
 from agentreview.model.digests import json_text
 from agentreview.model.errors import EXIT_NOT_FOUND, AgentreviewError
 
@@ -34,7 +35,13 @@ def _line(view: dict[str, Any]) -> str:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("status")
+    @app.command(
+        "status",
+        epilog=epilog(
+            ["agentreview status", "agentreview status review-0c3ad0e6-4b8e-4a4f-9a53-ffb1d2c8e7a1 --json"],
+            [0, (4, "unknown run id")],
+        ),
+    )
     def status(
         run_id: Annotated[str | None, typer.Argument(help="The run (review-…); none: every running run.")] = None,
         as_json: Annotated[bool, typer.Option("--json", help="Print the view as JSON.")] = False,

@@ -14,25 +14,37 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from agentreview.cli.helptext import choice, epilog
+
 if TYPE_CHECKING:  # pragma: no cover
     from agentreview.verify.result import VerifyResult
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("verify")
+    @app.command(
+        "verify",
+        epilog=epilog(
+            ["agentreview verify", "agentreview verify --policy-from refs/remotes/origin/main --require-signed"],
+            [(0, "verified"), (1, "invalid"), 4, (5, "not exported (--if-exported)"), 6],
+        ),
+    )
     def verify_command(
         path: Annotated[
             Path | None,
-            typer.Argument(help="An attestation .json file, or a directory of exports (default: verdict.exportDir)."),
+            typer.Argument(
+                help="An attestation .json file, or a directory of exports.", show_default="verdict.exportDir"
+            ),
         ] = None,
         cwd: Annotated[
             Path, typer.Option("--cwd", help="Repository to verify; relative paths are resolved against it.")
         ] = Path("."),
-        manifest: Annotated[Path | None, typer.Option("--manifest", help="REVIEW.md (default: at the root).")] = None,
-        base: Annotated[
-            str | None, typer.Option("--base", help="Base ref (default: merge-base(target.base, head)).")
+        manifest: Annotated[
+            Path | None, typer.Option("--manifest", help="REVIEW.md.", show_default="<root>/REVIEW.md")
         ] = None,
-        head: Annotated[str | None, typer.Option("--head", help="Head ref (default: HEAD).")] = None,
+        base: Annotated[
+            str | None, typer.Option("--base", help="Base ref.", show_default="merge-base(target.base, head)")
+        ] = None,
+        head: Annotated[str | None, typer.Option("--head", help="Head ref.", show_default="HEAD")] = None,
         binding: Annotated[str | None, typer.Option("--binding", help="Require this binding.")] = None,
         ci_binding: Annotated[
             bool,
@@ -42,7 +54,9 @@ def register(app: typer.Typer) -> None:
             ),
         ] = False,
         verdict: Annotated[
-            str, typer.Option("--verdict", help="Expected verdict: pass, block, incomplete or any.")
+            str, typer.Option(
+                "--verdict", click_type=choice("pass", "block", "incomplete", "any"), help="Expected verdict."
+            )
         ] = "pass",
         if_exported: Annotated[
             bool, typer.Option("--if-exported", help="No verdict.exportDir is 'not exported' (exit 5), not an error.")
@@ -52,8 +66,9 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--allowed-signers",
                 help="allowed_signers file: OpenSSH format for ssh-ed25519 signatures, a signer plugin's own "
-                "for its alg (default: .agentproto/allowed_signers). A file inside the repository is trusted only "
+                "for its alg. A file inside the repository is trusted only "
                 "as at --policy-from, or when unchanged since --base.",
+                show_default=".agentproto/allowed_signers",
             ),
         ] = None,
         policy_from: Annotated[
@@ -97,7 +112,9 @@ def register(app: typer.Typer) -> None:
         ] = None,
         summary_to: Annotated[
             Path | None,
-            typer.Option("--summary", help="Append a Markdown summary to PATH (default: $GITHUB_STEP_SUMMARY)."),
+            typer.Option(
+                "--summary", help="Append a Markdown summary to PATH.", show_default="$GITHUB_STEP_SUMMARY"
+            ),
         ] = None,
     ) -> int:
         """Verify an exported attestation against this checkout (no lane is re-run)."""
