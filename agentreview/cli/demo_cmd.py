@@ -5,7 +5,9 @@ reviews it (signed, recorded, exported), verifies the export as a CI gate would,
 commits the export and verifies again, shows that a tampered export is refused,
 and shows the cache answering an unchanged range. Every step is the real command
 a user would type, run as a subprocess, with a private ``AGENTREVIEW_HOME`` so the
-demo leaves the user's own ledger and key untouched.
+demo leaves the user's own ledger and key untouched. The narration and each command's
+output (its progress on stderr included) share stdout, so they read in order whether
+stdout is a terminal or a pipe.
 """
 
 from __future__ import annotations
@@ -48,6 +50,11 @@ class MultiplyTest(unittest.TestCase):
         self.assertEqual(multiply(2, 3), 6)
 """
 
+NEXT_STEP = (
+    "\nNext, in your own repository: agentreview init\n"
+    "  (writes a REVIEW.md with checks for that repository, a rubric, allowed_signers and the pre-push hook)"
+)
+
 
 class Demo:
     def __init__(self, workdir: Path):
@@ -84,11 +91,13 @@ class Demo:
         typer.secho(f"$ agentreview {shown}", fg=typer.colors.CYAN)
         from agentreview.runs.detach import agentreview_argv
 
+        sys.stdout.flush()  # the narration above comes first, even when stdout is a pipe
         proc = subprocess.run(
             [*agentreview_argv(), *args],  # -P: the demo repository's files are never imported
             cwd=self.repo,
             env=self.env,
             stdin=subprocess.DEVNULL,
+            stderr=subprocess.STDOUT,  # progress joins the narration on the one stream, in order
             timeout=300,
         )
         if expect is not None and proc.returncode not in expect:
@@ -210,12 +219,19 @@ def register(app: typer.Typer) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
         if (workdir / "demo-repo").exists():
             raise AgentreviewError(f"{workdir / 'demo-repo'} already exists — choose another --dir")
+        kept = keep or directory is not None
+        if kept:
+            typer.echo(f"demo folder: {workdir} (kept afterwards)")
+        else:
+            typer.echo(f"demo folder: {workdir} (deleted at the end; add --keep to look around afterwards)")
         try:
             Demo(workdir).run(with_agent)
             typer.secho("\nThe whole cycle ran: review → sign → record → export → verify.", bold=True)
         finally:
-            if keep or directory:
+            if kept:
                 typer.echo(f"demo files kept in {workdir}")
             else:
                 shutil.rmtree(workdir, ignore_errors=True)
+                typer.echo(f"demo folder {workdir} deleted (agentreview demo --keep keeps it)")
+        typer.echo(NEXT_STEP)
         return 0
