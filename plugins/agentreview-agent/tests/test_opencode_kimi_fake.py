@@ -116,6 +116,14 @@ def test_hang_is_a_timeout(lane, reviewer) -> None:
     assert outcome.kind == "timeout" and not outcome.fallbacks
 
 
+def test_a_preflight_that_outlasts_the_lane_is_its_timeout_not_a_missing_capability(lane, fake_cli) -> None:
+    """``opencode debug agent`` is bounded by the lane's own budget (at least a minute, or half of what
+    remains): one that does not answer in it ends the lane as a timeout, never as ``capability_missing``."""
+    lane.use_builtin(OpenCodeProvider())
+    _, outcome = lane.run_scenario(fake_cli("opencode"), "opencode", "slow_preflight", timeoutMs=2500)
+    assert outcome.kind == "timeout" and not outcome.fallbacks, outcome.error
+
+
 def test_a_broken_stream_falls_back_at_once(lane, reviewer) -> None:
     """The CLI retried the broken stream itself and then gave up: ``stream_failed``, and the lane runs it no
     more (one run of the CLI) but falls back."""

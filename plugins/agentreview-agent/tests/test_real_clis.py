@@ -607,4 +607,4 @@ def test_opencode_generated_agent_is_read_only_per_the_real_cli(tmp_path: Path, 
     agent = next((project / ".opencode" / "agent").iterdir())
     agent.write_text(agent.read_text().replace("  read: allow", "  read: allow\n  bash: allow"))
     why = preflight(binary, project, env, time.monotonic() + 120, threading.Event())
-    assert why == "the generated agent still has tools: bash"
+    assert why == "capability_missing: the generated agent still has tools: bash"

@@ -73,7 +73,6 @@ from agentreview_agent.streams import parse_jsonl, unavailable_reason
 HELP_ARGS = ("run", "--help")
 REQUIRED_FLAGS = ("--agent", "--format", "--dir", "--file")
 PURE = Setting(("--pure",), "the private XDG config and project, which hold no plugin")
-EXPORT_TIMEOUT_S = 60.0
 AGENT = "agentreview-review"
 READ_TOOLS = frozenset(("read", "grep", "glob", "list"))
 # The API keys OpenCode picks up for its common model providers (auth.json, linked in, covers `opencode auth login`).
@@ -81,7 +80,9 @@ MODEL_ENV = (
     "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY", "GEMINI_API_KEY", "GOOGLE_GENERATIVE_AI_API_KEY",
     "GROQ_API_KEY", "DEEPSEEK_API_KEY", "XAI_API_KEY", "MISTRAL_API_KEY", "OPENCODE_API_KEY",
 )  # fmt: skip
-PREFLIGHT_TIMEOUT_S = 60.0
+# A side command (no inference) gets at least this long, or half the lane's remaining budget when that is
+# more: nine OpenCode lanes starting together on a loaded 2-core machine have taken over a minute to answer.
+SIDE_COMMAND_MIN_S = 60.0
 # Preset `config` keys written to the private opencode.json: model provider selection only.
 CONFIG_KEYS = ("provider", "small_model", "enabled_providers", "disabled_providers")
 ENV_REFERENCE = re.compile(r"\{env:([^}]*)\}")
@@ -158,12 +159,22 @@ def build_home(
     return project, env
 
 
+def _side_deadline(deadline: float) -> float:
+    """A side command's deadline: SIDE_COMMAND_MIN_S or half of what remains of the lane's budget,
+    whichever is longer, never past the lane's own deadline."""
+    now = time.monotonic()
+    return min(deadline, now + max(SIDE_COMMAND_MIN_S, (deadline - now) / 2))
+
+
 def _side_command(
     argv: list[str], project: Path, env: dict[str, str], deadline: float, cancel: Any
 ) -> tuple[ProcessResult, Any]:
     """A short opencode subcommand (no inference) and the JSON value its stdout holds from its first
-    ``{`` (opencode may print a banner before it), or None when there is none."""
-    proc = run_process_group(argv, cwd=project, env=env, deadline=deadline, cancel=cancel, kill_grace_s=1.0)
+    ``{`` (opencode may print a banner before it), or None when there is none. It is bounded by the
+    lane's ``deadline`` and, within it, by :func:`_side_deadline`."""
+    proc = run_process_group(
+        argv, cwd=project, env=env, deadline=_side_deadline(deadline), cancel=cancel, kill_grace_s=1.0
+    )
     text = proc.stdout_text()
     try:
         return proc, json.loads(text[text.index("{") :])
@@ -172,18 +183,19 @@ def _side_command(
 
 
 def preflight(binary: str, project: Path, env: dict[str, str], deadline: float, cancel) -> str | None:
-    """``opencode debug agent``: every tool but the reads must be off; return why not, or None."""
-    proc, described = _side_command(
-        [binary, "debug", "agent", AGENT], project, env, min(deadline, time.monotonic() + PREFLIGHT_TIMEOUT_S), cancel
-    )
+    """``opencode debug agent``: every tool but the reads must be off; return why not (with its class:
+    ``capability_missing``, or ``preflight_timeout`` when OpenCode did not answer in time), or None."""
+    proc, described = _side_command([binary, "debug", "agent", AGENT], project, env, deadline, cancel)
+    if described is None and proc.timed_out:
+        return "preflight_timeout: opencode debug agent did not answer in time (an overloaded machine?)"
     if described is None:
         text = proc.stderr_text() or proc.stdout_text()
-        return f"opencode debug agent printed no agent description: {tail(text, 200)}"
+        return f"capability_missing: opencode debug agent printed no agent description: {tail(text, 200)}"
     tools = described.get("tools") if isinstance(described, dict) else None
     if not isinstance(tools, dict):
-        return "opencode debug agent shows no tools table, so the read-only agent is unverified"
+        return "capability_missing: opencode debug agent shows no tools table, so the read-only agent is unverified"
     widened = sorted(name for name, on in tools.items() if on is not False and name not in READ_TOOLS)
-    return "the generated agent still has tools: " + ", ".join(widened) if widened else None
+    return "capability_missing: the generated agent still has tools: " + ", ".join(widened) if widened else None
 
 
 # `--format json` event types; any other is drift. Only `tool_use` invokes anything.
@@ -241,9 +253,7 @@ def exported_model(
 ) -> str | None:
     """``providerID/modelID`` of the session's last assistant message, from ``opencode export`` (no
     inference); None when the export does not say."""
-    _, exported = _side_command(
-        [binary, "export", session_id], project, env, min(deadline, time.monotonic() + EXPORT_TIMEOUT_S), cancel
-    )
+    _, exported = _side_command([binary, "export", session_id], project, env, deadline, cancel)
     if exported is None:
         return None
     messages = exported.get("messages") if isinstance(exported, dict) else None
@@ -305,7 +315,7 @@ class OpenCodeProvider(ShippedCli):
                 return f"would fall back: {config if isinstance(config, str) else env}"
             project, xdg = build_home(request.work_dir, config, lambda _s, _t: False)
             why = preflight(info.binary, project, {**env, **xdg}, request.deadline, request.cancel)
-        return f"would fall back: capability_missing: {why}" if why else None
+        return f"would fall back: {why}" if why else None
 
     def review_with(self, info: CliInfo, request: ReviewerRequest, env: dict[str, str]) -> ReviewerResult:
         config = preset_config(request.preset.options, request.preset.name)
@@ -314,8 +324,10 @@ class OpenCodeProvider(ShippedCli):
         project, xdg = build_home(request.work_dir, config, lambda s, t: self.link_credential(request, s, t))
         env = {**env, **xdg}
         why = preflight(info.binary, project, env, request.deadline, request.cancel)
+        if why and time.monotonic() >= request.deadline:
+            return ReviewerResult("timeout", why)
         if why:
-            return ReviewerResult("unavailable", f"capability_missing: {why}")
+            return ReviewerResult("unavailable", why)
         try:
             diff, log = write_range_files(request, request.work_dir)
         except (OSError, GitError) as exc:

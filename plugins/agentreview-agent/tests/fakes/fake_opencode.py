@@ -55,6 +55,8 @@ def main():
         print_help(HELP)
         return 0
     if argv[:2] == ["debug", "agent"]:
+        if scenario == "slow_preflight":  # an overloaded machine: the side command outlasts the lane
+            time.sleep(60)
         path = os.path.join(os.getcwd(), ".opencode", "agent", argv[2] + ".md")
         text = ""
         if os.path.exists(path):
