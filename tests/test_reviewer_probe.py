@@ -4,9 +4,12 @@ timeout on a loaded machine), and a changed binary is probed again."""
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from pathlib import Path
+
+import pytest
 
 from agentreview.reviewers.cli import probe
 
@@ -43,3 +46,26 @@ def test_a_changed_binary_is_probed_again(tmp_path: Path) -> None:
     binary.write_text(binary.read_text() + "# changed\n")
     probe(str(binary), "--version")
     assert log.read_text().splitlines() == ["--version", "--version"]
+
+
+def test_a_probe_that_timed_out_is_not_kept_and_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A moment of load (the first --help outlasts the bound) makes that lane's CLI unusable with a
+    reason saying so, never "printed no help", and the next lane probes again instead of inheriting it."""
+    from agentreview.reviewers import cli
+
+    log, marker = tmp_path / "starts.log", tmp_path / "slow-once"
+    binary = tmp_path / "oncecli"
+    binary.write_text(
+        f"#!{sys.executable}\nimport os, sys, time\nopen({str(log)!r}, 'a').write(' '.join(sys.argv[1:]) + '\\n')\n"
+        f"if sys.argv[1:] == ['--help'] and not os.path.exists({str(marker)!r}):\n"
+        f"    open({str(marker)!r}, 'w').close()\n    time.sleep(30)\n"
+        "print('oncecli 1.0 --flag')\n"
+    )
+    binary.chmod(0o755)
+    monkeypatch.setattr(cli, "PROBE_TIMEOUT_S", 2.0)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    first = cli.cli_info(None, "oncecli", ("--help",))
+    assert isinstance(first, str) and "did not answer within 2 s" in first, first
+    second = cli.cli_info(None, "oncecli", ("--help",))
+    assert isinstance(second, cli.CliInfo) and second.offers("--flag"), second
+    assert log.read_text().splitlines() == ["--version", "--help", "--help"]  # --version kept, --help asked again

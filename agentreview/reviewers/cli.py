@@ -17,7 +17,6 @@ import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 from agentreview.host.procs.group import ProcessResult, run_process_group
@@ -25,7 +24,10 @@ from agentreview.host.programs import find_program
 from agentreview.model.contracts.reviewers import PresetSpec, ProviderStatus
 from agentreview.reviewers.env import reviewer_env
 
-PROBE_TIMEOUT_S = 20.0
+# A Node CLI's --help or --version on a loaded 2-core machine has taken over 20 s; one that hangs costs
+# this once per binary (the answer is shared), so the bound is generous.
+PROBE_TIMEOUT_S = 60.0
+PROBE_CACHE_SIZE = 64
 PROBE_KILL_GRACE_S = 1.0
 
 
@@ -55,15 +57,14 @@ def _probe(argv: tuple[str, ...]) -> ProcessResult:
         )
 
 
-@lru_cache(maxsize=64)
-def _probe_cached(argv: tuple[str, ...], stamp: tuple[int, int]) -> ProcessResult:
-    return _probe(argv)
-
 
 # One lock per probe: lanes starting together wait for one probe instead of each starting the CLI
 # (a Node CLI started by every lane at once can outlast the probe timeout on a loaded machine).
 _probe_locks: dict[tuple[str, ...], threading.Lock] = {}
 _probe_locks_guard = threading.Lock()
+# The answers, while the binary is unchanged (its mtime and size). A probe that timed out is not kept:
+# a moment of load must not make a CLI unusable for the rest of a long-lived process (the MCP server).
+_probe_answers: dict[tuple[str, ...], tuple[tuple[int, int], ProcessResult]] = {}
 
 
 def probe(binary: str, *args: str) -> ProcessResult:
@@ -77,7 +78,15 @@ def probe(binary: str, *args: str) -> ProcessResult:
     with _probe_locks_guard:
         lock = _probe_locks.setdefault(argv, threading.Lock())
     with lock:
-        return _probe_cached(argv, stamp)
+        kept = _probe_answers.get(argv)
+        if kept is not None and kept[0] == stamp:
+            return kept[1]
+        answer = _probe(argv)
+        if not answer.timed_out:
+            if len(_probe_answers) >= PROBE_CACHE_SIZE:
+                _probe_answers.clear()
+            _probe_answers[argv] = (stamp, answer)
+        return answer
 
 
 def help_lists(help_text: str, flags: Iterable[str]) -> list[str]:
@@ -111,13 +120,17 @@ def cli_info(spec: PresetSpec | None, default: str, help_args: tuple[str, ...]) 
     ver = probe(binary, "--version")
     if ver.spawn_error or ver.timed_out or ver.returncode != 0:
         why = ver.spawn_error or (
-            "timed out" if ver.timed_out else f"exit {ver.returncode}: {_tail(ver.stderr_text(), 200)}"
+            f"no answer within {PROBE_TIMEOUT_S:.0f} s"
+            if ver.timed_out
+            else f"exit {ver.returncode}: {_tail(ver.stderr_text(), 200)}"
         )
         return f"{binary} --version failed: {why}"
     version = (ver.stdout_text().strip().splitlines() or [""])[0].strip() or None
     helped = probe(binary, *help_args)
     text = helped.stdout_text() + helped.stderr_text()
-    if helped.spawn_error or helped.timed_out or not text.strip():
+    if helped.timed_out:
+        return f"{binary} {' '.join(help_args)} did not answer within {PROBE_TIMEOUT_S:.0f} s (an overloaded machine?)"
+    if helped.spawn_error or not text.strip():
         return f"{binary} {' '.join(help_args)} printed no help"
     return CliInfo(binary=binary, version=version, help_text=text)
 

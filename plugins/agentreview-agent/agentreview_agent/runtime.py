@@ -21,7 +21,7 @@ from pathlib import Path
 from agentreview.api import find_program, reviewer_env, run_process_group
 
 VERSION = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+))?")
-PROBE_TIMEOUT_S = 20.0
+PROBE_TIMEOUT_S = 60.0  # `node --version` on a loaded machine; once per interpreter
 
 
 def shebang_interpreter(script: str, path: str) -> str | None:
