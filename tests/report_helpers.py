@@ -63,6 +63,18 @@ def git(cwd: Path, *args: str) -> str:
     return proc.stdout.strip()
 
 
+def forge_unsigned_pass(root: Path, export: Path) -> None:
+    """The forged-verdict attack: a committed blocked review's export rewritten to pass (every lane
+    passing, no finding), its signature dropped, and the export commit amended with it."""
+    raw = json.loads(export.read_text())
+    raw["verdict"] = "pass"
+    for lane in raw["lanes"]:
+        lane["status"], lane["findings"] = "pass", []
+    del raw["attestor"]["signature"]
+    export.write_text(json.dumps(raw, indent=2) + "\n")
+    git(root, "commit", "-q", "--amend", "--no-edit", "-a")
+
+
 class GateRepo:
     """A repository on branch ``feature`` off ``main``, with ``origin`` a bare remote holding main."""
 

@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 import yaml
-from report_helpers import MANIFEST, GateRepo, git, validate_sarif
+from report_helpers import MANIFEST, GateRepo, forge_unsigned_pass, git, validate_sarif
 
 ROOT = Path(__file__).resolve().parents[1]
 ACTION = ROOT / "action.yml"
@@ -382,13 +382,7 @@ def test_a_forged_unsigned_export_never_yields_verdict_pass(
 ) -> None:
     """A blocked review's export rewritten to pass, its signature dropped, committed as the export."""
     path = commit_export(gate)
-    raw = json.loads(path.read_text())
-    raw["verdict"] = "pass"
-    for lane in raw["lanes"]:
-        lane["status"], lane["findings"] = "pass", []
-    del raw["attestor"]["signature"]
-    path.write_text(json.dumps(raw, indent=2) + "\n")
-    git(gate.root, "commit", "-q", "--amend", "--no-edit", "-a")
+    forge_unsigned_pass(gate.root, path)
     code, outputs, _ = run_gate(installed, gate, {"require-signed": require_signed})
     assert outputs["verdict"] == ""  # the export says pass; nothing vouches for it
     if require_signed == "true":

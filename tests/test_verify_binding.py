@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from report_helpers import MANIFEST, GateRepo, git
+from report_helpers import MANIFEST, GateRepo, forge_unsigned_pass, git
 
 POLICY = "refs/remotes/origin/main"
 TWO_BINDINGS = MANIFEST.replace(
@@ -112,13 +112,7 @@ def test_a_forged_unsigned_pass_has_no_attested_verdict(tmp_path: Path, require_
     """The attack of issue 19 item 5: a blocked review rewritten to pass, its signature dropped."""
     gate = GateRepo(tmp_path)
     path = export(gate)
-    raw = json.loads(path.read_text())
-    raw["verdict"] = "pass"
-    for lane in raw["lanes"]:
-        lane["status"], lane["findings"] = "pass", []
-    del raw["attestor"]["signature"]
-    path.write_text(json.dumps(raw, indent=2) + "\n")
-    git(gate.root, "commit", "-q", "--amend", "--no-edit", "-a")  # the export commit, forged
+    forge_unsigned_pass(gate.root, path)
     args = ("--require-signed",) if require_signed else ()
     proc = gate.agentreview("verify", "--json", "--policy-from", POLICY, *args)
     report = json.loads(proc.stdout)
