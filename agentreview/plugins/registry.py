@@ -10,10 +10,9 @@ are one warning each. Two plugins registering the same lane kind, pack form, pro
 or signer name, or two signers declaring the same signature alg, is a
 :class:`PluginConflictError`.
 
-Which entry points exist comes from :mod:`agentreview.plugins.discovery` (a cache of
-importlib.metadata's answer while the environment is unchanged). A listing from the cache that
-names a module that cannot be imported may be one installed no longer: the real scan is asked
-once, and only what fails on its listing is a warning.
+Which plugins exist comes from :mod:`agentreview.plugins.discovery`. A listing from its cache
+that names a module that cannot be imported may be one installed no longer: the real scan is
+asked once, and only what fails on its listing is a warning.
 """
 
 from __future__ import annotations
