@@ -56,6 +56,8 @@ BUILTINS = tuple(
     )
 )
 
+_BUILTIN_NAMES = frozenset(e.name for e in BUILTINS)
+
 
 @dataclass(frozen=True)
 class Listing:
@@ -138,6 +140,8 @@ def _scan() -> tuple[PluginEntry, ...]:
     for ep in entry_points(group=GROUP):
         name, version = getattr(ep.dist, "name", None), getattr(ep.dist, "version", None)
         known = isinstance(name, str) and isinstance(version, str)
+        if name == "agentreview-core" and ep.name in _BUILTIN_NAMES:
+            continue  # an install made before the built-ins were registered directly
         entries.append(PluginEntry(ep.name, ep.value, name if known else None, version if known else None))
     return tuple(entries)
 
