@@ -2,8 +2,8 @@
 
 Plain ``git`` with fixed argument lists and a timeout, always through the hardened runner of
 :mod:`agentreview.host.gitrun` (no fsmonitor, hooks, pager, external diff, textconv, filters
-or prompts): fast to start (GitPython costs ~0.1 s to import and is not needed for these
-reads) and never steered by user input into an option (refs are passed after
+or prompts): cheap to start (GitPython's import is not needed for these reads) and never
+steered by user input into an option (refs are passed after
 ``--end-of-options`` where git accepts it, and validated otherwise).
 """
 

@@ -1,7 +1,7 @@
 """Advisory file locks (``flock``) for the ledger, the key, the pack cache and joining runs.
 
-A small replacement for the ``filelock`` package, which costs ~25 ms to import, on
-every command's path. The lock belongs to an open file description, so the kernel
+A small replacement for the ``filelock`` package, whose import is too slow for every
+command's path. The lock belongs to an open file description, so the kernel
 releases it when the process dies, even by SIGKILL: a crashed run never leaves a
 lock held. The lock file itself stays (removing it would race with a waiter).
 """

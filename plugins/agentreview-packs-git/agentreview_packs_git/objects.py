@@ -4,7 +4,7 @@ The fetch itself stays on :func:`gitrun.run_git`. What follows it — the pinned
 commit's bytes, a walk of its tree, its blobs — is read here through GitPython's
 ``Commit`` / ``Tree`` / ``Blob`` objects over persistent ``git cat-file
 --batch`` / ``--batch-check`` processes, instead of parsing three subprocess
-outputs by hand. This module imports GitPython (~0.1 s), so it is imported only
+outputs by hand. This module imports GitPython, so it is imported only
 on the fetch path; a cache hit never loads it.
 
 How GitPython is kept to the same rules as every other git call of the loader:
