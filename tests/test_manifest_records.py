@@ -54,7 +54,7 @@ def test_strictness_is_per_field() -> None:
 
     good = {"id": "lint", "kind": "command", "run": "make lint"}
     assert validate(m.CommandCheck, good) == m.CommandCheck(id="lint", kind="command", run="make lint")
-    for key, value in [("blocking", "true"), ("blocking", 1), ("timeoutMs", "5"), ("timeoutMs", 5.0), ("run", 5)]:
+    for key, value in [("blocking", "true"), ("blocking", 1), ("timeoutMs", "5"), ("timeoutMs", 5.5), ("run", 5)]:
         with pytest.raises(ValidationError):
             validate(m.CommandCheck, {**good, key: value})
     with pytest.raises(ValidationError):

@@ -57,6 +57,7 @@ from agentreview.model.manifest_strict import (
     Tagged,
     Undecided,
 )
+from agentreview.model.numbers import as_whole
 
 EXAMPLES = int(os.environ.get("AGENTREVIEW_TEST_EXAMPLES", "150"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -123,7 +124,7 @@ def _base_spec(base: Any, strict_: bool, found: dict[str, Any], after: Any, befo
         assert not after and not strict_  # a record takes a mapping: strictness is per field
         return Record(base, before=before)
     assert strict_, f"{base!r} is not Strict(): the strict reader coerces nothing"
-    assert before is None
+    assert before is None or (base is int and before is as_whole)  # Int's one rule: an integral float is whole
     take = {k: found.pop(k) for k in ("gt", "le", "min_length", "max_length", "pattern") if k in found}
     if base is str:
         return Str(after=after, **take)
@@ -266,7 +267,13 @@ EDGES: list[tuple[type, Any, str]] = [
     (m.CommandCheck, {**_CHECK, "blocking": "true"}, "invalid"),
     (m.CommandCheck, {**_CHECK, "blocking": 1}, "invalid"),
     (m.CommandCheck, {**_CHECK, "timeoutMs": "5"}, "invalid"),
-    (m.CommandCheck, {**_CHECK, "timeoutMs": 5.0}, "invalid"),
+    (m.CommandCheck, {**_CHECK, "timeoutMs": 5.0}, "ok"),  # integral: 5, as JavaScript reads it
+    (m.CommandCheck, {**_CHECK, "timeoutMs": 1e3}, "ok"),
+    (m.CommandCheck, {**_CHECK, "timeoutMs": 5.5}, "invalid"),
+    (m.CommandCheck, {**_CHECK, "timeoutMs": -0.0}, "invalid"),
+    (m.CommandCheck, {**_CHECK, "timeoutMs": float(MAX + 1)}, "invalid"),
+    (m.CommandCheck, {**_CHECK, "timeoutMs": float("inf")}, "invalid"),
+    (m.CommandCheck, {**_CHECK, "timeoutMs": float("nan")}, "invalid"),
     (m.CommandCheck, {**_CHECK, "timeoutMs": True}, "invalid"),
     (m.CommandCheck, {**_CHECK, "timeoutMs": 0}, "invalid"),
     (m.CommandCheck, {**_CHECK, "timeoutMs": 1}, "ok"),

@@ -190,25 +190,32 @@ def test_unknown_selected_id_is_an_error(tmp_path: Path, registry: Registry) -> 
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        ("nope:\n        blocking: false", "overrides names 'nope', which pack 'core' does not declare"),
-        ("style:\n        blocking: false", "overrides 'style', which this entry's checks[] does not select"),
+        ("nope:\n        blocking: false", "pack 'core' declares no check 'nope'"),
+        ("style:\n        blocking: false", "this entry's checks[] does not select 'style'"),
     ],
 )
-def test_override_that_cannot_apply_is_an_error(
+def test_override_that_cannot_apply_is_ignored_with_a_warning(
     tmp_path: Path, registry: Registry, overrides: str, message: str
 ) -> None:
+    """As the reference host does: the override changes nothing, and the warning names it."""
     repo = tracked_repo(tmp_path)
     uses = f"{ONE}\n    overrides:\n      {overrides}"
-    with pytest.raises(ManifestError) as info:
-        resolve(repo, consumer(uses), registry)
-    assert message in ManifestError.render(info.value)
+    resolved = resolve(repo, consumer(uses), registry)
+    assert list(resolved.checks) == ["types", "core/correctness"]
+    assert resolved.checks["core/correctness"].check.blocking is True
+    (warning,) = resolved.warnings
+    assert warning.startswith("uses[0].overrides.") and "ignored" in warning and message in warning
 
 
-def test_agent_only_override_on_a_command_check_is_an_error(tmp_path: Path, registry: Registry) -> None:
+def test_agent_only_override_on_a_command_check_is_ignored_with_a_warning(
+    tmp_path: Path, registry: Registry
+) -> None:
     repo = tracked_repo(tmp_path)
     uses = "  - pack: ./packs/core\n    as: core\n    checks: [lint]\n    overrides:\n      lint:\n        preset: p"
-    with pytest.raises(ManifestError, match=r"overrides\.lint sets preset, which do not apply to command check"):
-        resolve(repo, consumer(uses, "types, core/lint"), registry)
+    resolved = resolve(repo, consumer(uses, "types, core/lint"), registry)
+    assert resolved.checks["core/lint"].check.kind == "command"
+    (warning,) = resolved.warnings
+    assert "uses[0].overrides.lint: preset ignored" in warning and "'lint' is a command check" in warning
 
 
 def test_every_problem_is_reported_at_once(tmp_path: Path, registry: Registry) -> None:
@@ -217,7 +224,8 @@ def test_every_problem_is_reported_at_once(tmp_path: Path, registry: Registry) -
     with pytest.raises(ManifestError) as info:
         resolve(repo, consumer(uses, "types"), registry)
     text = info.value.render()
-    assert "names 'nope'" in text and "has no preset" in text and "overrides names 'gone'" in text
+    assert "names 'nope'" in text and "has no preset" in text
+    assert "gone" not in text  # an override that cannot apply is a warning, never an error
 
 
 def test_bindings_are_revalidated_against_pack_checks(tmp_path: Path, registry: Registry) -> None:

@@ -19,6 +19,7 @@ from agentreview.manifest.parse import load_frontmatter
 from agentreview.model.attestation import Attestation, AttestationShapeError
 from agentreview.model.manifest import ReviewManifest, ReviewPack
 from agentreview.model.manifest_fields import validate as validate_record
+from agentreview.model.numbers import whole_number
 from agentreview.model.schemas import DOCUMENTS, JSON_SCHEMA_DIALECT, UnknownDocumentError, schema_for, schema_text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,7 +56,7 @@ def _is_type(instance: Any, name: str) -> bool:
         "string": isinstance(instance, str),
         "boolean": isinstance(instance, bool),
         "null": instance is None,
-        "integer": isinstance(instance, int) and not isinstance(instance, bool),
+        "integer": whole_number(instance) is not None,  # JSON Schema's meaning: 1000.0 is an integer
         "number": isinstance(instance, (int, float)) and not isinstance(instance, bool),
     }[name]
 

@@ -32,15 +32,20 @@ from agentreview.manifest.yaml_safe import MAX_DEPTH, YamlError, load
         ("null", None),
         ("NULL", None),
         ("", None),
-        ("2024-01-01", "2024-01-01"),
-        ("2024-01-01T10:00:00Z", "2024-01-01T10:00:00Z"),
-        ("1:30", "1:30"),
-        ("010", 10),
-        ("0o17", 15),
+        ("'2024-01-01'", "2024-01-01"),
+        ("'2024-01-01T10:00:00Z'", "2024-01-01T10:00:00Z"),
+        ("2024-1-1x", "2024-1-1x"),
+        ("'1:30'", "1:30"),
+        ("10:3x", "10:3x"),
+        ("'010'", "010"),
+        ("0", 0),
+        ("-0", 0),
+        ("0.5", 0.5),
         ("0x1F", 31),
         ("-42", -42),
         ("+7", 7),
-        ("1_000", "1_000"),
+        ("'1_000'", "1_000"),
+        ("0123abc", "0123abc"),
         ("1.5", 1.5),
         ("1e3", 1000.0),
         (".5", 0.5),
@@ -110,6 +115,19 @@ BILLION_LAUGHS = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
         ("a: 1\n---\nb: 2\n", "more than one YAML document", 2, 1),
         ('a: "x\x01"\n', "control character #x0001", 1, 6),
         ("a: [1, 2\n", "malformed YAML", 2, 1),
+        # YAML 1.1 (the reference host's reader) and YAML 1.2 read these differently
+        ("a: 010\n", "'010' has a leading zero", 1, 4),
+        ("a: [1, -07]\n", "'-07' has a leading zero", 1, 8),
+        ("a: 010.5\n", "'010.5' has a leading zero", 1, 4),
+        ("a: !!int 010\n", "'010' has a leading zero", 1, 4),
+        ("010: x\n", "'010' has a leading zero", 1, 1),
+        ("a: 0o17\n", "'0o17' is octal to YAML 1.2 and text to YAML 1.1", 1, 4),
+        ("a: 1_000\n", "'1_000' is a number to YAML 1.1 readers", 1, 4),
+        ("a: 1:30\n", "'1:30' is a number to YAML 1.1 readers", 1, 4),
+        ("a: 0b11\n", "'0b11' is a number to YAML 1.1 readers", 1, 4),
+        ("a: 2024-01-01\n", "'2024-01-01' is a date to YAML 1.1 readers", 1, 4),
+        ("a: 2024-01-01T10:00:00Z\n", "is a date to YAML 1.1 readers", 1, 4),
+        ("a: 2024-1-1 10:00:00 +02:00\n", "is a date to YAML 1.1 readers", 1, 4),
     ],
 )
 def test_refusals_name_line_and_column(text: str, fragment: str, line: int, column: int) -> None:
@@ -196,6 +214,6 @@ def test_round_trip_of_plain_data(tree: dict) -> None:
     assert load(yaml.dump(tree, Dumper=_CoreDumper, allow_unicode=True)).value == tree
 
 
-@pytest.mark.parametrize("text", ["0E0", "1e5", "0o17", "0x1F", "~", "Null", "+1.5"])
+@pytest.mark.parametrize("text", ["0E0", "1e5", "0x1F", "~", "Null", "+1.5"])
 def test_core_schema_scalars_are_not_strings(text: str) -> None:
     assert not isinstance(load(f"k: {text}\n").value["k"], str)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-API_VERSION = "2.1"
+API_VERSION = "2.2"
 
 # name -> module that defines it. One table, so ``__all__``, the lazy loader and the
 # documentation cannot disagree.
@@ -84,6 +84,7 @@ _EXPORTS: dict[str, str] = {
     "FileLock": "agentreview.host.locks",
     "LockTimeout": "agentreview.host.locks",
     "loads_strict": "agentreview.model.digests",
+    "whole_number": "agentreview.model.numbers",
     "sha256_hex": "agentreview.model.digests",
     "home_dir": "agentreview.host.home",
     "pack_cache_dir": "agentreview.host.home",
@@ -161,6 +162,7 @@ __all__ = [
     "run_process_group",
     "sha256_hex",
     "user_dir",
+    "whole_number",
 ]
 
 
@@ -233,6 +235,7 @@ if TYPE_CHECKING:  # pragma: no cover - static names for type checkers and IDEs
         SigningError,
     )
     from agentreview.model.digests import loads_strict, sha256_hex
+    from agentreview.model.numbers import whole_number
     from agentreview.model.packref import GitPackRefError, parse_git_pack_ref
     from agentreview.packs.confine import PACK_MANIFEST, read_confined, read_pack_manifest
     from agentreview.reviewers.attempt import attempt_dir, fresh_dir, link_if_exists, remove_path, user_dir

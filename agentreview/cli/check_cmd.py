@@ -95,7 +95,7 @@ def run_check(*, manifest: Path | None, cwd: Path | None, binding: str | None, a
             ]
             sys.stdout.write(json.dumps({"valid": False, "path": str(path), "problems": problems}, indent=2) + "\n")
         return EXIT_ERROR
-    view["warnings"] = _warnings(view, resolved)
+    view["warnings"] = [*resolved.warnings, *_warnings(view, resolved)]
     for warning in view["warnings"]:
         from agentreview.report.neutral import neutralize
 

@@ -167,7 +167,7 @@ def _announce_export_commit(plan: RunPlan, reporter: Reporter) -> None:
 
 def _run_planned(plan: RunPlan, reporter: Reporter, cancel: threading.Event, tracker: RunTracker) -> RunResult:
     tracker.planned(plan)
-    for warning in tracker.warnings:
+    for warning in (*tracker.warnings, *(f"warning: {w}" for w in plan.resolved.warnings)):
         reporter.phase(warning)
     if cancel.is_set():
         raise Cancelled()

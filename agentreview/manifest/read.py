@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentreview.model.problems import ManifestError, Problem
+from agentreview.model.problems import MAX_PROBLEMS, ManifestError, Problem
 
 __all__ = [
     "BOM",
@@ -119,15 +119,54 @@ def load_frontmatter(source: bytes, path: Path | None = None) -> Frontmatter:
         raise ManifestError(
             path, [Problem("frontmatter", f"must be a mapping of keys, got a {kind}", "write key: value lines", 2)]
         )
+    if nulls := _null_problems(loaded.value, loaded.lines):
+        raise ManifestError(path, nulls)
     return Frontmatter(loaded.value, loaded.lines, "\n".join(rows[close + 1 :]))
 
 
+def _null_problems(data: dict[str, Any], lines: dict[tuple[str | int, ...], int]) -> list[Problem]:
+    """Every key set to null (``description:``, ``cwd: ~``): no field takes null, on the reference host either.
+
+    Omitting an optional key is how a manifest says "no value"; an explicit null is refused, one
+    problem per key, so a file this host reads is one the reference host reads too.
+    """
+    problems: list[Problem] = []
+    stack: list[tuple[tuple[str | int, ...], Any]] = [((), data)]
+    while stack:
+        path, value = stack.pop()
+        items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+        for key, item in items:
+            if item is None:
+                where = (*path, key)
+                fix = "remove the key, or give it a value (quote '' for an empty string)"
+                problems.append(Problem(_dotted(where), "is null (an empty value)", fix, lines.get(where)))
+            else:
+                stack.append(((*path, key), item))
+    return sorted(problems, key=lambda p: p.line or 0)[:MAX_PROBLEMS]
+
+
+def _dotted(path: tuple[str | int, ...]) -> str:
+    """``("checks", 0, "cwd")`` as ``checks[0].cwd``."""
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
+    return text
+
+
 def _split(text: str) -> tuple[list[str], int | None]:
-    """The rows of ``text`` (a leading BOM dropped) and the index of the closing ``---`` row, if any."""
+    """The rows of ``text`` (a leading BOM dropped) and the index of the closing row, if any.
+
+    The closing row is the first ``---``; without one, a ``...`` row that ends the file (blank and
+    comment lines aside), which is where the reference host's reader accepts it.
+    """
     if text.startswith(BOM):
         text = text[1:]
     rows = text.split("\n")
     close = next((i for i in range(1, len(rows)) if rows[i].rstrip("\r \t") == "---"), None)
+    if close is None:  # YAML's own end marker closes it when nothing but blank or comment lines follow
+        close = next((i for i in range(1, len(rows)) if rows[i].rstrip("\r \t") == "..."), None)
+        if close is not None and any(row.strip() and not row.lstrip().startswith("#") for row in rows[close + 1 :]):
+            close = None
     return rows, close
 
 

@@ -15,7 +15,11 @@ merge keys ``<<``, tags other than the core ones, duplicate or non-string
 mapping keys, tabs used as indentation, integers longer than
 :data:`MAX_INT_DIGITS` digits, ``.inf``/``.nan``, and nesting deeper than
 :data:`MAX_DEPTH`. The builder is iterative, so hostile depth never meets
-Python's recursion limit.
+Python's recursion limit. Plain scalars that YAML 1.1 readers (the reference
+host's) read otherwise are refused too, so one file means one thing on both:
+a number with a leading zero (``010``: octal 8 there), ``0o17`` (text there),
+``1_000``, ``1:30`` and ``0b11`` (numbers there), and a date (``2024-01-01``: a
+timestamp there). docs/concepts.md lists each of these choices and why.
 """
 
 from __future__ import annotations
@@ -36,6 +40,18 @@ _INT8 = re.compile(r"^0o[0-7]+$")
 _INT16 = re.compile(r"^0x[0-9a-fA-F]+$")
 _FLOAT = re.compile(r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?$")
 _INF_NAN = re.compile(r"^(?:[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$")
+_LEADING_ZERO = re.compile(r"^[-+]?0[0-9]")
+# Numbers to YAML 1.1 (the reference host's js-yaml 3) but text to YAML 1.2: digit groups
+# with "_", base 60 ("1:30" is 90 there) and binary "0b".
+_NUMBER_IN_11 = re.compile(
+    r"^[-+]?(?:[0-9][0-9_]*_[0-9_]*(?:\.[0-9_]*)?|[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?|0b[01_]+)$"
+)
+# YAML 1.1's timestamp (what js-yaml 3, the reference host's parser, turns into a Date).
+_TIMESTAMP = re.compile(
+    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
+    r"|^[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[Tt]|[ \t]+)[0-9]{1,2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]*)?"
+    r"(?:[ \t]*(?:Z|[-+][0-9]{1,2}(?::[0-9]{2})?))?$"
+)
 
 _CORE = "tag:yaml.org,2002:"
 _SCALAR_TAGS = {f"{_CORE}{name}" for name in ("str", "int", "float", "bool", "null")}
@@ -77,7 +93,27 @@ def _event_classes() -> tuple[Any, Any]:
 
 
 def _resolve_plain(text: str) -> Any:
-    """A plain (unquoted) scalar by the YAML 1.2 core schema."""
+    """A plain (unquoted) scalar by the YAML 1.2 core schema; refuses what YAML 1.1 reads otherwise."""
+    if (_INT10.match(text) or _FLOAT.match(text)) and _LEADING_ZERO.match(text):
+        raise _Refused(
+            f"'{text}' has a leading zero, which YAML readers disagree on (YAML 1.1, the reference host's, "
+            f"reads 010 as octal 8; YAML 1.2 as 10); write the number without leading zeros, or quote it if it is text"
+        )
+    if _NUMBER_IN_11.match(text):
+        raise _Refused(
+            f"'{text}' is a number to YAML 1.1 readers (the reference host's) and text to YAML 1.2; "
+            "write plain digits, or quote it if it is text"
+        )
+    if _INT8.match(text):
+        raise _Refused(
+            f"'{text}' is octal to YAML 1.2 and text to YAML 1.1 readers (the reference host's); "
+            "write the number in decimal, or quote it if it is text"
+        )
+    if _TIMESTAMP.match(text):
+        raise _Refused(
+            f"'{text}' is a date to YAML 1.1 readers (the reference host reads a timestamp, not text); "
+            "quote it if it is text"
+        )
     if _NULL.match(text):
         return None
     if _TRUE.match(text):

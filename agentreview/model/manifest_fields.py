@@ -41,6 +41,7 @@ from agentreview.model.manifest import (
     UsesEntry,
 )
 from agentreview.model.manifest_strict import exact_bool, pack_ref, string_target, unique_ids
+from agentreview.model.numbers import as_whole
 
 __all__ = ["ALIASES", "Check", "PackCheck", "adapter", "validate"]
 
@@ -54,7 +55,7 @@ Ref = Annotated[str, Strict(), Field(pattern=REF_PATTERN, max_length=129)]
 Semver = Annotated[str, Strict(), Field(pattern=SEMVER_PATTERN)]
 Flag = Annotated[bool, Strict()]
 FalseOnly = Annotated[Literal[False], BeforeValidator(exact_bool)]  # effects where only false is allowed
-TimeoutMs = Annotated[int, Strict(), Field(gt=0, le=MAX_TIMEOUT_MS)]
+TimeoutMs = Annotated[int, Strict(), Field(gt=0, le=MAX_TIMEOUT_MS), BeforeValidator(as_whole)]
 PackRef = Annotated[str, Strict(), AfterValidator(pack_ref)]
 AsId = Annotated[Id, Field(alias="as")]
 

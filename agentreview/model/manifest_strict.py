@@ -25,6 +25,7 @@ from dataclasses import MISSING, fields, is_dataclass
 from typing import Any, Literal, get_args, get_origin
 
 from agentreview.model import manifest as m
+from agentreview.model.numbers import whole_number
 from agentreview.model.packref import PACK_REF_PATTERN, parse_git_pack_ref
 
 __all__ = [
@@ -207,7 +208,8 @@ class Bool(Spec):
 
 
 class Int(Spec):
-    """A whole number that is not a boolean and not a float, with optional ``gt`` and ``le`` bounds."""
+    """A whole number (:func:`~agentreview.model.numbers.whole_number`: ``1000.0`` and ``1e3`` count, a
+    boolean does not), with optional ``gt`` and ``le`` bounds."""
 
     __slots__ = ("gt", "le")
 
@@ -215,8 +217,9 @@ class Int(Spec):
         self.gt, self.le = gt, le
 
     def __call__(self, value: Any) -> Any:
-        if type(value) is not int:
-            raise _wrong_type(value)
+        value = whole_number(raw := value)
+        if value is None:
+            raise _wrong_type(raw)
         if (self.gt is not None and not value > self.gt) or (self.le is not None and not value <= self.le):
             raise Invalid()
         return value

@@ -93,6 +93,7 @@ class ResolvedReview:
     checks: dict[str, ResolvedCheck]  # local checks first, then pack checks, in order
     bindings: dict[str, Binding]
     packs: list[ResolvedPack] = field(default_factory=list)
+    warnings: tuple[str, ...] = ()  # what resolution ignored (overrides that cannot apply), for the run to show
 
     @property
     def review_id(self) -> str:
@@ -122,7 +123,7 @@ def resolve_review(
     packs = resolver.resolve_all(checks)
     all_checks = [rc.check for rc in checks.values()]
     bindings = finalize_bindings(all_checks, dict(parsed.bindings), path=parsed.path)
-    return ResolvedReview(parsed, manifest_dir, checks, bindings, packs)
+    return ResolvedReview(parsed, manifest_dir, checks, bindings, packs, tuple(resolver.warnings))
 
 
 # --------------------------------------------------------------------------- resolution
@@ -132,9 +133,10 @@ class _PackResolver:
     """AIP-62 §Resolution for one manifest, collecting every rule problem before raising.
 
     A pack that cannot be loaded stops resolution at once (:class:`PackResolutionError`);
-    everything else (unknown or unselected ids, commands from an untrusted pack, a
+    everything else (an unknown id in checks[], commands from an untrusted pack, a
     missing preset, an escaping rubric, a collision) is gathered across all entries and
-    raised as one :class:`~agentreview.manifest.parse.ManifestError`.
+    raised as one :class:`~agentreview.manifest.parse.ManifestError`. Overrides that cannot
+    apply are only warnings.
     """
 
     def __init__(self, parsed: ParsedReview, registry: Registry, ctx: PackLoadContext):
@@ -142,6 +144,10 @@ class _PackResolver:
         self.registry = registry
         self.ctx = ctx
         self.problems: list[Problem] = []
+        self.warnings: list[str] = []
+
+    def warn(self, message: str) -> None:
+        self.warnings.append(message)
 
     def problem(self, index: int, where: str, message: str, fix: str = "") -> None:
         from agentreview.model.problems import Problem
@@ -257,34 +263,29 @@ class _PackResolver:
         selected: list[PackCommandCheck | PackAgentCheck],
         label: str,
     ) -> None:
-        """Stricter than the reference, which ignores them: an override that cannot apply is an error."""
+        """An override that cannot apply is ignored, as the reference host does, with a warning naming it.
+
+        Overrides keyed by an id the pack does not declare or this entry does not select, and the
+        agent-only keys (blockOn, preset, fallbackPresets) on a command check, change nothing: the
+        checks that run are exactly those selected, with their declared settings.
+        """
         declared = {c.id: c for c in pack.checks}
         chosen = {c.id for c in selected}
         for name, override in entry.overrides.items():
-            where = f".overrides.{name}"
+            where = f"uses[{index}].overrides.{name}"
             if name not in declared:
-                self.problem(
-                    index,
-                    where,
-                    f"{label}: overrides names '{name}', which pack '{pack.id}' does not declare",
-                    f"override one of: {', '.join(declared)}",
+                self.warn(
+                    f"{where}: ignored: {label}: pack '{pack.id}' declares no check '{name}' "
+                    f"(it declares {', '.join(declared)})"
                 )
             elif name not in chosen:
-                self.problem(
-                    index,
-                    where,
-                    f"{label}: overrides '{name}', which this entry's checks[] does not select",
-                    f"add '{name}' to checks[] or remove the override",
-                )
+                self.warn(f"{where}: ignored: {label}: this entry's checks[] does not select '{name}'")
             elif declared[name].kind == "command":
                 agent_only = [k for k in ("blockOn", "preset", "fallbackPresets") if getattr(override, k) is not None]
                 if agent_only:
-                    self.problem(
-                        index,
-                        where,
-                        f"{label}: overrides.{name} sets {', '.join(agent_only)}, which do not apply to command "
-                        f"check '{name}'",
-                        "a command check takes only blocking and timeoutMs overrides",
+                    self.warn(
+                        f"{where}: {', '.join(agent_only)} ignored: {label}: '{name}' is a command check, "
+                        "which takes only blocking and timeoutMs overrides"
                     )
 
     def command(

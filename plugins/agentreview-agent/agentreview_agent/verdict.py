@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentreview.api import ReportedFinding, loads_strict
+from agentreview.api import ReportedFinding, loads_strict, whole_number
 from agentreview_agent.excerpt import concern_excerpt, finding_excerpt, looks_like_finding
 
 MAX_VERDICT_BYTES = 1024 * 1024
@@ -36,8 +36,11 @@ class Verdict:
 
 
 def strip_fence(text: str) -> str:
-    """Trim, then drop one surrounding Markdown code fence (```` ``` ```` or ```` ```json ````)."""
-    text = text.strip()
+    """Drop a leading BOM, trim, then drop one surrounding Markdown code fence (```` ``` ```` or ```` ```json ````).
+
+    JavaScript's ``trim`` (the reference host's first step) removes a BOM as whitespace; Python's does not.
+    """
+    text = text.removeprefix("\ufeff").strip()
     text = _FENCE_OPEN.sub("", text, count=1)
     return _FENCE_CLOSE.sub("", text, count=1)
 
@@ -101,8 +104,8 @@ def _finding(index: int, item: Any, problems: list[str]) -> ReportedFinding | No
     file = item.get("file")
     if "file" in item and not isinstance(file, str):
         problems.append(f"{where}.file: must be a string")
-    line = item.get("line")
-    if "line" in item and (isinstance(line, bool) or not isinstance(line, int) or line < 1):
+    line = whole_number(item.get("line"))  # 3.0 and 1e1 are whole numbers, as JSON.parse reads them
+    if "line" in item and (line is None or line < 1):
         problems.append(f"{where}.line: must be a positive integer")
     if len(problems) > before:
         return None
