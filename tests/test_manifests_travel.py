@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from pack_helpers import consumer
-from reviewrepo import AGENTREVIEW, Repo, feature_repo, manifest
+from reviewrepo import AGENTREVIEW, feature_repo, manifest
 
 from agentreview.manifest.parse import ManifestError, parse_pack, parse_review
 
