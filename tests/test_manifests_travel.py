@@ -253,3 +253,20 @@ def test_overrides_that_cannot_apply_are_a_warning_from_check(tmp_path: Path) ->
     assert [w for w in view["warnings"] if "overrides" in w] == [w.split("warning: ", 1)[1] for w in warnings]
     lanes = {lane["id"]: lane for lane in view["bindings"][0]["lanes"]}
     assert list(lanes) == ["types", "core/lint"] and lanes["core/lint"]["timeoutMs"] == 2000
+
+
+def test_a_run_ignores_an_override_that_cannot_apply_and_says_so(tmp_path: Path) -> None:
+    repo = feature_repo(tmp_path)
+    repo.commit("pack", **{"packs__core__REVIEW.md": pack(b"1000").decode()})
+    uses = "  - pack: ./packs/core\n    as: core\n    overrides:\n      nope: {blocking: false}"
+    text = consumer(uses, "types, core/lint").replace("git-range", "{kind: git-range, base: main}")
+    repo.commit("review", **{"REVIEW.md": text})
+    repo.commit("work", **{"src__a.txt": "a\n"})
+    data = repo.run_json(expect=0)
+    assert [lane["id"] for lane in data["attestation"]["lanes"]] == ["types", "core/lint"]
+    (warning,) = data["warnings"]
+    assert warning.startswith("uses[0].overrides.nope: ignored") and "declares no check 'nope'" in warning
+    shown = subprocess.run(
+        [*AGENTREVIEW, "run"], cwd=repo.path, capture_output=True, text=True, timeout=60, env=repo.env
+    )
+    assert shown.returncode == 0 and f"warning: {warning}" in shown.stdout + shown.stderr

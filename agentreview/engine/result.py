@@ -39,6 +39,8 @@ class RunResult:
     policy_from: ResolvedRef | None = None
     # the head asked for when it only adds exports: the review (and this result) is of its parent
     export_commit: str | None = None
+    # what resolving the manifest ignored (overrides that cannot apply), also shown as progress
+    warnings: tuple[str, ...] = ()
 
     @classmethod
     def done(
@@ -105,4 +107,6 @@ class RunResult:
             data["error"] = self.error
         if self.superseded_by:
             data["supersededBy"] = self.superseded_by
+        if self.warnings:
+            data["warnings"] = list(self.warnings)
         return data

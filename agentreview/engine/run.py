@@ -127,6 +127,7 @@ def _run(
         result = _run_planned(plan, reporter, cancel, tracker)
         result.refs = plan.refs  # the report names the full refs and commits the range came from
         result.export_commit = plan.export_commit
+        result.warnings = plan.resolved.warnings
         return result
     from agentreview.manifest.policy_tree import policy_tree
 
@@ -140,6 +141,7 @@ def _run(
     result.refs = plan.refs
     result.policy_from = policy.resolved
     result.export_commit = plan.export_commit
+    result.warnings = plan.resolved.warnings
     return result
 
 
