@@ -97,7 +97,7 @@ def _resolve_plain(text: str) -> Any:
     if (_INT10.match(text) or _FLOAT.match(text)) and _LEADING_ZERO.match(text):
         raise _Refused(
             f"'{text}' has a leading zero, which YAML readers disagree on (YAML 1.1, the reference host's, "
-            f"reads 010 as octal 8; YAML 1.2 as 10); write the number without leading zeros, or quote it if it is text"
+            "reads 010 as octal 8; YAML 1.2 as 10); write the number without leading zeros, or quote it if it is text"
         )
     if _NUMBER_IN_11.match(text):
         raise _Refused(
