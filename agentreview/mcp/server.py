@@ -17,7 +17,7 @@ from typing import Annotated, Any, TypeVar
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import CallToolResult, TextContent
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
 
 from agentreview import __version__
 from agentreview.mcp import args, queries, runs
@@ -80,12 +80,24 @@ def warm() -> None:
         import agentreview.pr.service  # noqa: F401
 
 
+def declared(text: d.ToolText) -> dict[str, Any]:
+    """The tool's ``title``, ``description`` and ``annotations`` as the SDK's ``tool`` decorator takes them."""
+    hints = ToolAnnotations(
+        title=text.title,
+        read_only_hint=text.read_only,
+        destructive_hint=text.destructive,
+        idempotent_hint=text.idempotent,
+        open_world_hint=text.open_world,
+    )
+    return {"title": text.title, "description": text.description, "annotations": hints}
+
+
 def build() -> MCPServer:
     server: MCPServer = MCPServer(
         name="agentreview", version=__version__, instructions=d.INSTRUCTIONS, log_level="WARNING"
     )
 
-    @server.tool(structured_output=False, description=d.REVIEW_RUN)
+    @server.tool(structured_output=False, **declared(d.REVIEW_RUN))
     async def review_run(
         cwd: Annotated[str, d.CWD_RUN],
         ctx: Context,
@@ -122,15 +134,15 @@ def build() -> MCPServer:
         final = await runs.wait(run_id, progress, anyio.sleep, lambda: anyio.to_thread.run_sync(runs.poll, run_id))
         return reply(final, error=final.get("status") == "failed")
 
-    @server.tool(structured_output=False, description=d.REVIEW_STATUS)
+    @server.tool(structured_output=False, **declared(d.REVIEW_STATUS))
     async def review_status(runId: Annotated[str, d.RUN_ID]) -> CallToolResult:
         return reply(await in_thread(runs.view, runId))
 
-    @server.tool(structured_output=False, description=d.REVIEW_CANCEL)
+    @server.tool(structured_output=False, **declared(d.REVIEW_CANCEL))
     async def review_cancel(runId: Annotated[str, d.RUN_ID]) -> CallToolResult:
         return reply(await in_thread(runs.cancel, runId))
 
-    @server.tool(structured_output=False, description=d.REVIEW_LEDGER)
+    @server.tool(structured_output=False, **declared(d.REVIEW_LEDGER))
     async def review_ledger(
         cwd: Annotated[Text, d.CWD_LEDGER] = None,
         repoRemote: Annotated[Text, d.REPO_REMOTE] = None,
@@ -153,7 +165,7 @@ def build() -> MCPServer:
         )
         return reply(rows)
 
-    @server.tool(structured_output=False, description=d.REVIEW_EXPORT)
+    @server.tool(structured_output=False, **declared(d.REVIEW_EXPORT))
     async def review_export(
         runId: Annotated[Text, d.EXPORT_RUN_ID] = None,
         repoRemote: Annotated[Text, d.REPO_REMOTE] = None,
@@ -188,7 +200,7 @@ def register_pr(server: MCPServer) -> None:
     except ImportError:  # pragma: no cover - a build without the pull-request service
         return
 
-    @server.tool(structured_output=False, description=d.REVIEW_PR)
+    @server.tool(structured_output=False, **declared(d.REVIEW_PR))
     async def review_pr(
         runId: Annotated[Text, d.PR_RUN_ID] = None,
         rangeSha: Annotated[Text, d.PR_RANGE_SHA] = None,
