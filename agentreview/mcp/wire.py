@@ -312,7 +312,11 @@ def serve_stdio(run_sdk: Callable[[], None], input_schemas: Mapping[str, JSON]) 
         sdk = os.fdopen(to_sdk_w, "wb", buffering=0)
         try:
             for line in _lines(client_in):
-                to_server, to_client = edge.inbound(line)
+                try:
+                    to_server, to_client = edge.inbound(line)
+                except Exception as exc:  # a fault of this filter never stalls the client: the SDK answers
+                    print(f"agentreview mcp: edge: {type(exc).__name__}: {exc}", file=sys.stderr)
+                    to_server, to_client = line, None
                 if to_server is not None:
                     sdk.write(to_server)
                 if to_client is not None:
