@@ -209,8 +209,8 @@ BAD = [
     ("review_run", {"cwd": "{repo}", "wait": "soon"}, "wait"),
     ("review_run", {"cwd": "{repo}", "binding": "--evil"}, "binding '--evil' is not a valid value"),
     ("review_run", {"cwd": "{repo}", "pr": {"provider": "gitlab", "repo": "a/b", "number": 1, "url": "https://x"}},
-     "pr.provider must be 'github'"),
-    ("review_run", {"cwd": "{repo}", "pr": {"repo": "a/b"}}, "pr must be exactly"),
+     "review_run: argument 'pr.provider' must be \"github\", not \"gitlab\""),
+    ("review_run", {"cwd": "{repo}", "pr": {"repo": "a/b"}}, "review_run: argument 'pr.number' is required"),
     ("review_status", {"runId": "review-00000000-0000-4000-8000-000000000000"},
      "review run 'review-00000000-0000-4000-8000-000000000000' not found"),
     ("review_status", {"runId": "../../etc/passwd"}, "review run '../../etc/passwd' not found"),
@@ -224,7 +224,6 @@ BAD = [
     ("review_export", {"repoRemote": "github.com/a/b"}, "pass runId, or repoRemote + rangeSha"),
     ("review_export", {"runId": "review-00000000-0000-4000-8000-000000000000"}, "no attestation in the ledger"),
     ("review_export", {"repoRemote": "github.com/a/b", "rangeSha": "xyz"}, "must be 64 hex characters"),
-    ("no_such_tool", {}, "no_such_tool"),
 ]
 
 

@@ -5,6 +5,7 @@ Kept apart from the server so the words can be read (and reviewed) as the model 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import Field
@@ -16,47 +17,104 @@ INSTRUCTIONS = (
     "wait=false to keep working and review_status to check on it; review_ledger lists past reviews."
 )
 
-REVIEW_RUN = (
-    "Review the code changes in a git repository: runs every lane of the repository's REVIEW.md (shell "
-    "command checks and reviewer-agent checks) over the range base..head, then records a signed attestation. "
-    "Call it after you changed code and before you say the work is done. With wait=true (default) the call "
-    "returns when the review ends (minutes, when reviewer agents run): {runId, status: done|failed|cancelled, "
-    "verdict: pass|block|incomplete, lanes: [{id, status}], attestation: {lanes: [{id, status, findings: "
-    "[{severity, file, line, title, detail}]}], ...}}. pass: every blocking lane passed. block: a blocking "
-    "lane found problems; read its findings and fix them. incomplete: a lane could not finish (timeout, "
-    "skipped); not a pass. failed: the review could not run; 'error' says why. With wait=false it returns at "
-    "once with {runId, status: 'running'}: keep working and call review_status with the runId. A verdict "
-    "recorded earlier for the same range and manifest is answered from the ledger."
+
+@dataclass(frozen=True)
+class ToolText:
+    """What a host shows of one tool and what it may assume about it.
+
+    ``description``'s first sentence stands alone and says when to call the tool: a host that defers
+    its tools shows the model only the name and that line. The hints are the truth about the tool's
+    effects (MCP ``ToolAnnotations``): hosts approve calls by them.
+    """
+
+    title: str
+    description: str
+    read_only: bool
+    idempotent: bool
+    open_world: bool = False
+    destructive: bool = False
+
+
+REVIEW_RUN = ToolText(
+    title="Run the review",
+    description=(
+        "Call after changing code and before saying the work is done: reviews the git range base..head of the "
+        "repository at cwd with every lane of its REVIEW.md and records a signed verdict (pass, block or "
+        "incomplete). The lanes are shell command checks and reviewer-agent checks. With wait=true (default) "
+        "the call returns when the review ends (minutes, when reviewer agents run): {runId, status: "
+        "done|failed|cancelled, verdict: pass|block|incomplete, lanes: [{id, status}], attestation: {lanes: [{id, "
+        "status, findings: [{severity, file, line, title, detail}]}], ...}}. pass: every blocking lane passed. "
+        "block: a blocking lane found problems; read its findings and fix them. incomplete: a lane could not "
+        "finish (timeout, skipped); not a pass. failed: the review could not run; 'error' says why. With "
+        "wait=false it returns at once with {runId, status: 'running'}: keep working and call review_status with "
+        "the runId. A verdict recorded earlier for the same range and manifest is answered from the ledger."
+    ),
+    # It adds a run and a ledger entry, never removes one; each call may run the lanes again.
+    read_only=False,
+    idempotent=False,
 )
-REVIEW_STATUS = (
-    "Check on a review started with review_run (wait=false). Returns the run's view {runId, status: "
-    "running|done|failed|cancelled, lanes: [{id, status}], binding, range: {base, head}}; once done also its "
-    "verdict (pass|block|incomplete) and attestation with each lane's findings. Poll every few seconds while "
-    "status is 'running'. An unknown runId is an error."
+REVIEW_STATUS = ToolText(
+    title="Review status",
+    description=(
+        "Call to check on a review by its runId (one review_run started with wait=false, or whose call was cut "
+        "off): answers its status and, once done, its verdict and findings. Returns the run's view {runId, "
+        "status: running|done|failed|cancelled, lanes: [{id, status}], binding, range: {base, head}}; once done "
+        "also its verdict (pass|block|incomplete) and attestation with each lane's findings. Poll every few "
+        "seconds while status is 'running'. An unknown runId is an error."
+    ),
+    read_only=True,
+    idempotent=True,
 )
-REVIEW_CANCEL = (
-    "Cancel a running review: its running lanes and reviewer sessions are killed, unstarted lanes never start, "
-    "and nothing is recorded. Returns {runId, cancelled: true|false, status}: status 'not_found' for an unknown "
-    "runId, cancelled=false when the review had already finished."
+REVIEW_CANCEL = ToolText(
+    title="Cancel a review",
+    description=(
+        "Call to stop a running review you no longer need, by its runId: its lanes are killed and nothing is "
+        "recorded. Running lanes and reviewer sessions are killed and unstarted lanes never start. Returns "
+        "{runId, cancelled: true|false, status}: status 'not_found' for an unknown runId, cancelled=false when "
+        "the review had already finished."
+    ),
+    # Stopping a review the caller started removes nothing recorded; a second cancel changes nothing.
+    read_only=False,
+    idempotent=True,
 )
-REVIEW_LEDGER = (
-    "List this host's recorded reviews (attestations), newest first: {total, attestations: [{runId, reviewId, "
-    "binding, verdict, repoRemote, baseSha, headSha, rangeSha, createdAt, signed, lanes: [{id, status, "
-    "blocking}], ...}]}. Use it to see whether a range was already reviewed and with which verdict, or to find "
-    "a runId to export. With includeRunning, reviews still running come first (status 'running')."
+REVIEW_LEDGER = ToolText(
+    title="List recorded reviews",
+    description=(
+        "Call to find earlier reviews of a repository or range (their verdicts, runIds and rangeShas), before "
+        "running a review again or to pick one to export. Lists this host's recorded reviews (attestations), "
+        "newest first: {total, attestations: [{runId, reviewId, binding, verdict, repoRemote, baseSha, headSha, "
+        "rangeSha, createdAt, signed, lanes: [{id, status, blocking}], ...}]}. With includeRunning, reviews "
+        "still running come first (status 'running')."
+    ),
+    read_only=True,
+    idempotent=True,
 )
-REVIEW_EXPORT = (
-    "Write a recorded review's attestation as an export file, where a CI gate (agentreview verify) reads it: "
-    "by default into the manifest's verdict.exportDir as <reviewId>-<binding>-<head12>.json. Name the review "
-    "by runId, or by repoRemote + rangeSha (both from review_ledger), with binding when several bindings "
-    "match. Returns {path, runId, verdict}. Commit the file with the change."
+REVIEW_EXPORT = ToolText(
+    title="Export a review for CI",
+    description=(
+        "Call when a review passed and the change is about to be committed: writes the review's attestation as "
+        "the export file a CI gate (agentreview verify) reads. By default it goes into the manifest's "
+        "verdict.exportDir as <reviewId>-<binding>-<head12>.json. Name the review by runId, or by repoRemote + "
+        "rangeSha (both from review_ledger), with binding when several bindings match. Returns {path, runId, "
+        "verdict}. Commit the file with the change."
+    ),
+    # It writes one export file (the same bytes again for the same review), nothing else.
+    read_only=False,
+    idempotent=True,
 )
-REVIEW_PR = (
-    "Link a recorded review to its GitHub pull request and fetch the PR's state (open, closed or merged; head "
-    "sha; check runs): the review is picked by runId, else rangeSha or range, else the PR already linked, else "
-    "the newest review of cwd's HEAD. Appends a status snapshot to the review's annotations (never to the "
-    "attestation). Returns {ok, attestation, pr, linkedVia, status, snapshots}, or {ok: false, error: {code, "
-    "message}} with code gh_unavailable, gh_failed, unsupported_remote or no_pr."
+REVIEW_PR = ToolText(
+    title="Link a review to its pull request",
+    description=(
+        "Call to link a recorded review to its GitHub pull request and read the PR's state and check runs "
+        "(this asks GitHub). The review is picked by runId, else rangeSha or range, else the PR already linked, "
+        "else the newest review of cwd's HEAD. Appends a status snapshot to the review's annotations (never to "
+        "the attestation). Returns {ok, attestation, pr, linkedVia, status, snapshots}, or {ok: false, error: "
+        "{code, message}} with code gh_unavailable, gh_failed, unsupported_remote or no_pr."
+    ),
+    # Each call appends a snapshot of what GitHub says now.
+    read_only=False,
+    idempotent=False,
+    open_world=True,
 )
 
 

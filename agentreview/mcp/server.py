@@ -2,9 +2,11 @@
 
 Every tool runs its blocking work in a worker thread, so a long ``review_run`` never holds up
 ``review_status`` or ``review_cancel``; every failure is an error result (``isError``) with
-one line of text, never a crash of the server (arguments are checked by the SDK against the
-input schema first, then by :mod:`agentreview.mcp.args`); the imports are done once, when the
-server starts, so calls after the first pay no start-up.
+one line of text, never a crash of the server (arguments are checked against the advertised
+input schema at the edge, :mod:`agentreview.mcp.wire`, then by :mod:`agentreview.mcp.args`);
+each tool declares its title, hints and schemas (:mod:`~agentreview.mcp.descriptions`,
+:mod:`~agentreview.mcp.schemas`); the imports are done once, when the server starts, so calls
+after the first pay no start-up.
 """
 
 from __future__ import annotations
@@ -17,16 +19,18 @@ from typing import Annotated, Any, TypeVar
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import CallToolResult, TextContent
+from mcp.server.mcpserver.tools import Tool
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
 
 from agentreview import __version__
-from agentreview.mcp import args, queries, runs
+from agentreview.mcp import args, queries, runs, schemas, wire
 from agentreview.mcp import descriptions as d
 from agentreview.model.digests import json_text
 from agentreview.model.errors import AgentreviewError
 from agentreview.report.neutral import printable
 
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 Text = str | None
 
 
@@ -80,12 +84,36 @@ def warm() -> None:
         import agentreview.pr.service  # noqa: F401
 
 
-def build() -> MCPServer:
-    server: MCPServer = MCPServer(
-        name="agentreview", version=__version__, instructions=d.INSTRUCTIONS, log_level="WARNING"
+def declared(text: d.ToolText) -> dict[str, Any]:
+    """The tool's ``title``, ``description`` and ``annotations`` as the SDK's ``Tool`` takes them."""
+    hints = ToolAnnotations(
+        title=text.title,
+        read_only_hint=text.read_only,
+        destructive_hint=text.destructive,
+        idempotent_hint=text.idempotent,
+        open_world_hint=text.open_world,
     )
+    return {"title": text.title, "description": text.description, "annotations": hints}
 
-    @server.tool(structured_output=False, description=d.REVIEW_RUN)
+
+def tool(tools: list[Tool], text: d.ToolText) -> Callable[[F], F]:
+    """Declare ``fn`` as a tool: its words and hints from ``text``, its input schema the SDK's made strict
+    (:func:`schemas.strict_input`), its output schema :data:`schemas.OUTPUT`'s."""
+
+    def register(fn: F) -> F:
+        made = Tool.from_function(fn, structured_output=False, **declared(text))
+        made.parameters = schemas.strict_input(made.parameters)
+        made.fn_metadata.output_schema = schemas.OUTPUT[made.name]
+        tools.append(made)
+        return fn
+
+    return register
+
+
+def build() -> MCPServer:
+    tools: list[Tool] = []
+
+    @tool(tools, d.REVIEW_RUN)
     async def review_run(
         cwd: Annotated[str, d.CWD_RUN],
         ctx: Context,
@@ -122,15 +150,15 @@ def build() -> MCPServer:
         final = await runs.wait(run_id, progress, anyio.sleep, lambda: anyio.to_thread.run_sync(runs.poll, run_id))
         return reply(final, error=final.get("status") == "failed")
 
-    @server.tool(structured_output=False, description=d.REVIEW_STATUS)
+    @tool(tools, d.REVIEW_STATUS)
     async def review_status(runId: Annotated[str, d.RUN_ID]) -> CallToolResult:
         return reply(await in_thread(runs.view, runId))
 
-    @server.tool(structured_output=False, description=d.REVIEW_CANCEL)
+    @tool(tools, d.REVIEW_CANCEL)
     async def review_cancel(runId: Annotated[str, d.RUN_ID]) -> CallToolResult:
         return reply(await in_thread(runs.cancel, runId))
 
-    @server.tool(structured_output=False, description=d.REVIEW_LEDGER)
+    @tool(tools, d.REVIEW_LEDGER)
     async def review_ledger(
         cwd: Annotated[Text, d.CWD_LEDGER] = None,
         repoRemote: Annotated[Text, d.REPO_REMOTE] = None,
@@ -153,7 +181,7 @@ def build() -> MCPServer:
         )
         return reply(rows)
 
-    @server.tool(structured_output=False, description=d.REVIEW_EXPORT)
+    @tool(tools, d.REVIEW_EXPORT)
     async def review_export(
         runId: Annotated[Text, d.EXPORT_RUN_ID] = None,
         repoRemote: Annotated[Text, d.REPO_REMOTE] = None,
@@ -173,11 +201,13 @@ def build() -> MCPServer:
         )
         return reply(written)
 
-    register_pr(server)
-    return server
+    register_pr(tools)
+    return MCPServer(
+        name="agentreview", version=__version__, instructions=d.INSTRUCTIONS, log_level="WARNING", tools=tools
+    )
 
 
-def register_pr(server: MCPServer) -> None:
+def register_pr(tools: list[Tool]) -> None:
     """``review_pr``, when this build has the pull-request service (``agentreview.pr``).
 
     ``link_pr`` never raises for a bad argument or a GitHub failure: it answers ``{ok: false,
@@ -188,7 +218,7 @@ def register_pr(server: MCPServer) -> None:
     except ImportError:  # pragma: no cover - a build without the pull-request service
         return
 
-    @server.tool(structured_output=False, description=d.REVIEW_PR)
+    @tool(tools, d.REVIEW_PR)
     async def review_pr(
         runId: Annotated[Text, d.PR_RUN_ID] = None,
         rangeSha: Annotated[Text, d.PR_RANGE_SHA] = None,
@@ -204,4 +234,6 @@ def register_pr(server: MCPServer) -> None:
 def serve() -> None:
     """Serve on stdin/stdout until the client closes them."""
     warm()
-    anyio.run(build().run_stdio_async)
+    server = build()
+    listed = anyio.run(server.list_tools)
+    wire.serve_stdio(lambda: anyio.run(server.run_stdio_async), {tool.name: tool.input_schema for tool in listed})
