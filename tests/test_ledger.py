@@ -416,7 +416,7 @@ def test_an_index_that_cannot_be_opened_falls_back_to_the_files(root: Path) -> N
     assert any("scanning the files" in w for w in led.warnings)
 
 
-def test_files_added_behind_the_index_are_found(root: Path) -> None:
+def test_files_added_behind_the_index_are_found_on_reindex(root: Path) -> None:
     led = Ledger(root)
     led.put(make_att(1), HOST)
     assert len(led.list()) == 1
@@ -425,6 +425,9 @@ def test_files_added_behind_the_index_are_found(root: Path) -> None:
     write_behind(root, make_att(3, binding="ci"))
     write_behind(root, make_att(4, msha="9" * 64))
     write_behind(root, make_att(5, remote="gitlab.com/x/y"))
+    # reads never re-list directories: what was written behind the index waits for a re-check
+    assert run_ids(led.list()) == ["review-0001"]
+    assert led.rebuild_index() == 5
     assert sorted(run_ids(led.list())) == ["review-0001", "review-0002", "review-0003", "review-0004", "review-0005"]
     assert run_ids(led.list(repo="gitlab.com/x/y")) == ["review-0005"]
     assert [a.runId for a in led.candidates(REMOTE, MSHA, "default")] == ["review-0002", "review-0001"]
@@ -466,16 +469,27 @@ def test_a_file_replaced_while_its_directory_time_is_unchanged_is_reread(root: P
     assert led.list() == []
 
 
-def test_a_directory_changed_within_one_timestamp_tick_is_listed_again(root: Path) -> None:
+def test_a_write_the_index_could_not_take_is_found_by_the_next_read(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentreview.store import index
+
     led = Ledger(root)
-    path = led.put(make_att(1), HOST)
-    leaf = path.parent
-    stamp = leaf.stat().st_mtime_ns
-    assert run_ids(led.list()) == ["review-0001"]
-    # a second writer lands in the same coarse tick: the directory time does not move
-    write_behind(root, make_att(2))
-    os.utime(leaf, ns=(stamp, stamp))
-    assert run_ids(led.list()) == ["review-0002", "review-0001"]
+    led.put(make_att(1), HOST)
+    led.close()
+    monkeypatch.setattr(index, "BUSY_TIMEOUT_MS", 100)
+    holder = sqlite3.connect(root / INDEX_NAME, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")  # another process holds the index: this write cannot be indexed
+    try:
+        writer = Ledger(root)
+        writer.put(make_att(2), HOST)
+        writer.close()
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert (root / index.INDEX_STALE).exists()
+    assert run_ids(Ledger(root).list()) == ["review-0002", "review-0001"]
+    assert not (root / index.INDEX_STALE).exists()
 
 
 def test_symlinks_in_the_ledger_are_not_followed(root: Path, tmp_path: Path) -> None:
@@ -507,6 +521,7 @@ def test_a_fifo_at_an_entry_name_is_warned_about_once(root: Path) -> None:
     led.put(make_att(1), HOST)
     planted = led.entry_path(*LedgerKey.of(make_att(2)))
     os.mkfifo(planted)
+    assert led.rebuild_index() == 1
     assert run_ids(led.list()) == ["review-0001"]
     assert [w for w in led.warnings if str(planted) in w and "not a regular file" in w]
     before = len(led.warnings)

@@ -59,15 +59,6 @@ def _foreign_cell(row: dict[str, Any]) -> str:
     return f"{meta.get('remote')} ({meta.get('principal') or 'unverified'})"
 
 
-def _foreign_rows(root: Path, repo: str | None, binding: str | None, rsha: str | None) -> list[dict[str, Any]]:
-    """Rows of the attestations ``agentreview fetch`` imported (marked by their ``foreign`` member)."""
-    from agentreview.cli.warnings import print_warning
-    from agentreview.store.foreign import ForeignStore, foreign_row
-
-    rows = [foreign_row(att, host) for att, host in ForeignStore(root, warn=print_warning).all(repo)]
-    return [r for r in rows if (binding is None or r["binding"] == binding) and (rsha is None or r["rangeSha"] == rsha)]
-
-
 def _table(rows: list[dict[str, Any]]) -> str:
     header: tuple[str, ...] = ("RUN ID", "VERDICT", "BINDING", "RANGE", "CREATED", "SIGNED", "DIRTY", "PR")
     foreign = any("foreign" in r for r in rows)
@@ -131,11 +122,9 @@ def register(app: typer.Typer) -> None:
                     range_sha=rsha,
                     requester_session_id=requester,
                     limit=limit,
+                    foreign=None,  # imported entries too (a requester filter matches only this host's)
                 )
             ]
-        if requester is None:  # a foreign entry was requested by no session of this host
-            rows.extend(_foreign_rows(ledger_root(), normalize_remote(repo) if repo else None, binding, rsha))
-            rows = sorted(rows, key=lambda r: str(r.get("createdAt") or ""), reverse=True)[:limit]
         if as_json:
             typer.echo(json_text(rows))
         elif rows:

@@ -88,7 +88,9 @@ def serve_foreign(plan: RunPlan, ledger: Ledger, reporter: Reporter) -> RunResul
     def same_range(raw: dict[str, Any]) -> bool:  # only these are worth a signature check
         return raw.get("rangeSha") == key.range_sha
 
-    for found in trusted_foreign(home, plan.registry, key.repo_remote, key.manifest_sha, key.binding, want=same_range):
+    for found in trusted_foreign(
+        home, plan.registry, key.repo_remote, key.manifest_sha, key.binding, want=same_range, range_sha=key.range_sha
+    ):
         att = found.attestation
         if att.rangeSha != key.range_sha or att.target.baseSha != plan.base_sha:
             continue

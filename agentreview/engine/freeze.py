@@ -16,12 +16,13 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agentreview.engine.compose import find_prior
 from agentreview.engine.errors import PrepareFailed
 from agentreview.engine.execute import LaneContext, LanePlan, run_prepare
 from agentreview.engine.plan import RunPlan
+from agentreview.engine.priors import Priors, find_priors
 from agentreview.engine.worktree import LaneTree, tree_dirty, tree_head
 from agentreview.host import git
 from agentreview.host.files import read_regular_file
@@ -32,7 +33,6 @@ from agentreview.packs.confine import MAX_PACK_FILE_BYTES
 from agentreview.report.progress import Reporter
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agentreview.model.attestation import Attestation
     from agentreview.store.ledger import Ledger
 
 
@@ -132,7 +132,7 @@ def plan_lanes(
 
     # headless: agent lanes are skipped, and the run's ledger is its own (empty) one
     compose = not (plan.flags.no_cache or plan.flags.no_compose or plan.flags.headless) and not frozen.dirty
-    candidates: list[Attestation] | None = None
+    priors: Priors | None = None
     lanes: list[LanePlan] = []
     for ref in plan.binding.checks:
         rc = plan.resolved.checks[ref]
@@ -144,18 +144,16 @@ def plan_lanes(
             digest = plan.rubric_sha256(ref)
             lane.rubric_path = _rubric_in(tree, plan, plan.rubric_paths.get(ref), digest)
             if compose and digest is not None:
-                if candidates is None:
-                    key = plan.key
-                    candidates = list(ledger.candidates(key.repo_remote, key.manifest_sha, key.binding))
-                    candidates += _team_priors(plan)
+                if priors is None:
+                    priors = find_priors(plan, ledger, frozen.head_sha)
                 lane.delta = find_prior(
-                    candidates,
+                    priors.candidates,
                     base_sha=plan.base_sha,
                     head_sha=frozen.head_sha,
                     check_id=ref,
                     rubric_sha256=digest,
                     pack_digest=plan.pack_digest(rc),
-                    is_ancestor=lambda a, b: git.is_ancestor(plan.repo_root, a, b),
+                    is_ancestor=priors.is_ancestor,
                 )
                 if lane.delta is not None:
                     reporter.phase(
@@ -177,20 +175,3 @@ def _rubric_in(tree: LaneTree, plan: RunPlan, path: Path | None, digest: str | N
     except (ValueError, OSError):  # outside the checkout (a pack's), or not the same file there
         return path
     return mirrored if same else path
-
-
-def _team_priors(plan: RunPlan) -> list[Attestation]:
-    """Teammates' attestations whose signature verifies against the team file (team trust, off by
-    default), after this host's own: find_prior applies the same six rules to them."""
-    from agentreview.share.trust import trusted_foreign
-
-    key = plan.key
-
-    def could_be_prior(raw: dict[str, Any]) -> bool:  # find_prior decides; this only spares signature checks
-        target = raw.get("target")
-        return raw.get("verdict") == "pass" and isinstance(target, dict) and target.get("baseSha") == plan.base_sha
-
-    found = trusted_foreign(
-        plan.host.home, plan.registry, key.repo_remote, key.manifest_sha, key.binding, want=could_be_prior
-    )
-    return [f.attestation for f in found]

@@ -81,7 +81,9 @@ def _foreign_priors(plan: RunPlan, shas: set[str]) -> dict[str, TrustedForeign]:
             return False
 
     key = plan.key
-    found = trusted_foreign(plan.host.home, plan.registry, key.repo_remote, key.manifest_sha, key.binding, want=pinned)
+    found = trusted_foreign(
+        plan.host.home, plan.registry, key.repo_remote, key.manifest_sha, key.binding, want=pinned, digests=sorted(shas)
+    )
     return {sha: f for f in found if (sha := f.attestation.attestation_sha256()) in shas}
 
 

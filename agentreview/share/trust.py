@@ -101,25 +101,28 @@ def trusted_foreign(
     *,
     want: Callable[[dict[str, Any]], bool] | None = None,
     warn: Callable[[str], None] | None = None,
+    **narrow: Any,
 ) -> Iterator[TrustedForeign]:
     """Foreign entries under the key's repository, manifest and binding whose signature verifies
     against the team file, newest first. Nothing when team trust is off.
 
-    ``want`` picks, from the raw documents, the few worth a signature check (one signer process
-    each), so a large foreign store costs a run only the entries that could be used."""
+    ``narrow`` (``range_sha``, ``base_sha``, ``heads``, ``digests``, ``passing``: see
+    :meth:`Ledger.foreign_candidates`) is asked of the ledger's index, so only the entries that
+    could be used are read; ``want`` then picks, from those raw documents, the ones worth a
+    signature check (one signer process each)."""
     from agentreview.host.home import ledger_root
     from agentreview.model.attestation import Attestation
     from agentreview.model.contracts.errors import SignatureInvalidError
     from agentreview.signing.signers import verify_signature
-    from agentreview.store.foreign import ForeignStore
+    from agentreview.store.ledger import Ledger
 
     note = warn or (lambda _msg: None)
-    store = ForeignStore(ledger_root(home), warn=note)
-    rows = [
-        (raw, host)
-        for raw, host in store.all(repo_remote)
-        if raw.get("manifestSha") == manifest_sha and raw.get("binding") == binding and (want is None or want(raw))
-    ]
+    with Ledger(ledger_root(home), warn=note) as ledger:
+        rows = [
+            (path, raw, host)
+            for path, raw, host in ledger.foreign_candidates(repo_remote, manifest_sha, binding, **narrow)
+            if want is None or want(raw)
+        ]
     if not rows:  # nothing foreign could serve: the configuration is not even read
         return
     signers = team_signers_path(home)
@@ -129,7 +132,7 @@ def trusted_foreign(
     with tempfile.TemporaryDirectory(prefix="agentreview-team-") as tmp:
         copy = Path(tmp) / "allowed_signers"  # a private copy: the file is read once per use
         copy.write_bytes(data)
-        for raw, host in rows:
+        for path, raw, host in rows:
             try:
                 principal = verify_signature(raw, copy, registry)
                 att = Attestation.read(raw)
@@ -142,17 +145,10 @@ def trusted_foreign(
             if not _consistent(att):
                 note(f"foreign attestation {att.runId} not used: its verdict or rangeSha does not follow from it")
                 continue
-            yield TrustedForeign(att, principal, _remote(host), _entry_path(store.root, att))
+            yield TrustedForeign(att, principal, _remote(host), path)
 
 
 def _remote(host: dict[str, Any]) -> str:
     foreign = host.get("foreign")
     remote = foreign.get("remote") if isinstance(foreign, dict) else None
     return remote if isinstance(remote, str) else ""
-
-
-def _entry_path(root: Path, att: Attestation) -> Path:
-    from agentreview.store.foreign import FOREIGN_DIR
-    from agentreview.store.layout import ledger_slug
-
-    return root / ledger_slug(att.target.repoRemote) / FOREIGN_DIR / f"{att.attestation_sha256()}.json"

@@ -18,13 +18,14 @@ import os
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentreview.host.files import UnreadableFileError, atomic_write_text, read_regular_file
-from agentreview.store.entries import MAX_ENTRY_BYTES
-from agentreview.store.layout import HEX64, LedgerError, LedgerKey, check_key, ledger_slug
+from agentreview.store.entries import MAX_ENTRY_BYTES, Summary
+from agentreview.store.layout import FOREIGN_DIR, HEX64, LedgerError, LedgerKey, check_key, ledger_slug
 
-FOREIGN_DIR = "foreign"
+if TYPE_CHECKING:  # pragma: no cover
+    from agentreview.store.index import LedgerIndex
 
 
 def _now() -> str:
@@ -37,6 +38,7 @@ class ForeignStore:
     def __init__(self, ledger_root: Path, *, warn: Callable[[str], None] | None = None):
         self.root = Path(ledger_root)
         self._warn = warn or (lambda _msg: None)
+        self._index_obj: LedgerIndex | None = None
 
     def _dir(self, repo_remote: str) -> Path:
         return self.root / ledger_slug(repo_remote) / FOREIGN_DIR
@@ -68,24 +70,29 @@ class ForeignStore:
             "attestation": att.to_json_dict(),
             "host": {"foreign": {"remote": remote, "principal": principal, "importedAt": _now()}},
         }
-        atomic_write_text(path, json.dumps(doc, indent=2, sort_keys=True) + "\n")
+        text = json.dumps(doc, indent=2, sort_keys=True) + "\n"
+        atomic_write_text(path, text)
+        self._index().record(path, path.stat(), text.encode(), foreign=True)
         return True
 
-    def _read(self, path: Path) -> tuple[dict[str, Any], dict[str, Any]] | None:
-        from agentreview.model.attestation import Attestation
-        from agentreview.model.digests import loads_strict
+    def _index(self) -> LedgerIndex:
+        """The ledger's index, which lists foreign entries beside this host's own (opened on first write)."""
+        if self._index_obj is None:
+            from agentreview.store.index import LedgerIndex
 
+            self._index_obj = LedgerIndex(self.root, self._warn)
+        return self._index_obj
+
+    def close(self) -> None:
+        if self._index_obj is not None:
+            self._index_obj.close()
+
+    def _read(self, path: Path) -> tuple[dict[str, Any], dict[str, Any]] | None:
         try:
-            doc = loads_strict(read_regular_file(path, limit=MAX_ENTRY_BYTES, follow_symlinks=False))
-            att = doc["attestation"]
-            host = doc["host"]
-            if not isinstance(att, dict) or not isinstance(host, dict):
-                raise ValueError("attestation and host must be objects")
-            Attestation.read(att)
-        except (UnreadableFileError, ValueError, KeyError, TypeError) as exc:
+            return read_foreign(read_regular_file(path, limit=MAX_ENTRY_BYTES, follow_symlinks=False))
+        except (UnreadableFileError, ValueError) as exc:
             self._warn(f"{path}: skipped foreign entry: {exc}")
             return None
-        return att, host
 
     def _files(self, repo_remote: str | None) -> Iterator[Path]:
         if not self.root.is_dir():
@@ -139,6 +146,32 @@ def foreign_row(att: dict[str, Any], host: dict[str, Any]) -> dict[str, Any]:
     if att.get("dirty") is True:
         row["dirty"] = True
     return row
+
+
+def read_foreign(data: bytes) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(attestation, host)`` of a foreign entry file, the attestation checked by the strict
+    model; raises ValueError saying what is wrong."""
+    from agentreview.model.attestation import Attestation
+    from agentreview.model.digests import loads_strict
+
+    try:
+        doc = loads_strict(data)
+        att, host = doc["attestation"], doc["host"]
+        if not isinstance(att, dict) or not isinstance(host, dict):
+            raise ValueError("attestation and host must be objects")
+        Attestation.read(att)
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"not a foreign entry {{attestation, host}} ({exc})") from exc
+    return att, host
+
+
+def summarize_foreign(data: bytes) -> Summary:
+    """The index columns and the ``ledger`` row (:func:`foreign_row`) of a foreign entry file."""
+    att, host = read_foreign(data)
+    row = foreign_row(att, host)
+    key = LedgerKey(row["repoRemote"], row["manifestSha"], row["binding"], row["rangeSha"])
+    # no requester session: a foreign entry was requested by no session of this host
+    return Summary(key, row["baseSha"], row["headSha"], row["runId"], None, row["createdAt"], row)
 
 
 __all__ = ["FOREIGN_DIR", "ForeignStore", "LedgerError", "foreign_row"]

@@ -1,24 +1,20 @@
-"""The ledger's sqlite index: what makes ``list`` and ``candidates`` fast at 100,000 entries.
+"""The ledger's sqlite index: every listing and lookup answered by a query bounded by what it returns.
 
-The JSON files are the source of truth; this index can always be thrown away. It is rebuilt
-when missing or corrupt, replaced by an in-memory one when it cannot be used at all (the
-answers stay the same, only slower), and brought up to date cheaply on every query, because
-it cannot assume it saw every write (an older host, or a copy, may add files without it):
+The JSON files are the source of truth; this index can always be thrown away. Writers keep it
+current: :meth:`LedgerIndex.record` indexes each entry as it is written (this host's own entries
+and the foreign ones ``agentreview fetch`` imports). Reads never re-list directories, so a read
+costs what it returns, not what the ledger holds. The whole tree is scanned only when the index
+is missing or corrupt, when a write could not be indexed (a stale marker says so), or when asked
+(``agentreview ledger --reindex``). An index that cannot be used at all is replaced by an
+in-memory one built from the files (same answers, only slower).
 
-* every directory it has indexed is recorded with its mtime; a directory whose mtime changed
-  is re-listed (a rename into a directory changes its mtime), and one modified within the
-  last few seconds is re-listed again next time, since file-system timestamps are coarser
-  than the writes they must tell apart;
-* each indexed file is recorded with its (mtime, size, inode); a row is checked against its
-  file before it is returned, so a replaced or vanished file is re-read or dropped rather
-  than served stale.
+Each returned row is checked against its file's (mtime, size, inode), so a replaced or vanished
+file is re-read or dropped rather than served stale. A file that cannot be read as an entry
+(corrupt, a FIFO or symlink where an entry belongs, or filed under a key its content does not
+name) gets a row marked not-ok, warned about once, and is never listed.
 
-A file that cannot be read as an entry (corrupt, a FIFO or symlink where an entry belongs,
-or filed under a key its content does not name) gets a row marked not-ok, warned about once,
-and is never listed.
-
-One module of ~440 lines, on purpose: the sync, the row checks and the recovery from a corrupt
-or unusable file all work on one connection under one lock, and each needs the others' state.
+One module, on purpose: the scan, the row checks and the recovery from a corrupt or unusable
+file all work on one connection under one lock, and each needs the others' state.
 """
 
 from __future__ import annotations
@@ -38,20 +34,24 @@ from typing import Any
 from agentreview.host.files import MissingFileError, UnreadableFileError, read_regular_file
 from agentreview.model.digests import json_text
 from agentreview.store.entries import MAX_ENTRY_BYTES, summarize
-from agentreview.store.layout import ENTRY_NAME, INDEX_NAME, ledger_slug, scope_of, valid_child
+from agentreview.store.layout import ENTRY_NAME, FOREIGN_DIR, INDEX_NAME, ledger_slug, valid_child
 
 INDEX_LOCK = ".index.lock"
 INDEX_FILE_SUFFIXES = ("", "-wal", "-shm", "-journal")
-INDEX_SCHEMA_VERSION = 1
+INDEX_STALE = ".index.stale"
+INDEX_SCHEMA_VERSION = 2
 BUSY_TIMEOUT_MS = 5000
 FIRST_SYNC_LOCK_TIMEOUT_S = 600
 # A directory changed this recently may change again within the same timestamp tick
 # (ext4 stamps with a coarse clock, FAT with 2 s), so it is re-listed on the next query.
 RACY_NS = 3_000_000_000
-# The columns a query may filter on (each an equality test).
+# The columns a query may filter on (each an equality test, or membership for ``any_of``).
 FILTER_COLUMNS = frozenset(
-    {"repo_remote", "manifest_sha", "binding", "range_sha", "base_sha", "head_sha", "run_id", "requester_session"}
+    {"repo_remote", "manifest_sha", "binding", "range_sha", "base_sha", "head_sha", "run_id", "requester_session",
+     "dir", "name"}
 )
+# Values of one ``any_of`` column bound per statement (well under sqlite's variable limit).
+ANY_OF_CHUNK = 500
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS dirs (rel TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL) WITHOUT ROWID;
@@ -71,20 +71,25 @@ CREATE TABLE IF NOT EXISTS entries (
     run_id TEXT,
     requester_session TEXT,
     created_at TEXT,
+    verdict TEXT,
+    dirty INTEGER,
+    foreign_entry INTEGER NOT NULL DEFAULT 0,
     row_json TEXT,
     PRIMARY KEY (dir, name)
 );
 CREATE INDEX IF NOT EXISTS entries_created ON entries (created_at);
+CREATE INDEX IF NOT EXISTS entries_repo ON entries (repo_remote, created_at);
 CREATE INDEX IF NOT EXISTS entries_key ON entries (repo_remote, manifest_sha, binding, created_at);
 CREATE INDEX IF NOT EXISTS entries_range ON entries (range_sha);
 CREATE INDEX IF NOT EXISTS entries_head ON entries (head_sha);
 CREATE INDEX IF NOT EXISTS entries_run ON entries (run_id);
+CREATE INDEX IF NOT EXISTS entries_session ON entries (requester_session);
 """
 
 _UPSERT = (
     "INSERT OR REPLACE INTO entries (dir, name, mtime_ns, size, ino, ok, repo_remote, manifest_sha, binding, "
-    "range_sha, base_sha, head_sha, run_id, requester_session, created_at, row_json) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "range_sha, base_sha, head_sha, run_id, requester_session, created_at, verdict, dirty, foreign_entry, row_json) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 _CORRUPT_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
@@ -108,6 +113,11 @@ def _is_corruption(exc: sqlite3.Error) -> bool:
 
 def _stat_sig(st: os.stat_result) -> tuple[int, int, int]:
     return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+def _is_foreign_dir(rel: str) -> bool:
+    """``<repoSlug>/foreign``: where the entries ``agentreview fetch`` imported live."""
+    return rel.count("/") == 1 and rel.endswith("/" + FOREIGN_DIR)
 
 
 def _depth(rel: str) -> int:
@@ -160,25 +170,58 @@ class LedgerIndex:
 
     # ------------------------------------------------------------------ the interface
 
-    def query(self, filters: Mapping[str, str | None], *, limit: int | None = None) -> list[tuple[str, str, str]]:
+    def query(
+        self,
+        filters: Mapping[str, str | None],
+        *,
+        limit: int | None = None,
+        foreign: bool | None = False,
+        passing: bool = False,
+        any_of: tuple[str, Sequence[str]] | None = None,
+    ) -> list[tuple[str, str, str]]:
         """``(dir, name, row_json)`` of the ok entries matching every non-None filter, newest first.
 
-        Only the subtree the filters pin down is synced; each row is checked against its file.
+        ``foreign``: False for this host's entries, True for imported ones, None for both;
+        ``passing``: only passes that are not dirty; ``any_of``: ``(column, values)``, the column
+        equal to one of the values. Each returned row is checked against its file.
         """
         given = {col: val for col, val in filters.items() if val is not None}
-        unknown = set(given) - FILTER_COLUMNS
+        columns = set(given) | ({any_of[0]} if any_of else set())
+        unknown = columns - FILTER_COLUMNS
         if unknown:
             raise ValueError(f"unknown index column(s): {', '.join(sorted(unknown))}")
-        where = " AND ".join(["ok = 1"] + [f"{col} = ?" for col in given])
-        sql = (f"SELECT dir, name, mtime_ns, size, ino, row_json FROM entries WHERE {where} "
-               "ORDER BY created_at DESC, dir, name" + (" LIMIT ?" if limit is not None else ""))
-        params = [*given.values(), *([limit] if limit is not None else [])]
-        scope = scope_of(given.get("repo_remote"), given.get("manifest_sha"), given.get("binding"))
-        return self._query_verified(scope, sql, params)
+        where = ["ok = 1"] + [f"{col} = ?" for col in given]
+        if foreign is not None:
+            where.append(f"foreign_entry = {int(foreign)}")
+        if passing:
+            where.append("verdict = 'pass' AND dirty = 0")
+        params: list[Any] = list(given.values())
+        tail = " ORDER BY created_at DESC, dir, name" + (" LIMIT ?" if limit is not None else "")
+        # a walk of heads is matched through the heads' index, never by scanning the key's entries
+        hint = " INDEXED BY entries_head" if any_of is not None and any_of[0] == "head_sha" else ""
+        select = f"SELECT dir, name, mtime_ns, size, ino, row_json, created_at FROM entries{hint} WHERE "
+        if any_of is None:
+            statements = [(select + " AND ".join(where) + tail, [*params, *([limit] if limit is not None else [])])]
+        else:
+            column, values = any_of
+            unique = sorted(set(values))
+            statements = []
+            for start in range(0, len(unique), ANY_OF_CHUNK):
+                chunk = unique[start : start + ANY_OF_CHUNK]
+                clause = f"{column} IN ({', '.join('?' * len(chunk))})"
+                statements.append((select + " AND ".join([*where, clause]) + tail,
+                                   [*params, *chunk, *([limit] if limit is not None else [])]))
+        rows = self._query_verified(statements)
+        if len(statements) > 1:  # chunks merged: newest first again, then the limit
+            rows.sort(key=lambda r: (r[3], r[0], r[1]))
+            rows.sort(key=lambda r: r[4], reverse=True)
+            rows = rows[:limit] if limit is not None else rows
+        return [(rel, name, row) for rel, name, row, _key, _created in rows]
 
-    def record(self, entry: Path, st: os.stat_result, data: bytes) -> None:
-        """Index an entry just written (best effort: the file is already the truth)."""
-        params = self._params(entry.parent.relative_to(self.root).as_posix(), entry.name, st, data)
+    def record(self, entry: Path, st: os.stat_result, data: bytes, *, foreign: bool = False) -> None:
+        """Index an entry just written. The file is already the truth: when it cannot be indexed
+        (a busy or broken index), a stale marker makes the next read re-scan the files."""
+        params = self._params(entry.parent.relative_to(self.root).as_posix(), entry.name, st, data, foreign=foreign)
         with self._lock:
             try:
                 conn = self._connection()
@@ -186,6 +229,7 @@ class LedgerIndex:
                     conn.execute(_UPSERT, params)
             except (sqlite3.Error, OSError):
                 self._close()
+                self._mark_stale()
 
     def rebuild(self) -> int:
         """Discard the index and rebuild it from the files; return how many entries it holds."""
@@ -201,16 +245,19 @@ class LedgerIndex:
 
     # ------------------------------------------------------------------ queries
 
-    def _query_verified(self, scope: str, sql: str, params: Sequence[Any]) -> list[tuple[str, str, str]]:
-        """Sync ``scope``, run ``sql``, and check each row against its file; re-read and retry
-        when a file changed behind the index (replaced in place, or gone)."""
+    def _query_verified(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[tuple[str, str, str, str, str]]:
+        """Run each statement and check each row against its file; re-read and retry when a
+        file changed behind the index (replaced in place, or gone). Rows carry their
+        ``(dir, name, row_json, dir/name, created_at)``."""
 
-        def run(conn: sqlite3.Connection) -> list[tuple[str, str, str]]:
-            self._sync(conn, scope)
+        def fetch(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
+            return [row for sql, params in statements for row in conn.execute(sql, params).fetchall()]
+
+        def run(conn: sqlite3.Connection) -> list[tuple[str, str, str, str, str]]:
             for _ in range(3):
-                rows = conn.execute(sql, params).fetchall()
+                rows = fetch(conn)
                 stale: list[tuple[str, str, os.stat_result | None]] = []
-                for rel, name, mtime_ns, size, ino, _row in rows:
+                for rel, name, mtime_ns, size, ino, _row, _created in rows:
                     try:
                         st = os.lstat(os.path.join(self._root_s, rel, name))
                     except FileNotFoundError:
@@ -219,16 +266,18 @@ class LedgerIndex:
                     if _stat_sig(st) != (mtime_ns, size, ino):
                         stale.append((rel, name, st))
                 if not stale:
-                    return [(rel, name, row) for rel, name, _m, _s, _i, row in rows]
+                    break
                 with _transaction(conn):
                     for rel, name, changed in stale:
                         if changed is None:
                             conn.execute("DELETE FROM entries WHERE dir = ? AND name = ?", (rel, name))
                         else:
-                            conn.execute(_UPSERT, self._params(rel, name, changed))
-            return [(rel, name, row) for rel, name, _m, _s, _i, row in conn.execute(sql, params).fetchall()]
+                            conn.execute(_UPSERT, self._params(rel, name, changed, foreign=_is_foreign_dir(rel)))
+            else:
+                rows = fetch(conn)
+            return [(rel, name, row, f"{rel}/{name}", created or "") for rel, name, _m, _s, _i, row, created in rows]
 
-        result: list[tuple[str, str, str]] = self._read(run)
+        result: list[tuple[str, str, str, str, str]] = self._read(run)
         return result
 
     # ------------------------------------------------------------------ connection
@@ -248,6 +297,7 @@ class LedgerIndex:
                         continue
                     self._warn(f"ledger index {self.root / INDEX_NAME} cannot be used ({exc}) — scanning the files")
                     self._conn = self._open(":memory:")
+                    self._sync(self._conn, "")
                     return fn(self._conn)
             raise AssertionError("unreachable")  # pragma: no cover
 
@@ -257,9 +307,19 @@ class LedgerIndex:
             self._check_files()
             conn = self._open(str(self.root / INDEX_NAME))
             self._conn = conn
-            if conn.execute("SELECT 1 FROM dirs LIMIT 1").fetchone() is None:
+            stale = os.path.lexists(self.root / INDEX_STALE)
+            if stale or conn.execute("SELECT 1 FROM dirs LIMIT 1").fetchone() is None:
                 self._first_sync(conn)
+            if stale:
+                with contextlib.suppress(OSError):
+                    os.unlink(self.root / INDEX_STALE)
         return self._conn
+
+    def _mark_stale(self) -> None:
+        """Leave a marker that makes the next reader re-scan the files (best effort)."""
+        with contextlib.suppress(OSError):
+            fd = os.open(self.root / INDEX_STALE, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+            os.close(fd)
 
     def _check_files(self) -> None:
         """Refuse index files that are not regular files, before sqlite opens them: a planted FIFO
@@ -350,7 +410,7 @@ class LedgerIndex:
             return
         # Settled timestamps are trusted next time; a racy one is re-listed.
         record = st.st_mtime_ns if visit.now_ns - st.st_mtime_ns > RACY_NS else -1
-        if depth == 3:
+        if depth == 3 or (depth == 2 and _is_foreign_dir(rel)):
             with _transaction(conn):
                 self._reconcile_leaf(conn, rel, path)
                 self._record_dir(conn, visit, rel, record)
@@ -358,7 +418,8 @@ class LedgerIndex:
         try:
             names = sorted(
                 de.name for de in os.scandir(path)
-                if de.is_dir(follow_symlinks=False) and valid_child(depth, de.name)
+                if de.is_dir(follow_symlinks=False)
+                and (valid_child(depth, de.name) or (depth == 1 and de.name == FOREIGN_DIR))
             )
         except OSError as exc:
             self._warn(f"ledger directory {path} cannot be listed ({exc.strerror}) — skipped")
@@ -410,27 +471,36 @@ class LedgerIndex:
                 continue
             seen.add(de.name)
             if indexed.get(de.name) != _stat_sig(st):
-                batch.append(self._params(rel, de.name, st))
+                batch.append(self._params(rel, de.name, st, foreign=_is_foreign_dir(rel)))
         conn.executemany(_UPSERT, batch)
         conn.executemany("DELETE FROM entries WHERE dir = ? AND name = ?", [(rel, n) for n in indexed.keys() - seen])
 
-    def _params(self, rel: str, name: str, st: os.stat_result, data: bytes | None = None) -> tuple[Any, ...]:
+    def _params(
+        self, rel: str, name: str, st: os.stat_result, data: bytes | None = None, *, foreign: bool = False
+    ) -> tuple[Any, ...]:
         """The index row of one entry file; a bad file gets a row marked not-ok (warned about once).
 
         ``st`` is taken before the read: if the file is replaced meanwhile, the recorded
-        signature is the older one and the next query re-reads the file.
+        signature is the older one and the next query re-reads the file. A foreign entry is
+        filed by repository only (``<repoSlug>/foreign/<digest>.json``).
         """
         path = os.path.join(self._root_s, rel, name)
-        not_ok = (rel, name, *_stat_sig(st), 0, *([None] * 10))
+        not_ok = (rel, name, *_stat_sig(st), 0, *([None] * 11), int(foreign), None)
         try:
             if data is None:
                 data = read_regular_file(path, limit=MAX_ENTRY_BYTES, follow_symlinks=False)
-            summary = summarize(json.loads(data))
-            key = summary.key
-            slug, manifest_sha, binding = rel.split("/")
-            if (ledger_slug(key.repo_remote), key.manifest_sha, key.binding, f"{key.range_sha}.json") != (
-                slug, manifest_sha, binding, name
-            ):
+            if foreign:
+                from agentreview.store.foreign import summarize_foreign
+
+                summary = summarize_foreign(data)
+                where: tuple[str, ...] = (ledger_slug(summary.key.repo_remote), FOREIGN_DIR)
+                filed: tuple[str, ...] = tuple(rel.split("/"))
+            else:
+                summary = summarize(json.loads(data))
+                key = summary.key
+                where = (ledger_slug(key.repo_remote), key.manifest_sha, key.binding, f"{key.range_sha}.json")
+                filed = (*rel.split("/"), name)
+            if where != filed:
                 raise ValueError("it holds an attestation for another key")
         except MissingFileError:
             return not_ok
@@ -440,6 +510,7 @@ class LedgerIndex:
         except (OSError, ValueError) as exc:  # json and UnicodeDecodeError are ValueErrors
             self._warn(f"ledger entry {path} is unusable ({exc}) — skipped; delete it or re-run the review")
             return not_ok
+        key, row = summary.key, summary.row
         return (rel, name, *_stat_sig(st), 1, key.repo_remote, key.manifest_sha, key.binding, key.range_sha,
                 summary.base_sha, summary.head_sha, summary.run_id, summary.requester_session, summary.created_at,
-                json_text(summary.row, indent=None))
+                row.get("verdict"), int(row.get("dirty") is True), int(foreign), json_text(row, indent=None))

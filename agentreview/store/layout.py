@@ -31,6 +31,7 @@ ENTRY_SUFFIX = ".json"
 ANNOTATIONS_SUFFIX = ".annotations.json"
 LOCK_SUFFIX = ".lock"
 INDEX_NAME = "index.sqlite"
+FOREIGN_DIR = "foreign"  # <repoSlug>/foreign/: the attestations `agentreview fetch` imported
 
 
 class LedgerError(Exception):

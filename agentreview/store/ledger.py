@@ -38,6 +38,7 @@ from agentreview.store.entries import MAX_ENTRY_BYTES, HostInfo, LedgerEntry, Le
 from agentreview.store.layout import (
     ANNOTATIONS_SUFFIX,
     ENTRY_SUFFIX,
+    FOREIGN_DIR,
     INDEX_NAME,
     LOCK_SUFFIX,
     RUN_ID,
@@ -228,8 +229,10 @@ class Ledger:
         run_id: str | None = None,
         requester_session_id: str | None = None,
         limit: int = 50,
+        foreign: bool | None = False,
     ) -> list[LedgerRow]:
-        """Settled rows matching every given filter, newest first by ``createdAt``."""
+        """Settled rows matching every given filter, newest first by ``createdAt``: this host's own
+        (``foreign=False``), the imported ones (True, rows with a ``foreign`` member) or both (None)."""
         if limit < 1 or not self.root.is_dir():
             return []
         filters = {
@@ -243,22 +246,76 @@ class Ledger:
             "requester_session": requester_session_id,
         }
         out = []
-        for rel, name, row_json in self._index.query(filters, limit=limit):
+        for rel, name, row_json in self._index.query(filters, limit=limit, foreign=foreign):
             path = self.root / rel / name
-            ann = read_annotations(sibling(path, ANNOTATIONS_SUFFIX), self._warn)
-            out.append(LedgerRow(merge_into_row(json.loads(row_json), ann), path))
+            row = json.loads(row_json)
+            if "foreign" not in row:
+                row = merge_into_row(row, read_annotations(sibling(path, ANNOTATIONS_SUFFIX), self._warn))
+            out.append(LedgerRow(row, path))
         return out
 
-    def candidates(self, repo_remote: str, manifest_sha: str, binding: str) -> Iterator[Attestation]:
-        """Attestations under ``(repoRemote, manifestSha, binding)``, newest first (composition input)."""
+    def candidates(
+        self,
+        repo_remote: str,
+        manifest_sha: str,
+        binding: str,
+        *,
+        base_sha: str | None = None,
+        heads: Sequence[str] | None = None,
+        passing: bool = False,
+    ) -> Iterator[Attestation]:
+        """Attestations under ``(repoRemote, manifestSha, binding)``, newest first (composition input).
+
+        ``base_sha``, ``heads`` (the head is one of these) and ``passing`` (a pass, not dirty)
+        narrow the query, so a composition lookup reads only the entries that could serve."""
         if not self.root.is_dir():
             return
-        filters = {"repo_remote": repo_remote, "manifest_sha": manifest_sha, "binding": binding}
-        for rel, name, _ in self._index.query(filters):
+        filters = {"repo_remote": repo_remote, "manifest_sha": manifest_sha, "binding": binding, "base_sha": base_sha}
+        any_of = ("head_sha", heads) if heads is not None else None
+        for rel, name, _ in self._index.query(filters, passing=passing, any_of=any_of):
             key = LedgerKey(repo_remote, manifest_sha, binding, name[: -len(ENTRY_SUFFIX)])
             entry = read_entry(self.root / rel / name, key, self._warn)
             if entry is not None:
                 yield entry.attestation
+
+    def foreign_candidates(
+        self,
+        repo_remote: str,
+        manifest_sha: str,
+        binding: str,
+        *,
+        range_sha: str | None = None,
+        base_sha: str | None = None,
+        heads: Sequence[str] | None = None,
+        digests: Sequence[str] | None = None,
+        passing: bool = False,
+    ) -> Iterator[tuple[Path, dict[str, Any], dict[str, Any]]]:
+        """``(path, attestation, host)`` of the imported entries under the key's repository,
+        manifest and binding, newest first, narrowed like :meth:`candidates` (``digests``: the
+        attestation digests their files are named by). Each document is re-read and re-checked."""
+        from agentreview.host.files import UnreadableFileError, read_regular_file
+        from agentreview.store.foreign import read_foreign
+
+        if heads is not None and digests is not None:
+            raise ValueError("narrow by heads or by digests, not both")
+        if not self.root.is_dir():
+            return
+        filters = {"repo_remote": repo_remote, "manifest_sha": manifest_sha, "binding": binding,
+                   "range_sha": range_sha, "base_sha": base_sha}
+        any_of: tuple[str, Sequence[str]] | None = None
+        if heads is not None:
+            any_of = ("head_sha", heads)
+        elif digests is not None:  # files are named by digest: looked up by name in their directory
+            filters["dir"] = f"{ledger_slug(repo_remote)}/{FOREIGN_DIR}"
+            any_of = ("name", [f"{d}{ENTRY_SUFFIX}" for d in digests])
+        for rel, name, _ in self._index.query(filters, foreign=True, passing=passing, any_of=any_of):
+            path = self.root / rel / name
+            try:
+                att, host = read_foreign(read_regular_file(path, limit=MAX_ENTRY_BYTES, follow_symlinks=False))
+            except (UnreadableFileError, ValueError) as exc:
+                self._warn(f"{path}: skipped foreign entry: {exc}")
+                continue
+            yield path, att, host
 
     def rebuild_index(self) -> int:
         """Discard the index and rebuild it from the files; return how many entries it holds."""

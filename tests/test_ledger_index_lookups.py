@@ -1,0 +1,236 @@
+"""Lookups through the ledger's index: the composition prior, foreign entries, re-indexing and recovery.
+
+Real git repositories with sibling branches: the prior found by walking the head's first-parent
+line against the index is the one the per-entry ``git merge-base --is-ancestor`` search found.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from reviewrepo import Repo
+
+from agentreview.engine.compose import find_prior
+from agentreview.engine.priors import first_parent_walk, own_priors
+from agentreview.host import git
+from agentreview.model.attestation import Attestation
+from agentreview.model.digests import range_sha
+from agentreview.store.foreign import ForeignStore, foreign_row
+from agentreview.store.index import INDEX_STALE
+from agentreview.store.ledger import INDEX_NAME, Ledger, LedgerKey
+
+REMOTE = "github.com/acme/widgets"
+MSHA = "a" * 64
+RUBRIC = "b" * 64
+HOST = {"repoRoot": "/src/widgets", "manifestPath": "/src/widgets/REVIEW.md"}
+
+
+def att(
+    n: int,
+    base: str,
+    head: str,
+    *,
+    status: str = "pass",
+    dirty: bool = False,
+    rubric: str = RUBRIC,
+    binding: str = "default",
+    remote: str = REMOTE,
+) -> Attestation:
+    return Attestation.build(
+        run_id=f"review-{n:04d}",
+        review_id="widgets",
+        manifest_sha=MSHA,
+        binding=binding,
+        repo_remote=remote,
+        base_sha=base,
+        head_sha=head,
+        lanes=[{"id": "review", "kind": "command", "status": status, "blocking": True, "findings": [],
+                "durationMs": 5}],
+        daemon="agentreview-test@host",
+        rubrics=[{"check": "review", "path": "rubric.md", "sha256": rubric}],
+        dirty=dirty,
+        created_at=f"2025-01-01T00:{n // 60:02d}:{n % 60:02d}.000Z",
+    )
+
+
+@pytest.fixture
+def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("AGENTREVIEW_HOME", str(tmp_path / "home"))
+    return tmp_path / "home" / "reviews"
+
+
+@pytest.fixture
+def branches(tmp_path: Path) -> tuple[Repo, dict[str, str]]:
+    """main: B; feature: f1 f2 f3 f4 off B; sibling: s1 s2 off B; late: l1 off f2."""
+    repo = Repo(tmp_path / "repo", tmp_path / "home")
+    shas = {"B": repo.commit("base", **{"README.md": "hello\n"})}
+    repo.git("switch", "-q", "-c", "feature")
+    for n in range(1, 5):
+        shas[f"f{n}"] = repo.commit(f"f{n}", **{f"f{n}.txt": f"{n}\n"})
+    repo.git("switch", "-q", "-c", "sibling", shas["B"])
+    for n in range(1, 3):
+        shas[f"s{n}"] = repo.commit(f"s{n}", **{f"s{n}.txt": f"{n}\n"})
+    repo.git("switch", "-q", "-c", "late", shas["f2"])
+    shas["l1"] = repo.commit("l1", **{"l1.txt": "1\n"})
+    return repo, shas
+
+
+def _per_entry(repo: Repo, led: Ledger, base: str, head: str) -> Any:
+    """The prior as found by asking git about every earlier entry (one process each)."""
+    return find_prior(
+        led.candidates(REMOTE, MSHA, "default"), base_sha=base, head_sha=head, check_id="review",
+        rubric_sha256=RUBRIC, pack_digest=None, is_ancestor=lambda a, b: git.is_ancestor(repo.path, a, b),
+    )
+
+
+def _indexed(repo: Repo, led: Ledger, base: str, head: str) -> Any:
+    key = LedgerKey(REMOTE, MSHA, "default", range_sha(base, head))
+    priors = own_priors(repo.path, led, key, base, head)
+    return find_prior(
+        priors.candidates, base_sha=base, head_sha=head, check_id="review", rubric_sha256=RUBRIC,
+        pack_digest=None, is_ancestor=priors.is_ancestor,
+    )
+
+
+def test_the_prior_found_through_the_index_is_the_one_found_per_entry(
+    root: Path, branches: tuple[Repo, dict[str, str]]
+) -> None:
+    repo, shas = branches
+    base = shas["B"]
+    led = Ledger(root)
+    # passes on both sibling lines, newer and older, and entries that must never serve
+    led.put(att(1, base, shas["f1"]), HOST)
+    led.put(att(2, base, shas["s1"]), HOST)
+    led.put(att(3, base, shas["f3"], status="fail"), HOST)
+    led.put(att(4, base, shas["f2"], dirty=True), HOST)
+    led.put(att(5, base, shas["s2"]), HOST)
+    led.put(att(6, base, shas["f3"], rubric="c" * 64, binding="ci"), HOST)
+    led.put(att(7, shas["f1"], shas["f3"]), HOST)  # another base
+    led.put(att(8, base, shas["f2"], rubric="c" * 64), HOST)  # another rubric
+    led.put(att(9, base, shas["f2"], remote="github.com/acme/other"), HOST)
+    found = {}
+    for name in ("f1", "f2", "f3", "f4", "s1", "s2", "l1", "B"):
+        head = shas[name]
+        found[name] = _indexed(repo, led, base, head)
+        assert found[name] == _per_entry(repo, led, base, head), name
+    assert found["f4"] is not None and found["f4"].prior_head_sha == shas["f1"]
+    assert found["l1"] is not None and found["l1"].prior_head_sha == shas["f1"]
+    assert found["s2"] is not None and found["s2"].prior_head_sha == shas["s1"]
+    assert found["f1"] is None and found["s1"] is None and found["B"] is None
+    # a newer pass on the line is preferred, as before
+    led.put(att(10, base, shas["f2"]), HOST)
+    assert _indexed(repo, led, base, shas["f4"]) == _per_entry(repo, led, base, shas["f4"])
+    assert _indexed(repo, led, base, shas["f4"]).prior_head_sha == shas["f2"]
+
+
+def test_the_walk_is_one_bounded_git_call(branches: tuple[Repo, dict[str, str]]) -> None:
+    repo, shas = branches
+    assert first_parent_walk(repo.path, shas["f4"]) == [shas["f3"], shas["f2"], shas["f1"], shas["B"]]
+    assert first_parent_walk(repo.path, shas["f4"], steps=2) == [shas["f3"], shas["f2"]]
+    assert first_parent_walk(repo.path, "0" * 40) == []
+
+
+def test_only_the_entries_on_the_walk_are_read(root: Path, branches: tuple[Repo, dict[str, str]]) -> None:
+    repo, shas = branches
+    base = shas["B"]
+    led = Ledger(root)
+    led.put(att(1, base, shas["f1"]), HOST)
+    for n in range(2, 40):  # passes whose heads are not commits of this repository's line
+        led.put(att(n, base, f"{n:040x}"), HOST)
+    priors = own_priors(repo.path, led, LedgerKey(REMOTE, MSHA, "default", "0" * 64), base, shas["f4"])
+    assert [a.runId for a in priors.candidates] == ["review-0001"]
+
+
+def _foreign(n: int, base: str = "1" * 40, head: str | None = None) -> dict[str, Any]:
+    return att(n, base, head or f"{n:040x}").to_json_dict()
+
+
+def test_foreign_entries_are_indexed_listed_and_narrowed(root: Path) -> None:
+    led = Ledger(root)
+    led.put(att(1, "1" * 40, "2" * 40), HOST)
+    store = ForeignStore(root)
+    docs = [_foreign(n) for n in (2, 3, 4)]
+    for doc in docs:
+        assert store.add(doc, remote="origin", principal="alice@example.test")
+    assert [r.run_id for r in led.list()] == ["review-0001"]
+    assert [r.run_id for r in led.list(foreign=True)] == ["review-0004", "review-0003", "review-0002"]
+    both = led.list(foreign=None)
+    assert [r.run_id for r in both] == ["review-0004", "review-0003", "review-0002", "review-0001"]
+    expected = {a["runId"]: foreign_row(a, h) for a, h in store.all(REMOTE)}
+    assert {r.run_id: r.to_json() for r in both[:3]} == expected
+    assert both[0].to_json()["foreign"] == {"remote": "origin", "principal": "alice@example.test"}
+    # narrowed like this host's own: by range, by head, by the digest the file is named by
+    from agentreview.model.digests import attestation_sha256_of
+
+    by_range = led.foreign_candidates(REMOTE, MSHA, "default", range_sha=docs[1]["rangeSha"])
+    assert [a["runId"] for _p, a, _h in by_range] == ["review-0003"]
+    by_head = led.foreign_candidates(REMOTE, MSHA, "default", heads=[f"{2:040x}", f"{4:040x}"], passing=True)
+    assert [a["runId"] for _p, a, _h in by_head] == ["review-0004", "review-0002"]
+    by_digest = list(led.foreign_candidates(REMOTE, MSHA, "default", digests=[attestation_sha256_of(docs[0])]))
+    assert [a["runId"] for _p, a, _h in by_digest] == ["review-0002"]
+    assert by_digest[0][0].parent.name == "foreign"
+
+
+def test_foreign_entries_survive_a_deleted_or_corrupt_index(root: Path) -> None:
+    led = Ledger(root)
+    led.put(att(1, "1" * 40, "2" * 40), HOST)
+    ForeignStore(root).add(_foreign(2), remote="origin", principal=None)
+    led.close()
+    for name in os.listdir(root):
+        if name.startswith(INDEX_NAME):
+            os.unlink(root / name)
+    assert [r.run_id for r in Ledger(root).list(foreign=None)] == ["review-0002", "review-0001"]
+    for name in os.listdir(root):
+        if name.startswith(INDEX_NAME + "-"):
+            os.unlink(root / name)
+    (root / INDEX_NAME).write_bytes(b"not a database at all" * 300)
+    fresh = Ledger(root)
+    assert [r.run_id for r in fresh.list(foreign=None)] == ["review-0002", "review-0001"]
+    assert any("rebuilding" in w for w in fresh.warnings)
+
+
+def test_a_tampered_foreign_file_is_re_read_not_served_from_the_index(root: Path) -> None:
+    store = ForeignStore(root)
+    doc = _foreign(2)
+    store.add(doc, remote="origin", principal=None)
+    led = Ledger(root)
+    (path,) = (root / "github.com_acme_widgets" / "foreign").glob("*.json")
+    data = json.loads(path.read_text())
+    data["attestation"]["runId"] = "review-edited"  # rewritten in place behind the index
+    path.write_text(json.dumps(data))
+    assert [r.run_id for r in led.list(foreign=True)] == ["review-edited"]
+    path.write_text('{"attestation": ')  # no longer an entry at all
+    assert led.list(foreign=True) == []
+    assert list(led.foreign_candidates(REMOTE, MSHA, "default")) == []
+    assert any(str(path) in w for w in led.warnings)
+
+
+def _cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTREVIEW_")}
+    env["AGENTREVIEW_HOME"] = str(home)
+    return subprocess.run([sys.executable, "-m", "agentreview", *args], env=env, capture_output=True, text=True,
+                          timeout=120, stdin=subprocess.DEVNULL)
+
+
+def test_ledger_reindex_finds_files_written_behind_the_index(root: Path, tmp_path: Path) -> None:
+    led = Ledger(root)
+    led.put(att(1, "1" * 40, "2" * 40), HOST)
+    ForeignStore(root).add(_foreign(3), remote="origin", principal=None)
+    late = att(2, "1" * 40, "3" * 40)
+    path = led.entry_path(*LedgerKey.of(late))
+    path.write_text(json.dumps({"attestation": late.to_json_dict(), "host": HOST}))  # no ledger API
+    home = tmp_path / "home"
+    listed = _cli(home, "ledger", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert [r["runId"] for r in json.loads(listed.stdout)] == ["review-0003", "review-0001"]
+    again = _cli(home, "ledger", "--json", "--reindex", "--repo", REMOTE, "--limit", "2")
+    assert again.returncode == 0, again.stderr
+    assert [r["runId"] for r in json.loads(again.stdout)] == ["review-0003", "review-0002"]
+    assert "foreign" in json.loads(again.stdout)[0]
+    assert not (root / INDEX_STALE).exists()
