@@ -50,6 +50,8 @@ FILTER_COLUMNS = frozenset(
     {"repo_remote", "manifest_sha", "binding", "range_sha", "base_sha", "head_sha", "run_id", "requester_session",
      "dir", "name"}
 )
+SELECTIVE_COLUMNS = frozenset({"range_sha", "head_sha", "run_id", "requester_session", "name"})
+BROAD_COLUMNS = frozenset({"repo_remote", "manifest_sha", "binding", "base_sha"})
 # Values of one ``any_of`` column bound per statement (well under sqlite's variable limit).
 ANY_OF_CHUNK = 500
 
@@ -190,16 +192,17 @@ class LedgerIndex:
         unknown = columns - FILTER_COLUMNS
         if unknown:
             raise ValueError(f"unknown index column(s): {', '.join(sorted(unknown))}")
-        where = ["ok = 1"] + [f"{col} = ?" for col in given]
+        # a selective column's own index is the one to use: the broad columns are then only checked
+        # (sqlite, without statistics, would otherwise walk the repository's index instead)
+        narrow = bool(columns & SELECTIVE_COLUMNS)
+        where = ["ok = 1"] + [f"{'+' if narrow and col in BROAD_COLUMNS else ''}{col} = ?" for col in given]
         if foreign is not None:
             where.append(f"foreign_entry = {int(foreign)}")
         if passing:
             where.append("verdict = 'pass' AND dirty = 0")
         params: list[Any] = list(given.values())
         tail = " ORDER BY created_at DESC, dir, name" + (" LIMIT ?" if limit is not None else "")
-        # a walk of heads is matched through the heads' index, never by scanning the key's entries
-        hint = " INDEXED BY entries_head" if any_of is not None and any_of[0] == "head_sha" else ""
-        select = f"SELECT dir, name, mtime_ns, size, ino, row_json, created_at FROM entries{hint} WHERE "
+        select = "SELECT dir, name, mtime_ns, size, ino, row_json, created_at FROM entries WHERE "
         if any_of is None:
             statements = [(select + " AND ".join(where) + tail, [*params, *([limit] if limit is not None else [])])]
         else:
