@@ -234,3 +234,21 @@ def test_ledger_reindex_finds_files_written_behind_the_index(root: Path, tmp_pat
     assert [r["runId"] for r in json.loads(again.stdout)] == ["review-0003", "review-0002"]
     assert "foreign" in json.loads(again.stdout)[0]
     assert not (root / INDEX_STALE).exists()
+
+
+def test_an_index_row_edited_to_pass_never_makes_a_failing_entry_a_prior(
+    root: Path, branches: tuple[Repo, dict[str, str]]
+) -> None:
+    import sqlite3
+
+    repo, shas = branches
+    base = shas["B"]
+    led = Ledger(root)
+    led.put(att(1, base, shas["f1"], status="fail"), HOST)
+    led.put(att(2, base, shas["f2"], dirty=True), HOST)
+    led.close()
+    with sqlite3.connect(root / INDEX_NAME) as conn:  # a same-uid process rewrites the index
+        conn.execute("UPDATE entries SET verdict = 'pass', dirty = 0")
+    fresh = Ledger(root)
+    assert _indexed(repo, fresh, base, shas["f4"]) is None
+    assert _per_entry(repo, fresh, base, shas["f4"]) is None
