@@ -14,7 +14,6 @@ is always a well-formed attestation; reads still go through the bounded reader a
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentreview.host.files import UnreadableFileError, atomic_write_text, read_regular_file
 from agentreview.store.entries import MAX_ENTRY_BYTES, Summary
-from agentreview.store.layout import FOREIGN_DIR, HEX64, LedgerError, LedgerKey, check_key, ledger_slug
+from agentreview.store.layout import FOREIGN_DIR, LedgerError, LedgerKey, check_key, ledger_slug
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentreview.store.index import LedgerIndex
@@ -94,24 +93,15 @@ class ForeignStore:
             self._warn(f"{path}: skipped foreign entry: {exc}")
             return None
 
-    def _files(self, repo_remote: str | None) -> Iterator[Path]:
+    def all(self, repo_remote: str | None = None) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+        """Every readable foreign entry (of ``repo_remote`` when given), newest first by createdAt,
+        as the ledger's index lists them."""
         if not self.root.is_dir():
             return
-        dirs = [self._dir(repo_remote)] if repo_remote is not None else sorted(self.root.glob(f"*/{FOREIGN_DIR}"))
-        for d in dirs:
-            if not d.is_dir() or d.is_symlink():
-                continue
-            for name in sorted(os.listdir(d)):
-                if name.endswith(".json") and HEX64.match(name[:-5]):
-                    yield d / name
-
-    def all(self, repo_remote: str | None = None) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
-        """Every readable foreign entry (of ``repo_remote`` when given), newest first by createdAt."""
-        rows = [r for r in (self._read(p) for p in self._files(repo_remote)) if r is not None]
-        if repo_remote is not None:
-            rows = [r for r in rows if r[0].get("target", {}).get("repoRemote") == repo_remote]
-        rows.sort(key=lambda r: str(r[0].get("createdAt", "")), reverse=True)
-        yield from rows
+        for rel, name, _row in self._index().query({"repo_remote": repo_remote}, foreign=True):
+            found = self._read(self.root / rel / name)
+            if found is not None:
+                yield found
 
     def candidates(self, repo_remote: str, manifest_sha: str, binding: str) -> Iterator[dict[str, Any]]:
         """Raw attestation dicts under ``(repoRemote, manifestSha, binding)``, newest first."""
