@@ -252,3 +252,16 @@ def test_an_index_row_edited_to_pass_never_makes_a_failing_entry_a_prior(
     fresh = Ledger(root)
     assert _indexed(repo, fresh, base, shas["f4"]) is None
     assert _per_entry(repo, fresh, base, shas["f4"]) is None
+
+
+def test_a_long_walk_is_asked_in_chunks_and_merged_newest_first(root: Path) -> None:
+    from agentreview.store.index import ANY_OF_CHUNK
+
+    led = Ledger(root)
+    heads = [f"{n:040x}" for n in range(1, 3 * ANY_OF_CHUNK)]
+    picked = [heads[5], heads[ANY_OF_CHUNK + 7], heads[-1]]  # one in each chunk of the sorted walk
+    for n, head in zip((3, 1, 2), picked, strict=True):
+        led.put(att(n, "1" * 40, head), HOST)
+    led.put(att(9, "1" * 40, "f" * 40), HOST)  # not on the walk
+    got = led.candidates(REMOTE, MSHA, "default", base_sha="1" * 40, heads=heads, passing=True)
+    assert [a.runId for a in got] == ["review-0003", "review-0002", "review-0001"]
