@@ -14,8 +14,10 @@ repository, manifest, binding and base, on heads that are siblings of the review
 worst case for finding a composition prior. The bare remote's notes ref holds ``--notes``
 attestations, one per commit of a side branch of the same repository.
 
-Each row is the median of ``--repeat`` whole processes (a miss gets a new commit each time),
-with the largest peak RSS among them (wait4), beside the bare git commands a step needs.
+Each row is the median of ``--repeat`` whole processes (a miss gets a new commit each time), the
+sizes interleaved round by round (one clone and home per size), with the largest peak RSS among
+them (``/usr/bin/time``), beside the bare git commands a step needs. ``fetch`` of new notes is
+timed once per size (its first batch); the rest is fetched untimed before the later rows.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from agentreview.store.entries import HostInfo, entry_text
 from agentreview.store.layout import LedgerKey, entry_path
 
 BIN = Path(sys.executable).parent
+TIME = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None
 NOTES = "refs/notes/agentreview"
 REVIEWER = """
 import json, os, sys
@@ -82,19 +85,22 @@ class Timed:
         self.rss: list[float] = []
 
     def run(self, argv: Sequence[str], cwd: Path, env: dict[str, str], *, ok: Sequence[int] = (0,)) -> str:
-        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        """Run ``argv`` to the end; its peak RSS comes from ``/usr/bin/time`` (a process started by
+        this one would count this interpreter's memory, copied at the fork, as its own)."""
+        with tempfile.TemporaryDirectory() as scratch:
+            rss_file = Path(scratch) / "rss"
+            wrapped = [TIME, "-f", "%M", "-o", str(rss_file), *argv] if TIME else list(argv)
             start = time.perf_counter()
-            proc = subprocess.Popen(list(argv), cwd=cwd, env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
-            _, status, usage = os.wait4(proc.pid, 0)
+            proc = subprocess.run(wrapped, cwd=cwd, env=env, capture_output=True, stdin=subprocess.DEVNULL,
+                                  timeout=3600)
             self.ms.append((time.perf_counter() - start) * 1000)
-            self.rss.append(usage.ru_maxrss / 1024)
-            proc.returncode = os.waitstatus_to_exitcode(status)
-            out.seek(0)
-            err.seek(0)
-            text = out.read().decode()
             if proc.returncode not in ok:
-                raise SystemExit(f"{' '.join(argv)} exited {proc.returncode}: {err.read().decode()[-2000:]}")
-        return text
+                raise SystemExit(f"{' '.join(argv)} exited {proc.returncode}: {proc.stderr.decode()[-2000:]}")
+            if TIME and rss_file.exists():
+                words = rss_file.read_text().split()
+                if words and words[-1].isdigit():
+                    self.rss.append(int(words[-1]) / 1024)
+        return str(proc.stdout.decode())
 
     @property
     def median(self) -> float:
@@ -105,16 +111,40 @@ class Timed:
         return max(self.rss) if self.rss else float("nan")
 
 
-class Bench:
-    def __init__(self, tmp: Path, notes: int, repeat: int):
-        self.tmp, self.repeat, self.notes = tmp, repeat, notes
-        self.bare, self.clone = tmp / "remote.git", tmp / "clone"
-        self.script = tmp / "reviewer.py"
-        self.branch = 0
+class Site:
+    """One clone of the remote and a home of its own; ``line`` numbers the branches and commits it makes."""
 
-    # ------------------------------------------------------------------ the repository
+    def __init__(self, clone: Path, home: Path, env: dict[str, str]):
+        self.clone, self.home, self.env = clone, home, env
+        self.line = 0
+        self.repo = ""
+        self.rows: dict[str, Timed] = {}
+
+    def step(self, name: str) -> Timed:
+        return self.rows.setdefault(name, Timed())
+
+    def new_line(self) -> str:
+        """A new branch off main with one commit: a head no entry has reviewed, and no prior on its line."""
+        self.line += 1
+        git(self.clone, "switch", "-q", "-c", f"line-{self.line}", "main")
+        return self.commit()
+
+    def commit(self) -> str:
+        self.line += 1
+        (self.clone / f"f{self.line}.txt").write_text(f"{self.line}\n")
+        git(self.clone, "add", "-A")
+        git(self.clone, "commit", "-q", "-m", f"change {self.line}")
+        return git(self.clone, "rev-parse", "HEAD")
+
+
+class Bench:
+    def __init__(self, tmp: Path, notes: int):
+        self.tmp, self.notes = tmp, notes
+        self.bare = tmp / "remote.git"
+        self.script = tmp / "reviewer.py"
 
     def setup(self) -> None:
+        """main (README, rubric, REVIEW.md) and a side branch of ``notes`` commits, pushed to a bare remote."""
         origin = self.tmp / "origin"
         origin.mkdir()
         git(origin, "init", "-q", "-b", "main")
@@ -123,57 +153,36 @@ class Bench:
         (origin / "REVIEW.md").write_text(MANIFEST)
         git(origin, "add", "-A")
         git(origin, "commit", "-q", "-m", "initial")
-        # a side branch of ``notes`` commits (fast-import: seconds for 10,000), annotated later
         base = git(origin, "rev-parse", "HEAD")
         stream = [f"reset refs/heads/history\nfrom {base}\n"]
-        for n in range(self.notes):
+        for n in range(self.notes):  # fast-import: seconds for 10,000 commits
             msg = f"history {n}"
             stream.append(f"commit refs/heads/history\nmark :{n + 1}\n"
                           f"committer b <b@example.com> {1700000000 + n} +0000\ndata {len(msg)}\n{msg}\n")
         git(origin, "fast-import", "--quiet", data="".join(stream).encode())
         git(self.tmp, "init", "-q", "--bare", "-b", "main", str(self.bare))
         git(origin, "push", "-q", str(self.bare), "main", "history")
-        git(self.tmp, "clone", "-q", str(self.bare), str(self.clone))
-        git(self.clone, "fetch", "-q", "origin", "history:history")
         self.script.write_text(REVIEWER)
 
-    def env(self, home: Path) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTREVIEW_")}
-        env.update(GIT_ENV)
-        env.update({"AGENTREVIEW_HOME": str(home), "CI": "true", "PYTHONPYCACHEPREFIX": str(self.tmp / "pycache")})
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
-        return env
-
-    def home(self, name: str) -> Path:
-        home = self.tmp / name
+    def site(self, name: str) -> Site:
+        home = self.tmp / f"home-{name}"
         home.mkdir()
         (home / "presets.toml").write_text(
             f'[presets.rev]\nprovider = "exec"\ncommand = {json.dumps([sys.executable, str(self.script)])}\n'
         )
-        return home
+        clone = self.tmp / f"clone-{name}"
+        git(self.tmp, "clone", "-q", str(self.bare), str(clone))
+        git(clone, "fetch", "-q", "origin", "history:history")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTREVIEW_")}
+        env.update(GIT_ENV)
+        env.update({"AGENTREVIEW_HOME": str(home), "CI": "true", "PYTHONPYCACHEPREFIX": str(self.tmp / "pycache")})
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        return Site(clone, home, env)
 
-    def new_line(self) -> str:
-        """A new branch off main with one commit: a head no entry has reviewed, and no prior on its line."""
-        self.branch += 1
-        git(self.clone, "switch", "-q", "-c", f"line-{self.branch}", "main")
-        return self.commit()
-
-    def commit(self) -> str:
-        self.branch += 1
-        (self.clone / f"f{self.branch}.txt").write_text(f"{self.branch}\n")
-        git(self.clone, "add", "-A")
-        git(self.clone, "commit", "-q", "-m", f"change {self.branch}")
-        return git(self.clone, "rev-parse", "HEAD")
-
-    def agentreview(self, *args: str) -> list[str]:
-        return [str(BIN / "agentreview"), *args]
-
-    # ------------------------------------------------------------------ filling a home
-
-    def notes_ref(self, template: dict) -> None:
+    def notes_ref(self, site: Site, template: dict) -> None:
         """``notes`` attestations pushed to the bare remote, one per commit of the side branch."""
-        commits = git(self.clone, "rev-list", "--reverse", "history").split()[1:]  # main's commit excluded
-        base = git(self.clone, "rev-parse", "main")
+        commits = git(site.clone, "rev-list", "--reverse", "history").split()[1:]  # main's commit excluded
+        base = git(site.clone, "rev-parse", "main")
         stream = []
         for n, commit in enumerate(commits[: self.notes]):
             att = copy_of(template, base, commit, f"review-note{n:06d}", f"2024-06-01T00:00:00.{n % 1000:03d}Z")
@@ -181,9 +190,13 @@ class Bench:
             stream.append(f"blob\nmark :{n + 1}\ndata {len(line)}\n".encode() + line + b"\n")
         stream.append(b"commit " + NOTES.encode() + b"\ncommitter b <b@example.com> 1700000000 +0000\ndata 5\nnotes\n")
         stream.extend(f"N :{n + 1} {commit}\n".encode() for n, commit in enumerate(commits[: self.notes]))
-        git(self.clone, "fast-import", "--quiet", data=b"".join(stream))
-        git(self.clone, "push", "-q", "origin", NOTES)
-        git(self.clone, "update-ref", "-d", NOTES)
+        git(site.clone, "fast-import", "--quiet", data=b"".join(stream))
+        git(site.clone, "push", "-q", "origin", NOTES)
+        git(site.clone, "update-ref", "-d", NOTES)
+
+
+def agentreview(*args: str) -> list[str]:
+    return [str(BIN / "agentreview"), *args]
 
 
 def copy_of(template: dict, base: str, head: str, run_id: str, created: str) -> dict:
@@ -207,81 +220,77 @@ def populate(root: Path, template: dict, host: HostInfo, count: int) -> None:
         path.write_text(entry_text(att, host))
 
 
-def make_template(bench: Bench) -> dict:
-    """The attestation one real agent-lane run records (in a scratch home): what every copy is made of."""
-    home = bench.home("home-template")
-    bench.new_line()
-    first = json.loads(Timed().run(bench.agentreview("run", "--json", "--binding", "agent"), bench.clone,
-                                   bench.env(home)))
+def make_template(bench: Bench) -> tuple[Site, dict]:
+    """The attestation one real agent-lane run records (in a scratch site): what every copy is made of."""
+    site = bench.site("template")
+    site.new_line()
+    first = json.loads(Timed().run(agentreview("run", "--json", "--binding", "agent"), site.clone, site.env))
     template: dict = json.loads(Path(first["ledgerPath"]).read_text())["attestation"]
-    return template
+    return site, template
 
 
-def measure_size(bench: Bench, size: int, template: dict) -> dict[str, Timed]:
-    """Every step at one ledger size."""
-    home = bench.home(f"home-{size}")
-    env = bench.env(home)
-    run = bench.agentreview
-    rows: dict[str, Timed] = {}
-
-    def step(name: str) -> Timed:
-        return rows.setdefault(name, Timed())
-
-    # one real run records the first entry (and, the first time, the template of all the others)
-    bench.new_line()
-    first = json.loads(Timed().run(run("run", "--json", "--binding", "agent"), bench.clone, env))
+def fill(bench: Bench, size: int, template: dict) -> Site:
+    """A site whose ledger holds ``size`` entries: one real run, and copies of the template."""
+    site = bench.site(str(size))
+    site.new_line()
+    first = json.loads(Timed().run(agentreview("run", "--json", "--binding", "agent"), site.clone, site.env))
     entry = json.loads(Path(first["ledgerPath"]).read_text())
     host = HostInfo.from_json(entry["host"])
-    repo = entry["attestation"]["target"]["repoRemote"]
+    site.repo = entry["attestation"]["target"]["repoRemote"]
     base = entry["attestation"]["target"]["baseSha"]
     tmpl = copy_of(template, base, "0" * 40, "review-template", "2025-01-01T00:00:00.000Z")
-    tmpl["target"]["repoRemote"] = repo
+    tmpl["target"]["repoRemote"] = site.repo
     t0 = time.perf_counter()
-    populate(home / "reviews", tmpl, host, max(0, size - 1))
-    Timed().run(run("ledger", "--reindex", "--limit", "1"), bench.clone, env)
+    populate(site.home / "reviews", tmpl, host, max(0, size - 1))
+    Timed().run(agentreview("ledger", "--reindex", "--limit", "1"), site.clone, site.env)
     print(f"  {size:,} entries written and indexed in {time.perf_counter() - t0:.1f} s", flush=True)
+    return site
 
-    for _ in range(bench.repeat):
-        # agent lane, no prior on this line (every copy is a passing sibling on the same base)
-        bench.new_line()
-        step("miss, agent lane, no prior").run(run("run", "--json", "--binding", "agent"), bench.clone, env)
-        step("first `ledger` after a write").run(run("ledger"), bench.clone, env)
-        # agent lane composed on the run just recorded on this line
-        bench.commit()
-        out = step("miss, agent lane, with a prior").run(run("run", "--json", "--binding", "agent"), bench.clone, env)
-        if "composedFrom" not in json.loads(out)["attestation"]["lanes"][0]:
-            raise SystemExit("the agent lane did not compose on its prior: the bench measures the wrong thing")
-        step("hit").run(run("run", "--json", "--binding", "agent"), bench.clone, env)
-        bench.commit()
-        step("miss, command lane").run(run("run", "--json", "--binding", "cmd"), bench.clone, env)
-        step("`ledger`").run(run("ledger"), bench.clone, env)
-        step("`ledger --repo`").run(run("ledger", "--repo", repo), bench.clone, env)
-        step("MCP review_ledger(cwd)").run(
-            [sys.executable, "-c", "import sys; from agentreview.mcp.queries import review_ledger; "
-             "review_ledger(cwd=sys.argv[1], include_running=True, running=lambda repo: [])", str(bench.clone)],
-            bench.clone, env,
-        )
-        step("git floor: `git status`").run(["git", "status", "--porcelain"], bench.clone, env)
-        step("git floor: `git rev-list --first-parent -n 1000`").run(
-            ["git", "rev-list", "--first-parent", "-n", "1000", "HEAD"], bench.clone, env)
 
-    if bench.notes:
-        step("git floor: bare `git fetch` of the notes ref").run(
-            ["git", "fetch", "-q", "origin", f"+{NOTES}:refs/notes/bench-floor"], bench.clone, env)
-        git(bench.clone, "update-ref", "-d", "refs/notes/bench-floor")
-        step("`fetch`, new notes").run(run("fetch", "--remote", "origin"), bench.clone, env)
-        for _ in range(bench.notes // 1000 + 2):  # the rest of the notes (a fetch reads a bounded batch)
-            Timed().run(run("fetch", "--remote", "origin"), bench.clone, env)
-        for _ in range(bench.repeat):
-            step("`fetch`, nothing new").run(run("fetch", "--remote", "origin"), bench.clone, env)
-            step("git floor: bare `git fetch`, nothing new").run(
-                ["git", "fetch", "-q", "origin", f"+{NOTES}:{NOTES}"], bench.clone, env, ok=(0, 1))
-            bench.new_line()
-            step(f"miss, agent lane, no prior, {bench.notes:,} imported").run(
-                run("run", "--json", "--binding", "agent"), bench.clone, env)
-            step(f"`ledger`, {bench.notes:,} imported").run(run("ledger"), bench.clone, env)
-        git(bench.clone, "update-ref", "-d", NOTES)  # the next size fetches them all again
-    return rows
+def one_round(site: Site) -> None:
+    """Each step once at this site's size (a miss on a new commit)."""
+    run, cwd, env = agentreview, site.clone, site.env
+    site.new_line()  # agent lane, no prior on this line (every copy is a passing sibling on the same base)
+    site.step("miss, agent lane, no prior").run(run("run", "--json", "--binding", "agent"), cwd, env)
+    site.step("first `ledger` after a write").run(run("ledger"), cwd, env)
+    site.commit()  # agent lane composed on the run just recorded on this line
+    out = site.step("miss, agent lane, with a prior").run(run("run", "--json", "--binding", "agent"), cwd, env)
+    if "composedFrom" not in json.loads(out)["attestation"]["lanes"][0]:
+        raise SystemExit("the agent lane did not compose on its prior: the bench measures the wrong thing")
+    site.step("hit").run(run("run", "--json", "--binding", "agent"), cwd, env)
+    site.commit()
+    site.step("miss, command lane").run(run("run", "--json", "--binding", "cmd"), cwd, env)
+    site.step("`ledger`").run(run("ledger"), cwd, env)
+    site.step("`ledger --repo`").run(run("ledger", "--repo", site.repo), cwd, env)
+    site.step("MCP review_ledger(cwd), one process").run(
+        [sys.executable, "-c", "import sys; from agentreview.mcp.queries import review_ledger; "
+         "review_ledger(cwd=sys.argv[1], include_running=True, running=lambda repo: [])", str(cwd)], cwd, env)
+    site.step("git floor: `git status`").run(["git", "status", "--porcelain"], cwd, env)
+    site.step("git floor: `git rev-list --first-parent -n 1000`").run(
+        ["git", "rev-list", "--first-parent", "-n", "1000", "HEAD"], cwd, env)
+
+
+def first_fetch(site: Site, notes: int) -> None:
+    """The bare git fetch of the notes ref, then ``fetch`` of every note (the first one timed)."""
+    site.step("git floor: bare `git fetch` of the notes ref").run(
+        ["git", "fetch", "-q", "origin", f"+{NOTES}:refs/notes/bench-floor"], site.clone, site.env)
+    git(site.clone, "update-ref", "-d", "refs/notes/bench-floor")
+    site.step("`fetch`, new notes (the first one)").run(
+        agentreview("fetch", "--remote", "origin"), site.clone, site.env)
+    for _ in range(notes // 1000 + 2):  # the rest of the notes (a fetch reads a bounded batch)
+        Timed().run(agentreview("fetch", "--remote", "origin"), site.clone, site.env)
+
+
+def imported_round(site: Site, notes: int) -> None:
+    """With every note imported: an unchanged fetch, a miss and ``ledger``."""
+    run, cwd, env = agentreview, site.clone, site.env
+    site.step("`fetch`, nothing new").run(run("fetch", "--remote", "origin"), cwd, env)
+    site.step("git floor: bare `git fetch`, nothing new").run(
+        ["git", "fetch", "-q", "origin", f"+{NOTES}:{NOTES}"], cwd, env, ok=(0, 1))
+    site.new_line()
+    site.step(f"miss, agent lane, no prior, {notes:,} imported").run(
+        run("run", "--json", "--binding", "agent"), cwd, env)
+    site.step(f"`ledger`, {notes:,} imported").run(run("ledger"), cwd, env)
 
 
 def table(sizes: Sequence[int], results: dict[int, dict[str, Timed]]) -> str:
@@ -311,18 +320,30 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
 
     tmp = Path(tempfile.mkdtemp(prefix="agentreview-scale-"))
-    bench = Bench(tmp, args.notes, args.repeat)
-    results: dict[int, dict[str, Timed]] = {}
+    bench = Bench(tmp, args.notes)
     try:
         bench.setup()
-        template = make_template(bench)
+        scratch, template = make_template(bench)
         if args.notes:
-            bench.notes_ref(template)
+            bench.notes_ref(scratch, template)
+        sites = {}
         for size in sizes:
             print(f"ledger of {size:,} entries", flush=True)
-            results[size] = measure_size(bench, size, template)
+            sites[size] = fill(bench, size, template)
+        # the sizes interleaved round by round: a change of machine load falls on all of them
+        for n in range(args.repeat):
+            print(f"round {n + 1} of {args.repeat}", flush=True)
+            for size in sizes:
+                one_round(sites[size])
+        if args.notes:
+            for size in sizes:
+                print(f"fetching {args.notes:,} notes at {size:,} entries", flush=True)
+                first_fetch(sites[size], args.notes)
+            for _ in range(args.repeat):
+                for size in sizes:
+                    imported_round(sites[size], args.notes)
         print()
-        print(table(sizes, results))
+        print(table(sizes, {size: site.rows for size, site in sites.items()}))
     finally:
         if args.keep:
             print(f"kept {tmp}")
