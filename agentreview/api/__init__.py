@@ -89,6 +89,7 @@ _EXPORTS: dict[str, str] = {
     "home_dir": "agentreview.host.home",
     "pack_cache_dir": "agentreview.host.home",
     "load_config": "agentreview.host.home",
+    "lane_env": "agentreview.host.secrets",
     # child processes: one process group each, bounded, killed with the host
     "run_process_group": "agentreview.host.procs.group",
     "ProcessResult": "agentreview.host.procs.group",
@@ -147,6 +148,7 @@ __all__ = [
     "fresh_dir",
     "home_dir",
     "hookimpl",
+    "lane_env",
     "link_if_exists",
     "load_config",
     "loads_strict",

@@ -6,31 +6,72 @@ it the command says in one line how to install it (exit 3). No other command imp
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
 
 from agentreview.cli.helptext import epilog
+from agentreview.mcp.runs import DEFAULT_MAX_RUNS  # no SDK import: --help works without the extra
 
 
 def register(app: typer.Typer) -> None:
     @app.command(
         "mcp",
-        epilog=epilog(["agentreview mcp", "claude mcp add agentreview -- agentreview mcp"], [0]),
+        epilog=epilog(
+            [
+                "agentreview mcp",
+                "claude mcp add agentreview -- agentreview mcp",
+                "agentreview mcp --root ~/src/other-repo --max-runs 4",
+            ],
+            [0],
+        ),
     )
-    def mcp() -> int:
-        """Serve review_run, review_status, review_cancel, review_ledger, review_export (and review_pr)
-        to an agent over the Model Context Protocol on stdin/stdout."""
+    def mcp(
+        roots: Annotated[
+            list[Path] | None,
+            typer.Option(
+                "--root",
+                metavar="DIR",
+                help="Also work inside DIR when the client declares no roots (repeatable); by default only the "
+                "directory the server was started in.",
+            ),
+        ] = None,
+        max_runs: Annotated[
+            int,
+            typer.Option("--max-runs", metavar="N", help="Reviews this server may have running at once (1-1000)."),
+        ] = DEFAULT_MAX_RUNS,
+        cancel_any: Annotated[
+            bool,
+            typer.Option(
+                "--cancel-any",
+                help="Let review_cancel cancel any run of this host, not only the ones this server started.",
+            ),
+        ] = False,
+    ) -> int:
+        """Serve review_run, review_status, review_cancel, review_ledger, review_export, review_presets (and
+        review_pr) to an agent over the Model Context Protocol on stdin/stdout, confined to the client's roots."""
         import importlib.util
 
         from agentreview.mcp import INSTALL_HINT
-        from agentreview.model.errors import AgentreviewError
+        from agentreview.model.errors import AgentreviewError, UsageError
 
+        if not 1 <= max_runs <= 1000:
+            raise UsageError(f"--max-runs {max_runs} must be between 1 and 1000")
+        start = Path.cwd()
+        extra = []
+        for root in roots or []:
+            path = (start / root.expanduser()).resolve()
+            if not path.is_dir():
+                raise UsageError(f"--root {root} is not a directory")
+            extra.append(path)
         try:  # the 2.x SDK's server; an older or foreign `mcp` is as good as none
             found = importlib.util.find_spec("mcp.server.mcpserver") is not None
         except ImportError:
             found = False
         if not found:
             raise AgentreviewError(INSTALL_HINT)
-        from agentreview.mcp.server import serve
+        from agentreview.mcp.server import ServeOptions, serve
 
-        serve()
+        serve(ServeOptions(start=start, roots=tuple(extra), max_runs=max_runs, cancel_any=cancel_any))
         return 0

@@ -1,6 +1,7 @@
 """``agentreview presets``: every reviewer preset this host knows, and whether it can run.
 
-Lists the built-in presets (one per registered provider, even when its CLI is
+The rows are :func:`agentreview.reviewers.catalog.preset_rows` (what the MCP ``review_presets``
+answers too): the built-in presets (one per registered provider, even when its CLI is
 missing) and the user presets of ``$AGENTREVIEW_HOME/presets.toml``, with the status
 of the CLI each preset runs (its ``binary =`` option honoured): installed, usable
 (version found and every flag it needs listed by the CLI's help), the version and a
@@ -16,35 +17,11 @@ against a local server that refuses every request) and reports ``usable``,
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from agentreview.cli.helptext import epilog
-
-
-def _status(provider: Any, spec: Any) -> dict[str, Any]:
-    if provider is None:
-        return {"installed": False, "usable": False, "version": None, "detail": "no plugin registers this provider"}
-    try:
-        preset_status = getattr(provider, "preset_status", None)
-        st = preset_status(spec) if preset_status else provider.status()
-    except Exception as exc:  # a provider's bug must not hide the other presets
-        return {"installed": False, "usable": False, "version": None, "detail": f"status failed: {exc}"}
-    return {"installed": st.installed, "usable": st.usable, "version": st.version, "detail": st.detail}
-
-
-def _probe(provider: Any, spec: Any, status: dict[str, Any]) -> str:
-    if provider is None:
-        return f"missing: {status['detail']}"
-    try:
-        probe = getattr(provider, "probe", None)
-        found = probe(spec) if probe else None
-    except Exception as exc:  # a provider's bug must not hide the other presets
-        return f"probe failed: {type(exc).__name__}: {exc}"
-    if isinstance(found, str) and found:
-        return found
-    return "usable" if status["usable"] else f"missing: {status['detail']}"
 
 
 def register(app: typer.Typer) -> None:
@@ -64,31 +41,9 @@ def register(app: typer.Typer) -> None:
         ] = False,
     ) -> int:
         """List reviewer presets, their provider, and whether the CLI each one runs is installed and usable."""
-        from agentreview.host.home import home_dir
-        from agentreview.host.presets import load_presets
-        from agentreview.plugins.registry import load_registry
+        from agentreview.reviewers.catalog import preset_rows
 
-        registry = load_registry()
-        for warning in registry.warnings:
-            typer.echo(f"agentreview presets: warning: {warning}", err=True)
-        providers = registry.objects("providers")
-        found = load_presets(home_dir(), providers)
-        statuses: dict[tuple[str, str], dict[str, Any]] = {}
-        rows = []
-        for spec in sorted(found.values(), key=lambda s: (not s.builtin, s.name)):
-            key = (spec.provider, str(spec.options.get("binary") or ""))
-            if key not in statuses:
-                statuses[key] = _status(providers.get(spec.provider), spec)
-            row = {
-                "name": spec.name,
-                "provider": spec.provider,
-                "model": spec.model,
-                "source": "builtin" if spec.builtin else "user",
-                **statuses[key],
-            }
-            if probe:
-                row["probe"] = _probe(providers.get(spec.provider), spec, statuses[key])
-            rows.append(row)
+        rows = preset_rows(probe, warn=lambda warning: typer.echo(f"agentreview presets: warning: {warning}", err=True))
         if as_json:
             typer.echo(json.dumps(rows, indent=2))
             return 0

@@ -45,6 +45,7 @@ class LaneContext:
     requester_session_id: str | None = None
     home: Path | None = None
     authored_by: frozenset[str] = frozenset()
+    withheld_env: frozenset[str] | None = None  # the host's own variables (agentreview.host.secrets)
 
 
 def _missing_executor_error(kind: str, headless: bool) -> str:
@@ -77,6 +78,7 @@ def _request(plan: LanePlan, ctx: LaneContext) -> LaneRequest:
         requester_session_id=ctx.requester_session_id,
         home=ctx.home,
         authored_by=ctx.authored_by,
+        withheld_env=ctx.withheld_env,
     )
 
 

@@ -46,7 +46,10 @@ class FrozenRange:
 
 
 def prepare_context(plan: RunPlan, run_dir: Path, cancel: threading.Event, tree: LaneTree) -> LaneContext:
-    """What prepare steps see: the host values, no head yet; the tree they (and the lanes) run in."""
+    """What prepare steps see: the host values, no head yet; the tree they (and the lanes) run in; never
+    the host's own variables (a bad ``[lanes]`` in config.toml stops the run here, before anything runs)."""
+    from agentreview.host.secrets import withheld_names
+
     return LaneContext(
         review_id=plan.review_id,
         repo_root=tree.root,
@@ -60,6 +63,7 @@ def prepare_context(plan: RunPlan, run_dir: Path, cancel: threading.Event, tree:
         requester_session_id=plan.host.session_id,
         home=plan.host.home,
         authored_by=plan.flags.authored_by,
+        withheld_env=withheld_names(plan.host.home),
     )
 
 

@@ -117,13 +117,27 @@ REVIEW_PR = ToolText(
     open_world=True,
 )
 
+REVIEW_PRESETS = ToolText(
+    title="List reviewer presets",
+    description=(
+        "Call to see which reviewer presets agent lanes can name and whether each can run on this host: "
+        "{total, presets: [{name, provider, model, source: builtin|user, installed, usable, version, detail}]}. "
+        "detail says why a preset is not usable (CLI missing, too old, a flag it needs absent). With probe=true "
+        "each preset's CLI is also started as a lane would start it, against a local server that refuses every "
+        "request (no paid model call), and probe says 'usable', 'would fall back: <why>', 'would stop: <why>' or "
+        "'missing: <fix>'. Useful before review_run, or when an agent lane was skipped or fell back."
+    ),
+    # It reads the host's presets and CLIs; a probe starts a CLI against a local server, changing nothing.
+    read_only=True,
+    idempotent=True,
+)
 
 def arg(text: str) -> Any:
     """One argument's description, as the tool's input schema shows it."""
     return Field(description=text)
 
 
-CWD_RUN = arg("Absolute path of the repository to review (any directory inside it).")
+CWD_RUN = arg("Absolute path of the repository to review (any directory inside it), inside the client's roots.")
 MANIFEST = arg("REVIEW.md to use, absolute or relative to cwd (default: the repository root's).")
 BINDING_RUN = arg("Which binding (set of lanes) of REVIEW.md to run; default: the only one, else 'default'.")
 BASE = arg("Base ref or sha of the range (default: the merge-base with the manifest's target.base).")
@@ -148,10 +162,14 @@ LIMIT = Field(ge=1, le=500, description="At most this many rows (1-500).")
 EXPORT_RUN_ID = arg("The review to export (a runId from review_run or review_ledger).")
 RANGE_SHA = arg("With repoRemote: the 64-hex rangeSha of the review (from review_ledger).")
 BINDING_EXPORT = arg("Which binding, when several reviews of the range match.")
-OUT_PATH = arg("Write the file here instead (a relative path: against cwd, else the repository root).")
+OUT_PATH = arg(
+    "Write the file here instead (a relative path: against cwd, else the repository root); it must lie inside "
+    "the repository's export folder or the client's roots, with no '..' and no link on the way."
+)
 CWD_EXPORT = arg("Absolute path that a relative outPath is resolved against.")
 PR_RUN_ID = arg("The review to link (a runId).")
 PR_RANGE_SHA = arg("The review's 64-hex rangeSha (from review_ledger).")
 PR_RANGE = arg("The review's range: BASE..HEAD (refs need cwd) or a 64-hex rangeSha.")
 PR_CWD = arg("Absolute path of the repository; alone, the newest review of its HEAD is linked.")
 PR_URL = arg("The pull request's URL (https://github.com/owner/name/pull/N), when it is not found by head.")
+PROBE = arg("Also start each preset's CLI against a local server that refuses every request (slower; no model call).")

@@ -6,12 +6,14 @@ return the reply dict or raise :class:`~agentreview.mcp.args.ToolFailure`.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agentreview.mcp import args
+from agentreview.mcp import args, confine
 from agentreview.mcp.args import ToolFailure
+from agentreview.mcp.confine import Roots
 
 # Running rows come from the run registry; None until it can be imported (see runs.py).
 RunningRows = Callable[[str | None], list[dict[str, Any]]]
@@ -27,6 +29,7 @@ def review_ledger(
     include_running: bool = False,
     limit: int = 50,
     running: RunningRows | None = None,
+    roots: Roots | None = None,
 ) -> dict[str, Any]:
     """``{total, attestations}``: running rows first (with ``include_running``), then settled, newest first."""
     from agentreview.host.git import normalize_remote
@@ -36,6 +39,8 @@ def review_ledger(
     if not 1 <= limit <= 500:
         raise ToolFailure(f"limit {limit} must be between 1 and 500")
     root = args.directory(cwd)
+    if roots is not None:
+        roots.directory(root)
     repo = normalize_remote(repo_remote) if repo_remote else (args.repo_identity(root) if root else None)
     rsha = args.range_sha(range_, root) if range_ else None
     rows: list[dict[str, Any]] = []
@@ -62,14 +67,20 @@ def review_export(
     binding: str | None = None,
     out_path: str | None = None,
     cwd: str | None = None,
+    roots: Roots | None = None,
 ) -> dict[str, Any]:
-    """Write a recorded attestation as an export file (reference-notes 2.14); ``{path, runId, verdict}``."""
+    """Write a recorded attestation as an export file (reference-notes 2.14); ``{path, runId, verdict}``.
+
+    With ``roots`` (the server always passes them) ``cwd`` must lie inside one, and ``outPath`` inside
+    the repository's export folder or a root; the file is written following no link (:mod:`.confine`)."""
     from agentreview.host.git import normalize_remote
     from agentreview.host.home import ledger_root
-    from agentreview.store.export import recorded_export_target, write_export
+    from agentreview.store.export import recorded_export_target
     from agentreview.store.ledger import Ledger
 
     root = args.directory(cwd)
+    if roots is not None:
+        roots.directory(root)
     if run_id:
         args.run_id(run_id)
         filters: dict[str, Any] = {"run_id": run_id}
@@ -94,19 +105,19 @@ def review_export(
     if entry is None:
         raise ToolFailure(f"ledger entry {rows[0].path} cannot be read; re-run the review")
     att = entry.attestation
-    if out_path:
-        given = Path(out_path).expanduser()
-        target = given if given.is_absolute() else (root or Path(entry.host.repo_root)) / given
-    else:
-        try:
-            recorded = recorded_export_target(entry)
-        except ValueError as exc:
-            raise ToolFailure(f"{exc}; pass outPath") from exc
-        if recorded is None:
-            raise ToolFailure("`outPath` is required (the manifest declares no `verdict.exportDir`)")
-        target = recorded
+    repo_root = Path(entry.host.repo_root)
     try:
-        path = write_export(att, target.resolve())
-    except OSError as exc:
-        raise ToolFailure(f"cannot write {target}: {exc.strerror or exc}") from exc
+        recorded = recorded_export_target(entry)
+    except ValueError as exc:
+        if not out_path:
+            raise ToolFailure(f"{exc}; pass outPath") from exc
+        recorded = None  # an exportDir that escapes the repository allows nothing
+    if out_path:
+        base, parts = confine.export_base(out_path, root or repo_root, roots, recorded and recorded.parent)
+    elif recorded is None:
+        raise ToolFailure("`outPath` is required (the manifest declares no `verdict.exportDir`)")
+    else:
+        base = Path(os.path.realpath(repo_root))
+        parts = Path(os.path.relpath(recorded, base)).parts
+    path = confine.write_below(base, parts, att.export_text().encode("utf-8"))
     return {"path": str(path), "runId": att.runId, "verdict": att.verdict}

@@ -10,6 +10,7 @@ record until the run settles, reporting each finished lane as progress.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -67,7 +68,12 @@ class RunRequest:
         return out
 
     def env(self) -> dict[str, str]:
-        env = dict(os.environ)
+        """The run's environment: the server's, without the variables it keeps for itself (the GitHub
+        token ``review_pr`` uses, ``[lanes].withhold_env``: :mod:`agentreview.host.secrets`), with the
+        requester's session id."""
+        from agentreview.host.secrets import lane_env
+
+        env = lane_env()
         for name in ENV_SESSIONS:
             env.pop(name, None)
         requester = self.requester or next((os.environ[n] for n in ENV_SESSIONS if os.environ.get(n)), None)
@@ -83,11 +89,49 @@ def registry() -> RunRegistry:
     return RunRegistry(home_dir())
 
 
-def start(request: RunRequest) -> str:
-    """Start the run detached; its runId."""
-    from agentreview.runs.detach import start_detached
+DEFAULT_MAX_RUNS = 8  # agentreview mcp --max-runs
 
-    return str(start_detached(request.cli_args(), env=request.env()))
+
+class RunBook:
+    """The runs this server started: at most ``max_runs`` in flight, and (unless ``cancel_any``) the only
+    ones ``review_cancel`` may stop. A stdio server serves one client, so this is that client's book."""
+
+    def __init__(self, max_runs: int = DEFAULT_MAX_RUNS, cancel_any: bool = False) -> None:
+        self.max_runs = max_runs
+        self.cancel_any = cancel_any
+        self.started: set[str] = set()
+        self._in_flight: set[str] = set()
+        self._lock = threading.Lock()
+
+    def start(self, request: RunRequest) -> str:
+        """Start the run detached and note it; a :class:`ToolFailure` when ``max_runs`` are still running."""
+        from agentreview.runs.detach import start_detached
+
+        with self._lock:
+            for run_id in list(self._in_flight):
+                current = poll(run_id)
+                if current is not None and current.get("status") in SETTLED:
+                    self._in_flight.discard(run_id)
+            if len(self._in_flight) >= self.max_runs:
+                raise ToolFailure(
+                    f"{len(self._in_flight)} reviews this server started are still running (the limit is "
+                    f"{self.max_runs}, agentreview mcp --max-runs): wait for one (review_status) or cancel one "
+                    "(review_cancel), then call review_run again"
+                )
+            run_id = str(start_detached(request.cli_args(), env=request.env()))
+            self.started.add(run_id)
+            self._in_flight.add(run_id)
+            return run_id
+
+    def cancel(self, run_id: str) -> dict[str, Any]:
+        """``review_cancel``: only a run this server started, unless it was started with ``--cancel-any``."""
+        args.run_id(run_id)
+        if not self.cancel_any and run_id not in self.started:
+            raise ToolFailure(
+                f"review run '{run_id}' was not started by this server, which cancels only its own runs "
+                "(start it with agentreview mcp --cancel-any to cancel any run of this host)"
+            )
+        return dict(registry().cancel(run_id))
 
 
 def view(run_id: str) -> dict[str, Any]:
@@ -97,10 +141,6 @@ def view(run_id: str) -> dict[str, Any]:
     if found is None:
         raise ToolFailure(f"review run '{run_id}' not found")
     return dict(found)
-
-
-def cancel(run_id: str) -> dict[str, Any]:
-    return dict(registry().cancel(run_id))
 
 
 def running_rows(repo: str | None) -> list[dict[str, Any]]:

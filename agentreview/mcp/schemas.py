@@ -105,6 +105,13 @@ PR_LINK: JSON = obj(
     },
 )
 
+PRESET_ROW: JSON = obj(
+    {"name": STRING, "provider": STRING, "source": {"type": "string", "enum": ["builtin", "user"]},
+     "installed": BOOLEAN, "usable": BOOLEAN},
+    {"model": NULLABLE_STRING, "version": NULLABLE_STRING, "detail": NULLABLE_STRING, "probe": STRING},
+)  # fmt: skip
+PRESETS: JSON = obj({"total": {"type": "integer", "minimum": 0}, "presets": {"type": "array", "items": PRESET_ROW}})
+
 OUTPUT: dict[str, JSON] = {
     "review_run": RUN_VIEW,
     "review_status": RUN_VIEW,
@@ -112,6 +119,7 @@ OUTPUT: dict[str, JSON] = {
     "review_ledger": LEDGER,
     "review_export": EXPORT,
     "review_pr": PR_LINK,
+    "review_presets": PRESETS,
 }
 
 # Argument names as a person reads them (the SDK would title `manifestPath` "Manifestpath").
@@ -135,6 +143,7 @@ TITLES = {
     "rangeSha": "Range sha",
     "outPath": "Output path",
     "prUrl": "Pull request URL",
+    "probe": "Probe each CLI",
 }
 
 

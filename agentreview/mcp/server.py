@@ -13,18 +13,22 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp_types import CallToolResult, NotificationParams, TextContent, ToolAnnotations
 
 from agentreview import __version__
 from agentreview.mcp import args, queries, runs, schemas, wire
 from agentreview.mcp import descriptions as d
+from agentreview.mcp.confine import ClientRoots, Roots
 from agentreview.model.digests import json_text
 from agentreview.model.errors import AgentreviewError
 from agentreview.report.neutral import printable
@@ -66,6 +70,14 @@ def checked(check: Callable[..., T], *a: Any, **kw: Any) -> T:
         raise ToolError(f"internal error: {type(exc).__name__}: {exc}") from exc
 
 
+async def checked_async(fn: Callable[..., Any], *a: Any) -> Any:
+    """``await fn(...)``, with a failure turned into the tool's error result (as :func:`checked`)."""
+    try:
+        return await fn(*a)
+    except AgentreviewError as exc:
+        raise ToolError(str(exc)) from exc
+
+
 async def in_thread(fn: Callable[..., T], *a: Any, **kw: Any) -> T:
     """Run ``fn`` in a worker thread; a failure becomes the tool's error result, one line."""
     return await anyio.to_thread.run_sync(functools.partial(checked, fn, *a, **kw))
@@ -96,6 +108,37 @@ def declared(text: d.ToolText) -> dict[str, Any]:
     return {"title": text.title, "description": text.description, "annotations": hints}
 
 
+@dataclass(frozen=True)
+class ServeOptions:
+    """``agentreview mcp``'s command line: where a client without roots may work, and the run limits."""
+
+    start: Path = field(default_factory=Path.cwd)
+    roots: tuple[Path, ...] = ()
+    max_runs: int = runs.DEFAULT_MAX_RUNS
+    cancel_any: bool = False
+
+
+def _roots_reader(options: ServeOptions) -> tuple[ClientRoots, Callable[[Context], Any]]:
+    """The server's roots (:mod:`agentreview.mcp.confine`), and how a call reads the ones it is confined to."""
+    confinement = ClientRoots(Roots.of_server(options.start, options.roots))
+
+    async def roots_of(ctx: Context) -> Roots:
+        """The roots this call is confined to: the client's when it has the roots capability."""
+        session = ctx.session
+        caps = session.client_capabilities
+        has_roots = caps is not None and caps.roots is not None
+
+        async def ask() -> Iterable[str]:
+            with warnings.catch_warnings():  # roots are deprecated from protocol 2026-07-28, still served
+                warnings.simplefilter("ignore")
+                listed = await session.list_roots()
+            return [str(root.uri) for root in listed.roots]
+
+        return await confinement.current(has_roots, ask)
+
+    return confinement, roots_of
+
+
 def tool(tools: list[Tool], text: d.ToolText) -> Callable[[F], F]:
     """Declare ``fn`` as a tool: its words and hints from ``text``, its input schema the SDK's made strict
     (:func:`schemas.strict_input`), its output schema :data:`schemas.OUTPUT`'s."""
@@ -110,8 +153,11 @@ def tool(tools: list[Tool], text: d.ToolText) -> Callable[[F], F]:
     return register
 
 
-def build() -> MCPServer:
+def build(options: ServeOptions | None = None) -> MCPServer:
+    options = options or ServeOptions()
     tools: list[Tool] = []
+    book = runs.RunBook(options.max_runs, options.cancel_any)
+    confinement, roots_of = _roots_reader(options)
 
     @tool(tools, d.REVIEW_RUN)
     async def review_run(
@@ -128,8 +174,13 @@ def build() -> MCPServer:
         pr: Annotated[dict[str, Any] | None, d.PR] = None,
         supersede: Annotated[bool, d.SUPERSEDE] = False,
     ) -> CallToolResult:
+        roots = await checked_async(roots_of, ctx)
+        where = checked(args.required_directory, cwd)
+        checked(roots.directory, where)
+        checked(roots.manifest, manifestPath, where)
+        await in_thread(roots.repository, where)
         request = runs.RunRequest(
-            cwd=checked(args.required_directory, cwd),
+            cwd=where,
             manifest_path=manifestPath,
             binding=binding,
             base=base,
@@ -140,7 +191,7 @@ def build() -> MCPServer:
             pr=checked(args.pr_ref, pr),
             supersede=supersede,
         )
-        run_id = await in_thread(runs.start, request)
+        run_id = await in_thread(book.start, request)
         if not wait:
             return reply({"runId": run_id, "status": "running"})
 
@@ -156,7 +207,7 @@ def build() -> MCPServer:
 
     @tool(tools, d.REVIEW_CANCEL)
     async def review_cancel(runId: Annotated[str, d.RUN_ID]) -> CallToolResult:
-        return reply(await in_thread(runs.cancel, runId))
+        return reply(await in_thread(book.cancel, runId))
 
     @tool(tools, d.REVIEW_LEDGER)
     async def review_ledger(
@@ -167,7 +218,9 @@ def build() -> MCPServer:
         requesterSessionId: Annotated[Text, d.REQUESTER_FILTER] = None,
         includeRunning: Annotated[bool, d.INCLUDE_RUNNING] = False,
         limit: Annotated[int, d.LIMIT] = 50,
+        ctx: Context | None = None,
     ) -> CallToolResult:
+        roots = await checked_async(roots_of, ctx) if ctx is not None else None
         rows = await in_thread(
             queries.review_ledger,
             cwd=cwd,
@@ -178,6 +231,7 @@ def build() -> MCPServer:
             include_running=includeRunning,
             limit=limit,
             running=runs.running_rows,
+            roots=roots,
         )
         return reply(rows)
 
@@ -189,7 +243,9 @@ def build() -> MCPServer:
         binding: Annotated[Text, d.BINDING_EXPORT] = None,
         outPath: Annotated[Text, d.OUT_PATH] = None,
         cwd: Annotated[Text, d.CWD_EXPORT] = None,
+        ctx: Context | None = None,
     ) -> CallToolResult:
+        roots = await checked_async(roots_of, ctx) if ctx is not None else None
         written = await in_thread(
             queries.review_export,
             run_id=runId,
@@ -198,16 +254,32 @@ def build() -> MCPServer:
             binding=binding,
             out_path=outPath,
             cwd=cwd,
+            roots=roots,
         )
         return reply(written)
 
-    register_pr(tools)
-    return MCPServer(
+    @tool(tools, d.REVIEW_PRESETS)
+    async def review_presets(probe: Annotated[bool, d.PROBE] = False) -> CallToolResult:
+        from agentreview.reviewers.catalog import preset_rows
+
+        rows = await in_thread(preset_rows, probe)
+        return reply({"total": len(rows), "presets": rows})
+
+    register_pr(tools, roots_of)
+    server = MCPServer(
         name="agentreview", version=__version__, instructions=d.INSTRUCTIONS, log_level="WARNING", tools=tools
     )
 
+    async def roots_changed(_ctx: Any, _params: Any) -> None:
+        confinement.changed()
 
-def register_pr(tools: list[Tool]) -> None:
+    server._lowlevel_server.add_notification_handler(
+        "notifications/roots/list_changed", NotificationParams, roots_changed
+    )
+    return server
+
+
+def register_pr(tools: list[Tool], roots_of: Callable[[Context], Any]) -> None:
     """``review_pr``, when this build has the pull-request service (``agentreview.pr``).
 
     ``link_pr`` never raises for a bad argument or a GitHub failure: it answers ``{ok: false,
@@ -225,15 +297,18 @@ def register_pr(tools: list[Tool]) -> None:
         range: Annotated[Text, d.PR_RANGE] = None,
         cwd: Annotated[Text, d.PR_CWD] = None,
         prUrl: Annotated[Text, d.PR_URL] = None,
+        ctx: Context | None = None,
     ) -> CallToolResult:
         where = checked(args.directory, cwd)
+        if ctx is not None:
+            checked((await checked_async(roots_of, ctx)).directory, where)
         linked = await in_thread(link_pr, run_id=runId, range_sha=rangeSha, range=range, cwd=where, pr_url=prUrl)
         return reply(linked, error=not linked.get("ok"))
 
 
-def serve() -> None:
+def serve(options: ServeOptions | None = None) -> None:
     """Serve on stdin/stdout until the client closes them."""
     warm()
-    server = build()
+    server = build(options)
     listed = anyio.run(server.list_tools)
     wire.serve_stdio(lambda: anyio.run(server.run_stdio_async), {tool.name: tool.input_schema for tool in listed})

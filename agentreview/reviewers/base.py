@@ -90,9 +90,12 @@ class ReviewerBase(ABC):
         if isinstance(allow, str):
             return allow
         facts = {**request_env(request), **(extra or {})}
+        # the host's own variables (GH_TOKEN, ...) reach a reviewer only when its preset names them itself
+        explicit = request.preset.options.get("env", [])
+        withheld = request.withheld_env - set(explicit if isinstance(explicit, list) else [])
         if self.private_home:
-            return reviewer_env({**facts, "HOME": str(attempt_dir(request, "home"))}, allow)
-        return reviewer_env(facts, ("HOME", *allow))
+            return reviewer_env({**facts, "HOME": str(attempt_dir(request, "home"))}, allow, withheld)
+        return reviewer_env(facts, ("HOME", *allow), withheld)
 
     def run(
         self,

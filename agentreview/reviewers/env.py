@@ -41,14 +41,18 @@ def _granted(name: str, allow: Iterable[str]) -> bool:
     return any(name.startswith(entry[:-1]) if entry.endswith("*") else name == entry for entry in allow)
 
 
-def reviewer_env(extra: Mapping[str, str], allow: Iterable[str] = ()) -> dict[str, str]:
+def reviewer_env(
+    extra: Mapping[str, str], allow: Iterable[str] = (), withheld: Iterable[str] = ()
+) -> dict[str, str]:
     """The host variables :data:`BASE_ENV` and ``allow`` grant (``PATH`` made safe), plus ``extra``.
 
     ``allow`` entries are names, or ``PREFIX_*`` for a family. A name the host does not
-    have is simply absent.
+    have is simply absent, and so is every ``withheld`` name (the host's own variables,
+    :mod:`agentreview.host.secrets`), whatever grants it.
     """
     granted = (*BASE_ENV, *allow)
-    env = {name: value for name, value in os.environ.items() if _granted(name, granted)}
+    kept = frozenset(withheld)
+    env = {name: value for name, value in os.environ.items() if name not in kept and _granted(name, granted)}
     if "PATH" in env:
         # A reviewer runs in the reviewed repository, where an empty or relative entry would run
         # the change author's ``./git`` or ``./node`` in place of the real one.

@@ -133,6 +133,10 @@ class LaneRequest:
     # Model families that wrote the change, as the run was told (``agentreview run --authored-by``);
     # agent lanes add what the range's commits say and never review with such a family.
     authored_by: frozenset[str] = frozenset()
+    # The host's own variables no lane process may inherit (agentreview.host.secrets): a command lane
+    # runs with the host's environment minus these, a reviewer never gets them from its provider's
+    # grants. None: the executor asks ``agentreview.api.lane_env`` (this host's configuration).
+    withheld_env: frozenset[str] | None = None
 
 
 @runtime_checkable

@@ -56,6 +56,9 @@ class ReviewerRequest:
     review_id: str = ""
     timeout_ms: int = 0
     attempt: int = 1  # 1-based, counted across the whole preset chain
+    # The host's own variables (LaneRequest.withheld_env): no grant of the provider hands them on; only a
+    # preset's explicit ``env`` list can.
+    withheld_env: frozenset[str] = frozenset()
 
 
 # The reasons a provider may ask the host to run the same preset once more before falling back

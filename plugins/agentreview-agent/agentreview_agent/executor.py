@@ -255,6 +255,7 @@ class AgentLaneExecutor:
             home=request.home,
             timeout_ms=request.check.timeoutMs,
             attempt=attempt,
+            withheld_env=request.withheld_env or frozenset(),
         )
         try:
             result = provider.review(reviewer_request)

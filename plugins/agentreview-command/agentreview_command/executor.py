@@ -2,7 +2,9 @@
 
 One lane, start to end (AIP-62 Execution, Command lanes; reference-notes 2.22):
 
-* ``sh -c <command>`` in the check's ``cwd`` with the host's environment, stdin from
+* ``sh -c <command>`` in the check's ``cwd`` with the host's environment minus the variables the
+  host keeps for itself (``GH_TOKEN``, ``GITHUB_TOKEN``, ``[lanes].withhold_env``: the change's
+  code must not read them, nor a failing lane's output carry them into the export), stdin from
   /dev/null and stdout+stderr merged into one pipe, of which only the last 64 KiB are
   kept.
 * It runs through the core's process-group runner (``agentreview.api.run_process_group``,
@@ -27,12 +29,11 @@ One lane, start to end (AIP-62 Execution, Command lanes; reference-notes 2.22):
 from __future__ import annotations
 
 import itertools
-import os
 import threading
 import time
 from pathlib import Path
 
-from agentreview.api import LaneOutcome, LaneRequest, run_process_group
+from agentreview.api import LaneOutcome, LaneRequest, lane_env, run_process_group
 
 OUTPUT_LIMIT = 64 * 1024  # the tail of a lane's output kept for its result
 CANCELLED_WHILE_RUNNING = "review cancelled while this lane was running"
@@ -116,7 +117,7 @@ def _run(request: LaneRequest, shell: str) -> LaneOutcome:
         result = run_process_group(
             [shell, "-c", command],
             cwd=cwd,
-            env=os.environ,
+            env=lane_env(request.withheld_env),
             deadline=deadline,
             cancel=(request.cancel, cancelled),
             merge_stderr=True,
