@@ -6,24 +6,20 @@ it the command says in one line how to install it (exit 3). No other command imp
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from agentreview.cli.helptext import epilog
-from agentreview.mcp.runs import DEFAULT_MAX_RUNS  # no SDK import: --help works without the extra
 
 
 def register(app: typer.Typer) -> None:
     @app.command(
         "mcp",
         epilog=epilog(
-            [
-                "agentreview mcp",
-                "claude mcp add agentreview -- agentreview mcp",
-                "agentreview mcp --root ~/src/other-repo --max-runs 4",
-            ],
+            ["claude mcp add agentreview -- agentreview mcp", "agentreview mcp --root ../other-repo --max-runs 4"],
             [0],
         ),
     )
@@ -38,9 +34,11 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
         max_runs: Annotated[
-            int,
-            typer.Option("--max-runs", metavar="N", help="Reviews this server may have running at once (1-1000)."),
-        ] = DEFAULT_MAX_RUNS,
+            int | None,
+            typer.Option(
+                "--max-runs", metavar="N", help="Reviews this server may have running at once (1-1000; default 8)."
+            ),
+        ] = None,
         cancel_any: Annotated[
             bool,
             typer.Option(
@@ -56,7 +54,7 @@ def register(app: typer.Typer) -> None:
         from agentreview.mcp import INSTALL_HINT
         from agentreview.model.errors import AgentreviewError, UsageError
 
-        if not 1 <= max_runs <= 1000:
+        if max_runs is not None and not 1 <= max_runs <= 1000:
             raise UsageError(f"--max-runs {max_runs} must be between 1 and 1000")
         start = Path.cwd()
         extra = []
@@ -73,5 +71,6 @@ def register(app: typer.Typer) -> None:
             raise AgentreviewError(INSTALL_HINT)
         from agentreview.mcp.server import ServeOptions, serve
 
-        serve(ServeOptions(start=start, roots=tuple(extra), max_runs=max_runs, cancel_any=cancel_any))
+        options = ServeOptions(start=start, roots=tuple(extra), cancel_any=cancel_any)
+        serve(options if max_runs is None else replace(options, max_runs=max_runs))
         return 0

@@ -41,12 +41,17 @@ def _names(section: Mapping[str, Any], key: str, config_file: Path) -> frozenset
 
 def withheld_names(home: Path | None = None) -> frozenset[str]:
     """:data:`HOST_ENV` plus ``[lanes].withhold_env``, minus ``[lanes].pass_env``; a bad ``[lanes]``
-    table is one line naming config.toml, the field and the fix."""
+    table is one line naming config.toml, the field and the fix. A config.toml that cannot be read
+    at all (a FIFO planted there; signing says so) withholds :data:`HOST_ENV` and grants nothing."""
     from agentreview.host.home import home_dir, load_config
 
     home = home or home_dir()
     config_file = home / "config.toml"
-    lanes = load_config(home).get("lanes", {})
+    try:
+        config = load_config(home)
+    except AgentreviewError:
+        return frozenset(HOST_ENV)
+    lanes = config.get("lanes", {})
     if not isinstance(lanes, dict):
         raise AgentreviewError(f"{config_file}: [lanes] must be a table — fix it")
     unknown = sorted(set(lanes) - {"withhold_env", "pass_env"})

@@ -124,9 +124,10 @@ class RunBook:
             return run_id
 
     def cancel(self, run_id: str) -> dict[str, Any]:
-        """``review_cancel``: only a run this server started, unless it was started with ``--cancel-any``."""
+        """``review_cancel``: only a run this server started, unless it was started with ``--cancel-any``
+        (an unknown runId answers ``not_found``, as ``agentreview cancel`` does)."""
         args.run_id(run_id)
-        if not self.cancel_any and run_id not in self.started:
+        if not self.cancel_any and run_id not in self.started and registry().view(run_id) is not None:
             raise ToolFailure(
                 f"review run '{run_id}' was not started by this server, which cancels only its own runs "
                 "(start it with agentreview mcp --cancel-any to cancel any run of this host)"
