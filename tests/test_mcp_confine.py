@@ -287,7 +287,11 @@ def test_review_presets_answers_what_agentreview_presets_lists(tmp_path: Path) -
         async with connect(repo, tmp_path) as session:
             tool = next(t for t in (await session.list_tools()).tools if t.name == "review_presets")
             assert tool.title and tool.annotations and tool.annotations.read_only_hint is True
-            assert tool.description and tool.description.split(". ")[0].startswith("List the reviewer presets")
+            assert tool.annotations.destructive_hint is False and tool.annotations.open_world_hint is False
+            assert tool.description and tool.description.split(": ")[0] == (
+                "Call to see which reviewer presets agent lanes can name and whether each can run on this host"
+            )
+            assert tool.output_schema and set(tool.output_schema["required"]) == {"presets", "total"}
             answer = await call(session, "review_presets", {})
             assert answer["presets"] == json.loads(cli.stdout)
             assert answer["total"] == len(answer["presets"]) >= 1
