@@ -1,8 +1,8 @@
-"""pydantic's validation errors, translated into :class:`Problem` lines a person can act on.
+"""The reader's errors (and a plugin model's), translated into :class:`Problem` lines a person can act on.
 
 Parse loudly (AIP-62 design principle 6): each schema error becomes one line with its
-location in the manifest (``checks[2].timeoutMs``), the file line, and a fix. pydantic's own
-messages name Python types and internal tags; these name YAML shapes and say what to write.
+location in the manifest (``checks[2].timeoutMs``), the file line, and a fix, naming YAML
+shapes and what to write.
 :func:`fail` raises every problem at once, in file order, and caps what a hostile file can
 print.
 """
@@ -13,14 +13,11 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
 from agentreview.manifest.kinds import BUILTIN_CHECK_KINDS
 from agentreview.model.packref import GitPackRefError, parse_git_pack_ref
 from agentreview.model.problems import MAX_PROBLEMS, ManifestError, Problem
-
-if TYPE_CHECKING:  # pragma: no cover
-    from pydantic import ValidationError
 
 __all__ = ["MAX_PROBLEMS", "Schema", "fail", "schema_problems"]
 
@@ -44,9 +41,8 @@ class Schema:
     plugin_warnings: tuple[str, ...] = ()
 
 
-def schema_problems(exc: ValidationError, schema: Schema) -> list[Problem]:
+def schema_problems(errors: list[dict[str, Any]], schema: Schema) -> list[Problem]:
     """Translated schema errors; past :data:`MAX_PROBLEMS` each is only counted (translation costs time)."""
-    errors = exc.errors(include_url=False)
     unlisted = Problem("manifest", _UNLISTED)
     return [_translate(err, schema) if i < MAX_PROBLEMS else unlisted for i, err in enumerate(errors)]
 
@@ -169,10 +165,10 @@ def _allowed_keys(model: Any) -> str:
     """The keys a record (a manifest dataclass) or a plugin's check model accepts, in declaration order."""
     import dataclasses
 
-    from agentreview.model.manifest import input_key
+    from agentreview.model.reader import key_of
 
     if dataclasses.is_dataclass(model):
-        return ", ".join(input_key(f.name) for f in dataclasses.fields(model))
+        return ", ".join(key_of(f) for f in dataclasses.fields(model))
     return ", ".join(f.alias or name for name, f in model.model_fields.items())
 
 
