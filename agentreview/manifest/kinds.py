@@ -42,9 +42,6 @@ class PluginKinds:
     broken: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
 
-    def model_tuple(self) -> tuple[type[Any], ...]:
-        return tuple(self.models[kind] for kind in sorted(self.models))
-
 
 def used_plugin_kinds(raw_checks: Any) -> list[str]:
     """The kinds in ``checks[]`` that are strings and not built in, in first-use order."""

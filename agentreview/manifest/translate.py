@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
-from agentreview.manifest.kinds import BUILTIN_CHECK_KINDS
 from agentreview.model.packref import GitPackRefError, parse_git_pack_ref
 from agentreview.model.problems import MAX_PROBLEMS, ManifestError, Problem
 
@@ -120,18 +119,9 @@ def _raw_kind(data: Any, loc: tuple[Any, ...]) -> Any:
     return raw.get("kind") if isinstance(raw, dict) else None
 
 
-def _clean_loc(loc: tuple[Any, ...], data: Any) -> tuple[Any, ...]:
-    """Drop pydantic's discriminator tags (``checks.2.agent.effects``) and dict-key markers."""
-    out: list[Any] = []
-    for seg in loc:
-        if seg in BUILTIN_CHECK_KINDS and out and isinstance(out[-1], int):
-            continue
-        if len(out) == 2 and out[0] == "checks" and isinstance(out[1], int) and seg == _raw_kind(data, tuple(out)):
-            continue  # a plugin kind's tag
-        if seg == "[key]":
-            continue
-        out.append(seg)
-    return tuple(out)
+def _clean_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Drop the dict-key marker: ``("bindings", "Bad", "[key]")`` is located at the key itself."""
+    return tuple(seg for seg in loc if seg != "[key]")
 
 
 # --------------------------------------------------------------------------- wording
@@ -238,7 +228,7 @@ def _translate(err: Any, schema: Schema) -> Problem:
     from agentreview.model import manifest as m
 
     data, is_pack = schema.data, schema.is_pack
-    loc = _clean_loc(tuple(err["loc"]), data)
+    loc = _clean_loc(tuple(err["loc"]))
     where = location(loc)
     kind = err["type"]
     value = err.get("input")
