@@ -11,6 +11,7 @@ integer. The same specs give each record's JSON Schema (:func:`json_schema`).
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -24,14 +25,17 @@ __all__ = [
     "ListOf",
     "Lit",
     "Nullable",
+    "Obj",
     "ReadError",
     "Record",
+    "Rule",
     "Spec",
     "Str",
     "Tagged",
     "json_schema",
     "key_of",
     "read",
+    "read_json",
     "spec",
     "to_json",
     "validate",
@@ -49,16 +53,24 @@ class ReadError(ValueError):
         self.errors = errors
 
 
+Words = Callable[[str, Any, dict[str, Any], str], str]
+
+
 class _Context:
-    """One read: the problems found so far and the extra members of a tagged union (a plugin's kinds)."""
+    """One read: the problems found so far, the extra members of a tagged union (a plugin's kinds),
+    whether an open object leaves out its null members, and how a document words a problem."""
 
-    __slots__ = ("errors", "extra")
+    __slots__ = ("drop_nulls", "errors", "extra", "words")
 
-    def __init__(self, extra: Mapping[str, Any]):
+    def __init__(self, extra: Mapping[str, Any], *, drop_nulls: bool = False, words: Words | None = None):
         self.errors: list[Error] = []
         self.extra = extra
+        self.drop_nulls = drop_nulls
+        self.words = words
 
     def bad(self, kind: str, loc: tuple[Any, ...], value: Any, msg: str, **ctx: Any) -> Any:
+        if self.words is not None:
+            msg = self.words(kind, value, ctx, msg)
         self.errors.append({"type": kind, "loc": loc, "input": value, "ctx": ctx, "msg": msg})
         return _BAD
 
@@ -67,7 +79,7 @@ def _after(validator: Callable[[Any], Any], value: Any, loc: tuple[Any, ...], cx
     try:
         return validator(value)
     except (ValueError, AssertionError) as exc:
-        return cx.bad("value_error", loc, value, f"Value error, {exc}")
+        return cx.bad("value_error", loc, value, f"Value error, {exc}", reason=str(exc))
 
 
 class Spec:
@@ -97,7 +109,7 @@ class Str(Spec):
         schema_pattern: str | None = None,
     ):
         self.min_length, self.max_length, self.pattern, self.after = min_length, max_length, pattern, after
-        self.schema_pattern = schema_pattern  # what ``after`` checks, when a pattern can state it
+        self.schema_pattern = schema_pattern  # the pattern as the JSON Schema (ECMA-262) writes it
 
     def read(self, value: Any, loc: tuple[Any, ...], cx: _Context) -> Any:
         if type(value) is not str:
@@ -108,7 +120,8 @@ class Str(Spec):
             return cx.bad("string_too_long", loc, value, "String is too long", max_length=self.max_length)
         # ASCII: `\d` means what it means in the JSON Schema's ECMA-262 patterns, [0-9]
         if self.pattern is not None and re.fullmatch(self.pattern, value, re.ASCII) is None:
-            return cx.bad("string_pattern_mismatch", loc, value, "String does not match", pattern=self.pattern)
+            shown = self.schema_pattern or self.pattern
+            return cx.bad("string_pattern_mismatch", loc, value, "String does not match", pattern=shown)
         return value if self.after is None else _after(self.after, value, loc, cx)
 
     def schema(self, defs: dict[str, Any]) -> dict[str, Any]:
@@ -116,7 +129,7 @@ class Str(Spec):
         for key, value in (
             ("minLength", self.min_length),
             ("maxLength", self.max_length),
-            ("pattern", self.pattern or self.schema_pattern),
+            ("pattern", self.schema_pattern or self.pattern),
         ):
             if value is not None:
                 out[key] = value
@@ -136,17 +149,22 @@ class Bool(Spec):
 
 
 class Int(Spec):
-    """The one place an integer field is judged: a whole number (not a boolean), with ``gt``/``le`` bounds."""
+    """The one place an integer field is judged: an integral number (not a boolean), with ``gt``/``le`` bounds.
 
-    __slots__ = ("gt", "le")
+    ``exact``: a JSON integer only, never ``3.0`` (a signed document re-exports what it read).
+    """
 
-    def __init__(self, *, gt: int | None = None, le: int | None = None):
-        self.gt, self.le = gt, le
+    __slots__ = ("exact", "gt", "le")
+
+    def __init__(self, *, gt: int | None = None, le: int | None = None, exact: bool = False):
+        self.gt, self.le, self.exact = gt, le, exact
 
     def read(self, value: Any, loc: tuple[Any, ...], cx: _Context) -> Any:
-        value = whole_number(raw := value)  # 1000.0 and 1e3 are 1000, as JavaScript reads them
+        # 1000.0 and 1e3 are 1000, as JavaScript reads them; an exact field (a signed one) takes an int only
+        raw = value
+        value = (value if type(value) is int else None) if self.exact else whole_number(value)
         if value is None:
-            return cx.bad("int_type", loc, raw, "Input should be a valid integer")
+            return cx.bad("int_type", loc, raw, "Input should be a valid integer", gt=self.gt)
         if self.gt is not None and not value > self.gt:
             return cx.bad("greater_than", loc, value, f"Input should be greater than {self.gt}", gt=self.gt)
         if self.le is not None and not value <= self.le:
@@ -176,7 +194,8 @@ class Lit(Spec):
                 return expected
         if isinstance(self.values[0], bool) and type(value) is not bool:
             return cx.bad("value_error", loc, value, "Value error, must be true or false")
-        return cx.bad("literal_error", loc, value, f"Input should be {self.expected()}", expected=self.expected())
+        expected = self.expected()
+        return cx.bad("literal_error", loc, value, f"Input should be {expected}", expected=expected, values=self.values)
 
     def expected(self) -> str:
         shown = [repr(v) for v in self.values]
@@ -252,6 +271,86 @@ class DictOf(Spec):
         names = self.key.schema(defs)
         names.pop("type")
         return {"type": "object", "propertyNames": names, "additionalProperties": self.value.schema(defs)}
+
+
+class Rule(Spec):
+    """A rule a pattern cannot state: ``check`` answers None for a right value, else what is wrong with it."""
+
+    __slots__ = ("check", "json")
+
+    def __init__(self, check: Callable[[Any], str | None], json: dict[str, Any] | None = None):
+        self.check, self.json = check, json or {}
+
+    def read(self, value: Any, loc: tuple[Any, ...], cx: _Context) -> Any:
+        wrong = self.check(value)
+        return value if wrong is None else cx.bad("rule", loc, value, wrong)
+
+    def schema(self, defs: dict[str, Any]) -> dict[str, Any]:
+        return dict(self.json)
+
+
+class Obj(Spec):
+    """An open JSON object read into a private dict: its declared members in order (an optional one may
+    be null, left out when the read drops nulls), then its other members in the order read, any JSON."""
+
+    __slots__ = ("fields", "known", "name")
+
+    def __init__(self, name: str, *fields: tuple[str, bool, Spec]):
+        self.name, self.fields = name, fields
+        self.known = frozenset(key for key, _, _ in fields)
+
+    def read(self, value: Any, loc: tuple[Any, ...], cx: _Context) -> Any:
+        if not isinstance(value, dict):
+            return cx.bad("object_type", loc, value, "Input should be an object")
+        out: dict[str, Any] = {}
+        for key, required, meaning in self.fields:
+            item = value.get(key, _BAD)
+            if item is _BAD:
+                if required:
+                    cx.bad("missing", (*loc, key), value, "Field required")
+            elif item is None and not required:
+                if not cx.drop_nulls:
+                    out[key] = None
+            else:
+                out[key] = meaning.read(item, (*loc, key), cx)
+        if len(out) != len(value):  # other members (or dropped nulls): kept, in the order read
+            for key, item in value.items():
+                if key in self.known:
+                    continue
+                if not isinstance(key, str):
+                    cx.bad("key_type", loc, key, "Member names should be strings")
+                elif item is not None or not cx.drop_nulls:
+                    out[key] = _json_value(item, (*loc, key), cx)
+        return out
+
+
+def _json_value(value: Any, loc: tuple[Any, ...], cx: _Context) -> Any:
+    """A copy of an undeclared member's value, which may be any JSON value (no NaN, no infinity)."""
+    if value is None or isinstance(value, str | int):  # bool is an int
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else cx.bad("finite_number", loc, value, "Input should be finite")
+    if isinstance(value, list):
+        return [_json_value(v, (*loc, i), cx) for i, v in enumerate(value)]
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                cx.bad("key_type", loc, key, "Member names should be strings")
+                continue
+            out[key] = _json_value(item, (*loc, key), cx)
+        return out
+    return cx.bad("json_type", loc, value, "Input should be a JSON value")
+
+
+def read_json(meaning: Spec, data: Any, *, drop_nulls: bool, words: Words, at: tuple[Any, ...] = ()) -> Any:
+    """``data`` read by ``meaning`` into a private copy, located under ``at``; the problems, worded by
+    ``words``, in :class:`ReadError` otherwise."""
+    cx = _Context({}, drop_nulls=drop_nulls, words=words)
+    built = meaning.read(data, at, cx)
+    if cx.errors or built is _BAD:
+        raise ReadError(cx.errors)
+    return built
 
 
 def spec(meaning: Spec, **options: Any) -> Any:
