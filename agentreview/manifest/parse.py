@@ -88,7 +88,7 @@ def parse_review(
     None and such a check appears, the installed plugins are loaded (only then).
 
     With ``home``, the parse memo under it (:mod:`agentreview.manifest.memo`) answers for bytes
-    parsed before, without YAML or pydantic, and a successful parse is stored there; the answer
+    parsed before, without YAML, and a successful parse is stored there; the answer
     is the same either way.
     """
     path = Path(path).absolute() if path is not None else None

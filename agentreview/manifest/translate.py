@@ -176,11 +176,10 @@ def _shown(value: Any) -> str:
     return f"{'string' if isinstance(value, str) else type(value).__name__} {text}"
 
 
-# pydantic names the same mistake differently for a model (a plugin's check kind) and for a
-# dataclass (the built-in records); each group is worded once.
-_MISSING = ("missing", "missing_argument", "missing_keyword_only_argument")
-_UNKNOWN_KEY = ("extra_forbidden", "unexpected_keyword_argument", "unexpected_positional_argument")
-_NOT_A_MAPPING = ("dict_type", "model_type", "model_attributes_type", "dataclass_type", "dataclass_args_type")
+# A plugin's model (pydantic) and the reader name some mistakes differently; each group is worded once.
+_MISSING = ("missing",)
+_UNKNOWN_KEY = ("extra_forbidden", "unexpected_keyword_argument")
+_NOT_A_MAPPING = ("dict_type", "model_type", "model_attributes_type", "dataclass_type")
 
 _PATTERN_TEXT = {
     "ID": ("is not a valid id", "use lowercase letters, digits and '-', starting with a letter (at most 64)"),

@@ -1,11 +1,12 @@
-"""The strict reader of a declared document: one vocabulary of field meanings, every problem at once.
+"""The strict reader of both documents: one vocabulary of field meanings, every problem at once.
 
-A record is a frozen dataclass whose fields carry their meaning (a :class:`Spec`) in their
-metadata (:func:`spec`). :func:`read` builds the record from a parsed YAML or JSON value, or
-raises :class:`ReadError` listing every problem with its location, in the shape of pydantic's
-error dicts (``type``, ``loc``, ``input``, ``ctx``, ``msg``) so one translator words both these
-and a plugin model's errors. Nothing is coerced: ``"true"`` is not a boolean, ``5.0`` is not an
-integer. The same specs give each record's JSON Schema (:func:`json_schema`).
+A manifest record is a frozen dataclass whose fields carry their meaning (a :class:`Spec`, see
+:func:`spec`); :func:`read` builds it from a parsed YAML or JSON value, and the same specs give its
+JSON Schema (:func:`json_schema`). The attestation is open objects (:class:`Obj`) read into private
+copies (:func:`read_json`). A refusal is :class:`ReadError` listing every problem with its location,
+as pydantic-shaped error dicts (``type``, ``loc``, ``input``, ``ctx``, ``msg``): the manifest's
+translator words these and a plugin model's alike; the attestation words its own. Nothing is
+coerced: ``"true"`` is not a boolean, ``5.0`` is not an integer.
 """
 
 from __future__ import annotations
