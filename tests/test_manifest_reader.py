@@ -3,7 +3,8 @@
 The oracle is ``jsonschema`` (draft 2020-12) on ``docs/schemas/review.schema.json`` and
 ``review-pack.schema.json``, with the ECMA-262 meaning of their patterns (``$`` is the end of the
 text, ``\\d`` is [0-9]), an ``integer`` that is any integral number (``1000.0``, as JavaScript
-reads it), and the one rule a schema cannot state (a pack lists each check id once). On valid manifests and on mutations of them (missing and
+reads it), and the one rule a schema cannot state (a pack lists each check id once). On valid
+manifests and on mutations of them (missing and
 unknown keys at every level, wrong types, boundary numbers, bad patterns, duplicate ids, bad kinds,
 damaged bindings, uses and overrides, pack refs, an ``effects`` that equals a boolean without being
 one: ``0``, ``-0.0``, ``"false"``), the reader accepts exactly what the oracle accepts; a parse
