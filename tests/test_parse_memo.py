@@ -18,7 +18,7 @@ import pytest
 from agentreview.manifest import memo
 from agentreview.manifest.parse import ManifestError, parse_pack, parse_review
 from agentreview.model.manifest import AgentCheck, ReviewManifest
-from agentreview.model.manifest_json import ShapeError, from_json, to_json
+from agentreview.model.reader import ReadError, Spec, read, to_json
 
 EXAMPLES = Path(__file__).parent / "fixtures" / "examples"
 REVIEWS = ["push-gate.md", "two-bindings.md", "consumer.md"]
@@ -103,7 +103,7 @@ def test_a_hit_needs_neither_yaml_nor_pydantic(tmp_path: Path) -> None:
         import json, sys
         from pathlib import Path
         from agentreview.manifest.parse import parse_review_file
-        from agentreview.model.manifest_json import to_json
+        from agentreview.model.reader import to_json
         parsed = parse_review_file(Path({str(manifest)!r}), home=Path({str(tmp_path / "home")!r}))
         heavy = sorted(m for m in ("pydantic", "pydantic_core", "yaml") if m in sys.modules)
         print(json.dumps(heavy))
@@ -329,7 +329,7 @@ def test_concurrent_writers_never_leave_a_broken_memo(tmp_path: Path) -> None:
         from pathlib import Path
         from agentreview.manifest import memo
         from agentreview.manifest.parse import parse_review
-        from agentreview.model.manifest_json import to_json
+        from agentreview.model.reader import to_json
         source = Path({str(manifest)!r}).read_bytes()
         home = Path({str(home)!r})
         expected = to_json(parse_review(source).manifest)
@@ -357,37 +357,45 @@ def test_records_round_trip_through_json(name: str) -> None:
     source = (EXAMPLES / name).read_bytes()
     parsed: Any = parse_pack(source) if name == "pack.md" else parse_review(source).manifest
     data = json.loads(json.dumps(to_json(parsed)))
-    assert from_json(type(parsed), data) == parsed
+    assert read(type(parsed), data) == parsed
 
 
-def test_uses_is_stored_by_field_name() -> None:
+def test_uses_is_stored_by_its_manifest_key() -> None:
     manifest = parse_review((EXAMPLES / "consumer.md").read_bytes()).manifest
     stored = to_json(manifest)["uses"][0]
-    assert stored["as_"] == "core" and "as" not in stored
+    assert stored["as"] == "core" and "as_" not in stored  # a memo is a document the one reader reads
 
 
-def test_from_json_refuses_what_a_parse_never_wrote() -> None:
+def test_a_memo_is_read_back_by_the_reader_that_refuses_what_a_parse_never_wrote() -> None:
     check = to_json(AgentCheck(id="a", kind="agent", preset="p", rubric="r.md"))
-    assert from_json(AgentCheck, check) == AgentCheck(id="a", kind="agent", preset="p", rubric="r.md")
+    assert read(AgentCheck, check) == AgentCheck(id="a", kind="agent", preset="p", rubric="r.md")
     for field, value in [("effects", True), ("effects", 0), ("fallbackPresets", "p"), ("description", 5)]:
-        with pytest.raises(ShapeError):
-            from_json(AgentCheck, {**check, field: value})
+        with pytest.raises(ReadError):
+            read(AgentCheck, {**check, field: value})
 
 
-def test_every_field_type_has_a_json_shape_from_the_one_table() -> None:
-    # what a field type name means is manifest_strict's table; the memo only adds its JSON shape
-    from agentreview.model.manifest_json import decoder_for
-    from agentreview.model.manifest_strict import TABLE
+def test_every_record_field_declares_its_meaning_in_the_one_declaration() -> None:
+    import dataclasses
 
-    for name in TABLE:
-        assert callable(decoder_for(name)), name
-        assert decoder_for(f"{name} | None")(None) is None
-    assert decoder_for("FalseOnly")(False) is False
+    from agentreview.model.manifest import FALSE_ONLY, RECORDS
+    from agentreview.model.reader import Nullable, spec, validate
+
+    for record in RECORDS:
+        for f in dataclasses.fields(record):
+            assert isinstance(f.metadata["spec"], Spec), (record, f.name)
+            assert validate(Nullable(f.metadata["spec"]), None) is None
+    assert validate(FALSE_ONLY, False) is False
     for value in (0, 0.0, -0.0, "false", True):
-        with pytest.raises(ShapeError):
-            decoder_for("FalseOnly")(value)
-    with pytest.raises(TypeError, match="cannot read the field type"):
-        decoder_for("Unknown")
+        with pytest.raises(ReadError):
+            validate(FALSE_ONLY, value)
+
+    @dataclasses.dataclass(frozen=True)
+    class Undeclared:
+        known: str = spec(FALSE_ONLY)
+        unknown: str = ""
+
+    with pytest.raises(TypeError, match="cannot read the field"):
+        read(Undeclared, {"known": False})
 
 
 # --------------------------------------------------------------------------- the commands parse through it

@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import ValidationError
 
 from agentreview.manifest.parse import load_frontmatter
 from agentreview.model.attestation import Attestation, AttestationShapeError
 from agentreview.model.manifest import ReviewManifest, ReviewPack
-from agentreview.model.manifest_fields import validate as validate_record
 from agentreview.model.numbers import whole_number
+from agentreview.model.reader import ReadError
+from agentreview.model.reader import validate as validate_record
 from agentreview.model.schemas import DOCUMENTS, JSON_SCHEMA_DIALECT, UnknownDocumentError, schema_for, schema_text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -188,7 +188,7 @@ def model_accepts(name: str, doc: Any) -> bool:
             Attestation.read(copy.deepcopy(doc))
         else:
             validate_record(MODELS[name], copy.deepcopy(doc))
-    except (ValidationError, AttestationShapeError):
+    except (ReadError, AttestationShapeError):
         return False
     return True
 

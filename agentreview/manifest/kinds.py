@@ -3,13 +3,11 @@
 ``command`` and ``agent`` are the spec's kinds, validated by the built-in models; a manifest
 that uses only them never loads a plugin to be parsed. A check of any other kind is validated
 by the ``check_model`` of the lane executor a plugin registered for that kind, so the plugin
-registry is loaded only when such a check appears. The validators are built per set of plugin
-models (and cached), so the review model the JSON Schema documents stays the spec's.
+registry is loaded only when such a check appears; the review record and the JSON Schema stay the spec's.
 """
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -21,10 +19,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "BUILTIN_CHECK_KINDS",
     "PluginKinds",
-    "check_adapter",
     "find_plugin_kinds",
-    "review_adapter",
-    "review_model",
 ]
 
 # The spec's kinds: validated by the built-in models, never looked up among plugins.
@@ -46,9 +41,6 @@ class PluginKinds:
     models: Mapping[str, type[Any]] = field(default_factory=dict)
     broken: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
-
-    def model_tuple(self) -> tuple[type[Any], ...]:
-        return tuple(self.models[kind] for kind in sorted(self.models))
 
 
 def used_plugin_kinds(raw_checks: Any) -> list[str]:
@@ -84,14 +76,9 @@ def find_plugin_kinds(raw_checks: Any, registry: Registry | None = None) -> Plug
             models[kind] = model  # type: ignore[assignment]  # checked by model_problem
         else:
             broken[kind] = (f"check kind '{kind}' (plugin '{entry.plugin}') {reason}", _FIX)
-    if models:
-        try:
-            review_adapter(tuple(models[k] for k in sorted(models)))
-        except Exception as exc:  # a model pydantic cannot combine: one line, never a traceback
-            text = " ".join(str(exc).split())[:200]
-            for kind in models:
-                broken[kind] = (f"check kind '{kind}' cannot be used: its check_model is invalid ({text})", _FIX)
-            models = {}
+    for kind in [kind for kind, model in models.items() if not getattr(model, "__pydantic_complete__", False)]:
+        broken[kind] = (f"check kind '{kind}' cannot be used: its check_model is invalid (not fully defined)", _FIX)
+        del models[kind]
     return PluginKinds(registry, models, broken, tuple(registry.warnings))
 
 
@@ -116,70 +103,3 @@ def model_problem(kind: str, model: Any) -> str | None:
     if "effects" in model.model_fields:
         return "has a check_model with 'effects', which only a command check may declare"
     return None
-
-
-# --------------------------------------------------------------------------- validators
-
-
-def _check_union(models: tuple[type[Any], ...]) -> Any:
-    from typing import Annotated, Union
-
-    from pydantic import Field
-
-    from agentreview.model.manifest import AgentCheck, CommandCheck
-
-    members = (CommandCheck, AgentCheck, *models)
-    return Annotated[Union[members], Field(discriminator="kind")]  # noqa: UP007  # a runtime tuple of members
-
-
-@functools.lru_cache(maxsize=8)
-def review_model(models: tuple[type[Any], ...] = ()) -> type[Any]:
-    """The review manifest record whose ``checks`` also accept ``models`` (the spec's record when none).
-
-    With plugin models it is a dataclass subclass of ``ReviewManifest`` (so every reader of a
-    parsed manifest sees the record it knows) whose one changed field names the wider union.
-    """
-    from agentreview.model.manifest import ReviewManifest
-
-    if not models:
-        return ReviewManifest
-    from dataclasses import make_dataclass
-    from typing import Annotated
-
-    from pydantic import Field, Strict
-
-    import agentreview.model.manifest_fields  # noqa: F401  # the base's field types resolve (its publish step)
-
-    union = _check_union(models)
-    checks: Any = Annotated[list[union], Strict(), Field(min_length=1)]  # type: ignore[valid-type]  # built at run time
-    return make_dataclass(
-        "ReviewManifest",
-        [("checks", checks)],
-        bases=(ReviewManifest,),
-        namespace={"__module__": __name__},
-        frozen=True,
-        kw_only=True,
-        slots=True,
-    )
-
-
-@functools.lru_cache(maxsize=8)
-def review_adapter(models: tuple[type[Any], ...] = ()) -> Any:
-    """The validator of a whole review manifest whose ``checks`` also accept ``models``, built once."""
-    from pydantic import TypeAdapter
-
-    from agentreview.model.manifest_fields import adapter
-
-    return TypeAdapter(review_model(models)) if models else adapter(review_model())
-
-
-@functools.lru_cache(maxsize=8)
-def check_adapter(is_pack: bool, models: tuple[type[Any], ...] = ()) -> Any:
-    """One validator per check union, built once: building it costs milliseconds per call."""
-    from pydantic import TypeAdapter
-
-    from agentreview.model.manifest_fields import Check, PackCheck, adapter
-
-    if is_pack:
-        return adapter(PackCheck)
-    return TypeAdapter(_check_union(models)) if models else adapter(Check)

@@ -1,17 +1,17 @@
 """The parse memo: what a strict parse of some manifest bytes concluded, kept for the next command.
 
-Parsing a REVIEW.md means YAML and pydantic, tens of milliseconds of imports and schema builds
-before the first check runs. The conclusion depends on nothing but the bytes and the code that
-read them, so it is stored under the home, content-addressed, and a later command on the same
-bytes rebuilds the records from a small JSON document instead (no YAML, no pydantic).
+The conclusion of a parse depends on nothing but the bytes and the code that read them, so it is
+stored under the home, content-addressed, and a later command on the same bytes rebuilds the
+records from a small JSON document through the same reader (:mod:`agentreview.model.reader`),
+without YAML or the cross-field rules.
 
 - Key: sha256 over :data:`FORMAT`, ``agentreview.__version__``, :func:`code_stamp` (the files
   of the parsing code and the installed distributions: an edit or an upgrade that keeps the
   version misses), the document kind and the exact source bytes.
 - Value: ``$AGENTREVIEW_HOME/cache/parsed/<key>.json`` holding the key again, the source's
-  sha256, and the records by field name (:mod:`agentreview.model.manifest_json`) under a sha256
-  of their own. A document whose key, source digest, payload digest or shape does not match is
-  not served.
+  sha256, and the records as documents (:func:`~agentreview.model.reader.to_json`) under a sha256
+  of their own. A document whose key, source digest or payload digest does not match, or that the
+  reader refuses, is not served.
 - Only successful parses are stored (errors are always derived again, with the caller's path);
   a manifest that uses a check kind a plugin contributes is never stored (its validity depends
   on the installed plugin).
@@ -52,7 +52,7 @@ __all__ = [
     "remember_review",
 ]
 
-FORMAT = "agentreview-parse-memo/1"
+FORMAT = "agentreview-parse-memo/2"
 MAX_MEMO_BYTES = 4 << 20  # a manifest is at most 1 MiB; a parse whose records take more is not stored
 KEEP = 256  # memos kept; past this the oldest go (each edit of a manifest makes a new one)
 
@@ -188,24 +188,24 @@ def _prune(folder: Path) -> None:
 def recall_review(home: Path, source: bytes) -> tuple[ReviewManifest, dict[str, Binding], str] | None:
     """A ``kind: review`` parse of ``source`` rebuilt from its memo: manifest, bindings and body; None on a miss."""
     from agentreview.manifest.read import frontmatter_body
-    from agentreview.model.manifest import Binding, ReviewManifest
-    from agentreview.model.manifest_json import from_json, mapping_of
+    from agentreview.model.manifest import ID, Binding, ReviewManifest
+    from agentreview.model.reader import DictOf, Record, read, validate
 
     payload = recall(home, "review", source)
     if payload is None or set(payload) != {"manifest", "bindings"}:
         return None
     body = frontmatter_body(source)
     try:
-        manifest = from_json(ReviewManifest, payload["manifest"])
-        bindings = mapping_of(Binding, payload["bindings"])
-    except Exception:  # the wrong shape (ShapeError), or anything else: a miss, never a failed command
+        manifest = read(ReviewManifest, payload["manifest"])
+        bindings = validate(DictOf(ID, Record(Binding)), payload["bindings"])
+    except Exception:  # refused by the reader (ReadError), or anything else: a miss, never a failed command
         return None
     return None if body is None else (manifest, bindings, body)
 
 
 def remember_review(home: Path, source: bytes, manifest: ReviewManifest, bindings: dict[str, Binding]) -> None:
     """Store a successful parse of a review whose checks are all built-in kinds (never raises)."""
-    from agentreview.model.manifest_json import to_json
+    from agentreview.model.reader import to_json
 
     remember(home, "review", source, {"manifest": to_json(manifest), "bindings": to_json(bindings)})
 
@@ -213,20 +213,20 @@ def remember_review(home: Path, source: bytes, manifest: ReviewManifest, binding
 def recall_pack(home: Path, source: bytes) -> ReviewPack | None:
     """A ``kind: review-pack`` parse of ``source`` rebuilt from its memo; None on a miss."""
     from agentreview.model.manifest import ReviewPack
-    from agentreview.model.manifest_json import from_json
+    from agentreview.model.reader import read
 
     payload = recall(home, "review-pack", source)
     if payload is None or set(payload) != {"pack"}:
         return None
     try:
-        pack: ReviewPack = from_json(ReviewPack, payload["pack"])
-    except Exception:  # the wrong shape (ShapeError), or anything else: a miss, never a failed command
+        pack: ReviewPack = read(ReviewPack, payload["pack"])
+    except Exception:  # refused by the reader (ReadError), or anything else: a miss, never a failed command
         return None
     return pack
 
 
 def remember_pack(home: Path, source: bytes, pack: ReviewPack) -> None:
     """Store a successful parse of a review pack (never raises)."""
-    from agentreview.model.manifest_json import to_json
+    from agentreview.model.reader import to_json
 
     remember(home, "review-pack", source, {"pack": to_json(pack)})

@@ -6,16 +6,15 @@ its location, file line and fix, followed by every cross-field violation
 (:mod:`agentreview.manifest.rules`). A manifest is accepted only when there is no problem at
 all; nothing is defaulted around an error.
 
-Reading and splitting the file is :mod:`agentreview.manifest.read`. A manifest of the
-built-in check kinds is accepted by :mod:`agentreview.model.manifest_strict` without importing
-pydantic; what that does not accept, pydantic validates again and explains, so every message
-is pydantic's translated as before. A check whose kind a plugin contributes is validated with
-that plugin's model (:mod:`agentreview.manifest.kinds`), always through pydantic.
+Reading and splitting the file is :mod:`agentreview.manifest.read`; the records are read by
+:func:`agentreview.model.reader.read` from their one declaration (:mod:`agentreview.model.manifest`).
+A check whose kind a plugin contributes is read by that plugin's model (:mod:`agentreview.manifest.kinds`).
 The names other modules and tests use are importable from here.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -89,7 +88,7 @@ def parse_review(
     None and such a check appears, the installed plugins are loaded (only then).
 
     With ``home``, the parse memo under it (:mod:`agentreview.manifest.memo`) answers for bytes
-    parsed before, without YAML or pydantic, and a successful parse is stored there; the answer
+    parsed before, without YAML, and a successful parse is stored there; the answer
     is the same either way.
     """
     path = Path(path).absolute() if path is not None else None
@@ -109,10 +108,9 @@ def parse_review(
 
 def _parse_review(source: bytes, path: Path | None, registry: Registry | None) -> tuple[ParsedReview, bool]:
     """The full parse, and whether its conclusion may be memoized (no check kind a plugin contributes)."""
-    from agentreview.manifest.kinds import find_plugin_kinds, review_adapter, used_plugin_kinds
+    from agentreview.manifest.kinds import find_plugin_kinds, used_plugin_kinds
     from agentreview.manifest.translate import Schema, fail
     from agentreview.model.manifest import ReviewManifest
-    from agentreview.model.manifest_strict import accepted
 
     front = load_frontmatter(source, path)
     data = front.data
@@ -130,14 +128,9 @@ def _parse_review(source: bytes, path: Path | None, registry: Registry | None) -
             ],
         )
     kinds = find_plugin_kinds(data.get("checks"), registry)
-    models = kinds.model_tuple()
     schema = Schema(data, False, kinds.models, kinds.broken, kinds.warnings)
-    problems: list[Problem] = []
-    # Of the built-in kinds only: accepted without pydantic, which explains what is not.
-    manifest = None if models else accepted(ReviewManifest, data)
-    if manifest is None:
-        manifest, problems = _schema_validated(review_adapter(models), data, schema)
-    cross, bindings = _review_rules(data, models, manifest)
+    manifest, problems = _schema_validated(ReviewManifest, data, schema)
+    cross, bindings = _review_rules(data, kinds.models, manifest)
     problems += cross
     if problems:
         fail(path, problems, front.lines)
@@ -146,20 +139,19 @@ def _parse_review(source: bytes, path: Path | None, registry: Registry | None) -
     return parsed, not used_plugin_kinds(data.get("checks"))
 
 
-def _schema_validated(adapter: Any, data: dict[str, Any], schema: Schema) -> tuple[Any, list[Problem]]:
-    """pydantic's record of ``data``, or None and its errors as problems."""
-    from pydantic import ValidationError
-
+def _schema_validated(record: type[Any], data: dict[str, Any], schema: Schema) -> tuple[Any, list[Problem]]:
+    """The record read from ``data``, or None and every problem found."""
     from agentreview.manifest.translate import schema_problems
+    from agentreview.model.reader import ReadError, read
 
     try:
-        return adapter.validate_python(data), []
-    except ValidationError as exc:
-        return None, schema_problems(exc, schema)
+        return read(record, data, extra=schema.check_models), []
+    except ReadError as exc:
+        return None, schema_problems(exc.errors, schema)
 
 
 def _review_rules(
-    data: dict[str, Any], models: tuple[type[Any], ...], manifest: ReviewManifest | None = None
+    data: dict[str, Any], models: Mapping[str, type[Any]], manifest: ReviewManifest | None = None
 ) -> tuple[list[Problem], dict[str, Binding]]:
     """Every cross-field rule, over the parts of the manifest whose shape is valid.
 
@@ -237,14 +229,13 @@ def _uses_chain_problems(raw_uses: list[Any], manifest: ReviewManifest | None = 
     return problems
 
 
-def _try(record: type[Any], raw: Any) -> Any:
-    from pydantic import ValidationError
-
-    from agentreview.model.manifest_fields import validate
+def _try(record: Any, raw: Any, extra: Mapping[str, type[Any]] | None = None) -> Any:
+    """``raw`` read as ``record`` (a record class or a spec), or None when it has a problem (reported elsewhere)."""
+    from agentreview.model.reader import ReadError, validate
 
     try:
-        return validate(record, raw)
-    except ValidationError:
+        return validate(record, raw, extra=extra)
+    except ReadError:
         return None
 
 
@@ -258,24 +249,21 @@ def _raw_ids(raw: list[Any], key: str) -> list[tuple[int, str]]:
 
 
 def _valid_checks(
-    raw: Any, *, is_pack: bool, models: tuple[type[Any], ...] = ()
+    raw: Any, *, is_pack: bool, models: Mapping[str, type[Any]] | None = None
 ) -> tuple[list[tuple[int, Any]], set[str]]:
     """Checks that validate on their own, by index, and the ids of those that do not."""
-    from pydantic import ValidationError
-
-    from agentreview.manifest.kinds import check_adapter
+    from agentreview.model.manifest import CHECK, PACK_CHECK
 
     if not isinstance(raw, list):
         return [], set()
-    adapter = check_adapter(is_pack, models)
     valid: list[tuple[int, Any]] = []
     opaque: set[str] = set()
     for index, item in enumerate(raw):
-        try:
-            valid.append((index, adapter.validate_python(item)))
-        except ValidationError:
-            if isinstance(item, dict) and isinstance(item.get("id"), str):
-                opaque.add(item["id"])
+        check = _try(PACK_CHECK if is_pack else CHECK, item, models)
+        if check is not None:
+            valid.append((index, check))
+        elif isinstance(item, dict) and isinstance(item.get("id"), str):
+            opaque.add(item["id"])
     return valid, opaque
 
 
@@ -322,7 +310,6 @@ def _parse_pack(source: bytes, path: Path | None) -> ReviewPack:
     from agentreview.manifest import rules
     from agentreview.manifest.translate import Schema, fail
     from agentreview.model.manifest import ReviewPack
-    from agentreview.model.manifest_strict import accepted
 
     front = load_frontmatter(source, path)
     data = front.data
@@ -339,14 +326,9 @@ def _parse_pack(source: bytes, path: Path | None) -> ReviewPack:
                 )
             ],
         )
-    problems: list[Problem] = []
-    pack = accepted(ReviewPack, data)  # without pydantic, which explains what this does not accept
-    if pack is None:
-        from agentreview.model.manifest_fields import adapter
-
-        pack, translated = _schema_validated(adapter(ReviewPack), data, Schema(data, is_pack=True))
-        # The record's own duplicate-id check duplicates rule 1 below; keep the located one.
-        problems += [p for p in translated if "more than once" not in p.message]
+    pack, translated = _schema_validated(ReviewPack, data, Schema(data, is_pack=True))
+    # The record's own duplicate-id check duplicates rule 1 below; keep the located one.
+    problems = [p for p in translated if "more than once" not in p.message]
     raw_checks = _list(data.get("checks"))
     problems += rules.duplicate_problems(_raw_ids(raw_checks, "id"), "checks", "id")
     # the checks of a valid pack are its record's (validating each again would give the same)

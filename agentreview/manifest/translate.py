@@ -1,8 +1,8 @@
-"""pydantic's validation errors, translated into :class:`Problem` lines a person can act on.
+"""The reader's errors (and a plugin model's), translated into :class:`Problem` lines a person can act on.
 
 Parse loudly (AIP-62 design principle 6): each schema error becomes one line with its
-location in the manifest (``checks[2].timeoutMs``), the file line, and a fix. pydantic's own
-messages name Python types and internal tags; these name YAML shapes and say what to write.
+location in the manifest (``checks[2].timeoutMs``), the file line, and a fix, naming YAML
+shapes and what to write.
 :func:`fail` raises every problem at once, in file order, and caps what a hostile file can
 print.
 """
@@ -13,14 +13,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
-from agentreview.manifest.kinds import BUILTIN_CHECK_KINDS
 from agentreview.model.packref import GitPackRefError, parse_git_pack_ref
 from agentreview.model.problems import MAX_PROBLEMS, ManifestError, Problem
-
-if TYPE_CHECKING:  # pragma: no cover
-    from pydantic import ValidationError
 
 __all__ = ["MAX_PROBLEMS", "Schema", "fail", "schema_problems"]
 
@@ -44,9 +40,8 @@ class Schema:
     plugin_warnings: tuple[str, ...] = ()
 
 
-def schema_problems(exc: ValidationError, schema: Schema) -> list[Problem]:
+def schema_problems(errors: list[dict[str, Any]], schema: Schema) -> list[Problem]:
     """Translated schema errors; past :data:`MAX_PROBLEMS` each is only counted (translation costs time)."""
-    errors = exc.errors(include_url=False)
     unlisted = Problem("manifest", _UNLISTED)
     return [_translate(err, schema) if i < MAX_PROBLEMS else unlisted for i, err in enumerate(errors)]
 
@@ -124,18 +119,9 @@ def _raw_kind(data: Any, loc: tuple[Any, ...]) -> Any:
     return raw.get("kind") if isinstance(raw, dict) else None
 
 
-def _clean_loc(loc: tuple[Any, ...], data: Any) -> tuple[Any, ...]:
-    """Drop pydantic's discriminator tags (``checks.2.agent.effects``) and dict-key markers."""
-    out: list[Any] = []
-    for seg in loc:
-        if seg in BUILTIN_CHECK_KINDS and out and isinstance(out[-1], int):
-            continue
-        if len(out) == 2 and out[0] == "checks" and isinstance(out[1], int) and seg == _raw_kind(data, tuple(out)):
-            continue  # a plugin kind's tag
-        if seg == "[key]":
-            continue
-        out.append(seg)
-    return tuple(out)
+def _clean_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Drop the dict-key marker: ``("bindings", "Bad", "[key]")`` is located at the key itself."""
+    return tuple(seg for seg in loc if seg != "[key]")
 
 
 # --------------------------------------------------------------------------- wording
@@ -169,10 +155,10 @@ def _allowed_keys(model: Any) -> str:
     """The keys a record (a manifest dataclass) or a plugin's check model accepts, in declaration order."""
     import dataclasses
 
-    from agentreview.model.manifest import input_key
+    from agentreview.model.reader import key_of
 
     if dataclasses.is_dataclass(model):
-        return ", ".join(input_key(f.name) for f in dataclasses.fields(model))
+        return ", ".join(key_of(f) for f in dataclasses.fields(model))
     return ", ".join(f.alias or name for name, f in model.model_fields.items())
 
 
@@ -190,11 +176,10 @@ def _shown(value: Any) -> str:
     return f"{'string' if isinstance(value, str) else type(value).__name__} {text}"
 
 
-# pydantic names the same mistake differently for a model (a plugin's check kind) and for a
-# dataclass (the built-in records); each group is worded once.
-_MISSING = ("missing", "missing_argument", "missing_keyword_only_argument")
-_UNKNOWN_KEY = ("extra_forbidden", "unexpected_keyword_argument", "unexpected_positional_argument")
-_NOT_A_MAPPING = ("dict_type", "model_type", "model_attributes_type", "dataclass_type", "dataclass_args_type")
+# A plugin's model (pydantic) and the reader name some mistakes differently; each group is worded once.
+_MISSING = ("missing",)
+_UNKNOWN_KEY = ("extra_forbidden", "unexpected_keyword_argument")
+_NOT_A_MAPPING = ("dict_type", "model_type", "model_attributes_type", "dataclass_type")
 
 _PATTERN_TEXT = {
     "ID": ("is not a valid id", "use lowercase letters, digits and '-', starting with a letter (at most 64)"),
@@ -242,7 +227,7 @@ def _translate(err: Any, schema: Schema) -> Problem:
     from agentreview.model import manifest as m
 
     data, is_pack = schema.data, schema.is_pack
-    loc = _clean_loc(tuple(err["loc"]), data)
+    loc = _clean_loc(tuple(err["loc"]))
     where = location(loc)
     kind = err["type"]
     value = err.get("input")

@@ -16,9 +16,9 @@ a schema cannot state, and refuses everything else:
 * every value, unknown members included, is JSON: objects with string keys, lists, strings,
   integers, finite floats, booleans, null (``NaN`` and infinities are refused).
 
-Why by hand and not pydantic: reading an attestation is on the path of every ``verify`` and
-cache hit, where importing pydantic and building the validators cost ~75 ms and this whole
-module imports in ~2 ms; a read of a typical document takes ~30 µs either way.
+The members are declared in the vocabulary the manifest reader uses (:mod:`agentreview.model.reader`),
+as open objects (:class:`~agentreview.model.reader.Obj`), with the rules a pattern cannot state
+(:class:`~agentreview.model.reader.Rule`); :func:`_words` says each problem the attestation's way.
 
 What a read gives back is a private copy (the caller's object is never kept, so mutating it later
 changes nothing): the schema's members in the schema's order, then unknown members in the order
@@ -34,10 +34,11 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any
 
+from agentreview.model.reader import Bool, Int, ListOf, Lit, Obj, ReadError, Rule, Spec, Str, read_json
 from agentreview.model.signature_alg import SIGNATURE_ALG_PATTERN, is_signature_alg
 
 SCHEMA = "agentproto.review.attestation/v1"
@@ -45,9 +46,6 @@ SCHEMA = "agentproto.review.attestation/v1"
 Location = tuple[str | int, ...]
 Problem = tuple[Location, str]
 
-# The schema's simple patterns are checked with string operations (each rule names its pattern):
-# as fast, and nothing to compile on every start.
-_HEX_DIGITS = "0123456789abcdef"
 _KIND_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789-"
 _ISO_DATETIME = re.compile(
     r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?(?:Z|[+-][0-9]{2}(?::?([0-9]{2}))?)"
@@ -134,48 +132,7 @@ def _shown(value: Any, limit: int = 48) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-# --------------------------------------------------------------------------- scalar rules
-# A scalar rule returns None when the value is right, else what is wrong with it.
-
-Scalar = Callable[[Any], str | None]
-
-
-def _string(value: Any) -> str | None:
-    return None if isinstance(value, str) else f"must be a string, not {_a(value)}"
-
-
-def _non_empty(value: Any) -> str | None:
-    if not isinstance(value, str):
-        return f"must be a string, not {_a(value)}"
-    return None if value else "must not be empty"
-
-
-def _hex64(value: Any) -> str | None:
-    # ^[0-9a-f]{64}$
-    if not isinstance(value, str):
-        return f"must be a string, not {_a(value)}"
-    return None if len(value) == 64 and not value.strip(_HEX_DIGITS) else "must match ^[0-9a-f]{64}$"
-
-
-def _prefixed(prefix: str) -> Scalar:
-    # ^<prefix>.+$, with ECMA-262's ``.``: any character but a line terminator
-    shown = f"^{prefix}.+$"
-
-    def rule(value: Any) -> str | None:
-        if not isinstance(value, str):
-            return f"must be a string, not {_a(value)}"
-        if (
-            len(value) > len(prefix)
-            and value.startswith(prefix)
-            and "\n" not in value
-            and "\r" not in value
-            and "\u2028" not in value
-            and "\u2029" not in value
-        ):
-            return None
-        return f"must match {shown}"
-
-    return rule
+# --------------------------------------------------------------------------- the rules a pattern cannot state
 
 
 def _owner_name(value: Any) -> str | None:
@@ -197,34 +154,6 @@ def _kind(value: Any) -> str | None:
         "must be 'command', 'agent' or a plugin's check kind (^[a-z][a-z0-9-]*$, at most 64 characters), "
         f"not {_shown(value)}"
     )
-
-
-def _one_of(*allowed: str) -> Scalar:
-    listed = ", ".join(f"'{a}'" for a in allowed)
-    message = f"must be '{allowed[0]}'" if len(allowed) == 1 else f"must be one of {listed}"
-
-    def rule(value: Any) -> str | None:
-        if not isinstance(value, str):
-            return f"{message}, not {_a(value)}"
-        return None if value in allowed else f"{message}, not {_shown(value)}"
-
-    return rule
-
-
-def _integer(minimum: int | None = None) -> Scalar:
-    # A JSON integer: never a bool, never a float (3.0 is refused, see the module's docstring).
-    wanted = "an integer" if minimum is None else f"an integer >= {minimum}"
-
-    def rule(value: Any) -> str | None:
-        if not isinstance(value, int) or isinstance(value, bool):
-            return f"must be {wanted}, not {_a(value)}"
-        return None if minimum is None or value >= minimum else f"must be {wanted}, not {value}"
-
-    return rule
-
-
-def _boolean(value: Any) -> str | None:
-    return None if value is True or value is False else f"must be true or false, not {_a(value)}"
 
 
 def _true(value: Any) -> str | None:
@@ -256,223 +185,166 @@ def _alg(value: Any) -> str | None:
     return None if is_signature_alg(value) else f"must match {SIGNATURE_ALG_PATTERN}"
 
 
-# --------------------------------------------------------------------------- objects and arrays
-# A composite rule (an object or an array) reads a value into its private copy, appending what is
-# wrong to ``problems``.
+def _words(kind: str, value: Any, ctx: dict[str, Any], msg: str) -> str:
+    """A problem of the reader's vocabulary, said the attestation's way (``must be a string, not null``)."""
+    if kind == "string_type":
+        return f"must be a string, not {_a(value)}"
+    if kind == "string_too_short":
+        return "must not be empty"
+    if kind == "string_pattern_mismatch":
+        return f"must match {ctx['pattern']}"
+    if kind == "literal_error":
+        values = ctx["values"]
+        wanted = (
+            f"must be '{values[0]}'" if len(values) == 1 else "must be one of " + ", ".join(f"'{v}'" for v in values)
+        )
+        return f"{wanted}, not {_shown(value) if isinstance(value, str) else _a(value)}"
+    if kind in ("int_type", "greater_than"):
+        wanted = "an integer" if ctx["gt"] is None else f"an integer >= {ctx['gt'] + 1}"
+        return f"must be {wanted}, not {value if kind == 'greater_than' else _a(value)}"
+    if kind == "bool_type":
+        return f"must be true or false, not {_a(value)}"
+    if kind == "list_type":
+        return f"must be an array, not {_a(value)}"
+    if kind == "too_short":
+        return f"must hold at least {ctx['min_length']} item(s), or be left out"
+    if kind == "object_type":
+        return f"must be an object, not {_a(value)}"
+    if kind == "missing":
+        return "is required"
+    if kind == "key_type":
+        return f"has a member name that is not a string: {_shown(value)}"
+    if kind == "finite_number":
+        return "must be a finite number (NaN and infinities are not JSON)"
+    if kind == "json_type":
+        return f"is not a JSON value ({_a(value)})"
+    if kind == "value_error":
+        return str(ctx["reason"])
+    return msg  # a Rule's own words
 
 
-class _Field(NamedTuple):
-    key: str
-    required: bool  # an optional member may also be null (the schema's anyOf [..., null])
-    how: int  # _STRING (any string), _SCALAR (a scalar rule) or _COMPOSITE (an _Object or _Array)
-    rule: Any
+def _unique(message: str) -> Any:
+    def check(items: list[Any]) -> list[Any]:
+        if len(set(items)) != len(items):
+            raise ValueError(message)
+        return items
 
-
-_STRING, _SCALAR, _COMPOSITE = 0, 1, 2
-_MISSING: Any = object()
-
-
-def _field(key: str, required: bool, rule: Any) -> _Field:
-    if rule is _string:
-        return _Field(key, required, _STRING, rule)
-    return _Field(key, required, _COMPOSITE if isinstance(rule, _Object | _Array) else _SCALAR, rule)
-
-
-def _req(key: str, rule: Any) -> _Field:
-    return _field(key, True, rule)
-
-
-def _opt(key: str, rule: Any) -> _Field:
-    return _field(key, False, rule)
-
-
-class _Object:
-    """One ``$defs`` object of the schema: its members in order; unknown members are kept."""
-
-    def __init__(self, name: str, fields: Sequence[_Field]) -> None:
-        self.name = name
-        self.fields = tuple(fields)
-        self.known = frozenset(f.key for f in fields)
-
-    def __call__(self, value: Any, loc: Location, problems: list[Problem], drop_nulls: bool) -> Any:
-        if not isinstance(value, dict):
-            problems.append((loc, f"must be an object, not {_a(value)}"))
-            return None
-        out: dict[str, Any] = {}
-        get = value.get
-        missing = _MISSING
-        for key, required, how, rule in self.fields:
-            item = get(key, missing)
-            if item is missing:
-                if required:
-                    problems.append(((*loc, key), "is required"))
-                continue
-            if item is None and not required:
-                if not drop_nulls:
-                    out[key] = None
-                continue
-            if how == 0:  # _STRING
-                if not isinstance(item, str):
-                    problems.append(((*loc, key), f"must be a string, not {_a(item)}"))
-            elif how == 2:  # _COMPOSITE
-                item = rule(item, (*loc, key), problems, drop_nulls)
-            else:
-                wrong = rule(item)
-                if wrong is not None:
-                    problems.append(((*loc, key), wrong))
-            out[key] = item
-        if len(out) != len(value):  # unknown members (or dropped nulls): kept, in the order read
-            known = self.known
-            for key, item in value.items():
-                if key in known:
-                    continue
-                if not isinstance(key, str):
-                    problems.append((loc, f"has a member name that is not a string: {_shown(key)}"))
-                elif item is not None or not drop_nulls:
-                    out[key] = _json_value(item, (*loc, key), problems)
-        return out
-
-
-class _Array:
-    """An array of one rule's items; ``unique`` is the message when a string repeats (uniqueItems)."""
-
-    def __init__(self, item: Any, *, min_items: int = 0, unique: str = "") -> None:
-        self.item = item
-        self.composite = isinstance(item, _Object | _Array)
-        self.min_items = min_items
-        self.unique = unique
-
-    def __call__(self, value: Any, loc: Location, problems: list[Problem], drop_nulls: bool) -> Any:
-        if not isinstance(value, list):
-            problems.append((loc, f"must be an array, not {_a(value)}"))
-            return None
-        if len(value) < self.min_items:
-            problems.append((loc, f"must hold at least {self.min_items} item(s), or be left out"))
-        item = self.item
-        if self.composite:
-            return [item(v, (*loc, i), problems, drop_nulls) for i, v in enumerate(value)]
-        wrong_items = False
-        for i, v in enumerate(value):
-            wrong = item(v)
-            if wrong is not None:
-                problems.append(((*loc, i), wrong))
-                wrong_items = True
-        if self.unique and not wrong_items and len(set(value)) != len(value):
-            problems.append((loc, self.unique))
-        return list(value)
-
-
-def _json_value(value: Any, loc: Location, problems: list[Problem]) -> Any:
-    """A copy of an unknown member's value, which may be any JSON value."""
-    if value is None or isinstance(value, (str, int)):  # bool is an int
-        return value
-    if isinstance(value, float):
-        if math.isfinite(value):
-            return value
-        problems.append((loc, "must be a finite number (NaN and infinities are not JSON)"))
-        return None
-    if isinstance(value, list):
-        return [_json_value(v, (*loc, i), problems) for i, v in enumerate(value)]
-    if isinstance(value, dict):
-        out: dict[str, Any] = {}
-        for key, item in value.items():
-            if not isinstance(key, str):
-                problems.append((loc, f"has a member name that is not a string: {_shown(key)}"))
-                continue
-            out[key] = _json_value(item, (*loc, key), problems)
-        return out
-    problems.append((loc, f"is not a JSON value ({_a(value)})"))
-    return None
+    return check
 
 
 # --------------------------------------------------------------------------- the schema's $defs
 
-FINDING = _Object("Finding", [
-    _req("severity", _one_of("high", "medium", "low")),
-    _req("title", _string),
-    _req("detail", _string),
-    _opt("file", _string),
-    _opt("line", _integer(1)),
-])  # fmt: skip
-COMPOSED_FROM = _Object("ComposedFrom", [
-    _req("rangeSha", _hex64),
-    _req("headSha", _non_empty),
-    _req("attestationSha256", _hex64),
-])  # fmt: skip
-FALLBACK = _Object("Fallback", [
-    _req("preset", _string),
-    _req("error", _string),
-    _opt("unknownFields", _Array(_string)),
-    _opt("unsafeValues", _Array(_string)),
-])  # fmt: skip
-LANE_RESULT = _Object("LaneResult", [
-    _req("id", _string),
-    _req("kind", _kind),
-    _req("status", _one_of("pass", "fail", "skipped", "timeout")),
-    _req("blocking", _boolean),
-    _req("findings", _Array(FINDING)),
-    _req("durationMs", _duration),
-    _opt("error", _string),
-    _opt("sessionId", _string),
-    _opt("preset", _string),
-    _opt("summary", _string),
-    _opt("exitCode", _integer()),
-    _opt("model", _string),
-    _opt("fallbacks", _Array(FALLBACK)),
-    _opt("unknownFields", _Array(_string)),
-    _opt("unsafeValues", _Array(_string)),
+STRING = Str()
+NON_EMPTY = Str(min_length=1)
+HEX64 = Str(pattern="^[0-9a-f]{64}$")
+STRINGS = ListOf(STRING)
+
+
+def _prefixed(prefix: str) -> Str:
+    """^<prefix>.+$ with ECMA-262's ``.``: any character but a line terminator."""
+    return Str(pattern=f"^{re.escape(prefix)}[^\n\r\u2028\u2029]+$", schema_pattern=f"^{prefix}.+$")
+
+
+def _req(key: str, meaning: Spec) -> tuple[str, bool, Spec]:
+    return (key, True, meaning)
+
+
+def _opt(key: str, meaning: Spec) -> tuple[str, bool, Spec]:
+    return (key, False, meaning)
+
+
+FINDING = Obj(
+    "Finding",
+    _req("severity", Lit("high", "medium", "low")),
+    _req("title", STRING),
+    _req("detail", STRING),
+    _opt("file", STRING),
+    _opt("line", Int(gt=0, exact=True)),
+)
+COMPOSED_FROM = Obj(
+    "ComposedFrom", _req("rangeSha", HEX64), _req("headSha", NON_EMPTY), _req("attestationSha256", HEX64)
+)
+FALLBACK = Obj(
+    "Fallback",
+    _req("preset", STRING),
+    _req("error", STRING),
+    _opt("unknownFields", STRINGS),
+    _opt("unsafeValues", STRINGS),
+)
+LANE_RESULT = Obj(
+    "LaneResult",
+    _req("id", STRING),
+    _req("kind", Rule(_kind)),
+    _req("status", Lit("pass", "fail", "skipped", "timeout")),
+    _req("blocking", Bool()),
+    _req("findings", ListOf(FINDING)),
+    _req("durationMs", Rule(_duration)),
+    _opt("error", STRING),
+    _opt("sessionId", STRING),
+    _opt("preset", STRING),
+    _opt("summary", STRING),
+    _opt("exitCode", Int(exact=True)),
+    _opt("model", STRING),
+    _opt("fallbacks", ListOf(FALLBACK)),
+    _opt("unknownFields", STRINGS),
+    _opt("unsafeValues", STRINGS),
     _opt("composedFrom", COMPOSED_FROM),
-])  # fmt: skip
-TARGET = _Object("Target", [_req("repoRemote", _non_empty), _req("baseSha", _non_empty), _req("headSha", _non_empty)])
-SIGNATURE = _Object("Signature", [
-    _req("alg", _alg),
+)
+TARGET = Obj("Target", _req("repoRemote", NON_EMPTY), _req("baseSha", NON_EMPTY), _req("headSha", NON_EMPTY))
+SIGNATURE = Obj(
+    "Signature",
+    _req("alg", Rule(_alg)),
     _req("keyFingerprint", _prefixed("SHA256:")),
-    _req("principal", _string),
-    _req("signedAt", _datetime),
-    _req("sig", _string),
-])  # fmt: skip
-ATTESTOR = _Object("Attestor", [
-    _req("daemon", _string),
-    _req("presets", _Array(_string, unique="must not repeat a preset")),
+    _req("principal", STRING),
+    _req("signedAt", Rule(_datetime)),
+    _req("sig", STRING),
+)
+ATTESTOR = Obj(
+    "Attestor",
+    _req("daemon", STRING),
+    _req("presets", ListOf(STRING, after=_unique("must not repeat a preset"))),
     _opt("signature", SIGNATURE),
-])  # fmt: skip
-RUBRIC_DIGEST = _Object("RubricDigest", [_req("check", _string), _req("path", _string), _req("sha256", _hex64)])
-PACK_DIGEST = _Object("PackDigest", [
-    _req("ref", _string),
-    _req("id", _string),
-    _req("version", _string),
+)
+RUBRIC_DIGEST = Obj("RubricDigest", _req("check", STRING), _req("path", STRING), _req("sha256", HEX64))
+PACK_DIGEST = Obj(
+    "PackDigest",
+    _req("ref", STRING),
+    _req("id", STRING),
+    _req("version", STRING),
     # Any string: an unknown recipe is a verification failure with its own message, not an unreadable document.
-    _req("alg", _string),
-    _req("sha256", _hex64),
-])  # fmt: skip
-GIT_AUTHOR = _Object("GitAuthor", [_req("name", _string), _req("email", _string)])
-REQUESTER = _Object("Requester", [_opt("sessionId", _string), _opt("gitAuthor", GIT_AUTHOR)])
-PULL_REQUEST = _Object("PullRequest", [
-    _req("provider", _one_of("github")),
-    _req("repo", _owner_name),
-    _req("number", _integer(1)),
-    _req("url", _string),
-])  # fmt: skip
-ATTESTATION = _Object("Attestation", [
-    _req("schema", _one_of(SCHEMA)),
+    _req("alg", STRING),
+    _req("sha256", HEX64),
+)
+GIT_AUTHOR = Obj("GitAuthor", _req("name", STRING), _req("email", STRING))
+REQUESTER = Obj("Requester", _opt("sessionId", STRING), _opt("gitAuthor", GIT_AUTHOR))
+PULL_REQUEST = Obj(
+    "PullRequest",
+    _req("provider", Lit("github")),
+    _req("repo", Rule(_owner_name)),
+    _req("number", Int(gt=0, exact=True)),
+    _req("url", STRING),
+)
+ATTESTATION = Obj(
+    "Attestation",
+    _req("schema", Lit(SCHEMA)),
     _req("runId", _prefixed("review-")),
-    _req("reviewId", _string),
-    _req("manifestSha", _hex64),
-    _req("binding", _non_empty),
+    _req("reviewId", STRING),
+    _req("manifestSha", HEX64),
+    _req("binding", NON_EMPTY),
     _req("target", TARGET),
-    _req("rangeSha", _hex64),
-    _req("lanes", _Array(LANE_RESULT)),
-    _req("verdict", _one_of("pass", "block", "incomplete")),
+    _req("rangeSha", HEX64),
+    _req("lanes", ListOf(LANE_RESULT)),
+    _req("verdict", Lit("pass", "block", "incomplete")),
     _req("attestor", ATTESTOR),
-    _req("rubrics", _Array(RUBRIC_DIGEST)),
-    _opt("packs", _Array(PACK_DIGEST, min_items=1)),
-    _opt("dirty", _true),
+    _req("rubrics", ListOf(RUBRIC_DIGEST)),
+    _opt("packs", ListOf(PACK_DIGEST, min_length=1)),
+    _opt("dirty", Rule(_true)),
     _opt("requester", REQUESTER),
     _opt("pr", PULL_REQUEST),
-    _req("createdAt", _datetime),
-])  # fmt: skip
+    _req("createdAt", Rule(_datetime)),
+)
 
-DEFINITIONS: dict[str, _Object] = {
+DEFINITIONS: dict[str, Obj] = {
     d.name: d
     for d in (ATTESTATION, FINDING, COMPOSED_FROM, FALLBACK, LANE_RESULT, TARGET, SIGNATURE, ATTESTOR,
               RUBRIC_DIGEST, PACK_DIGEST, GIT_AUTHOR, REQUESTER, PULL_REQUEST)
@@ -482,13 +354,12 @@ DEFINITIONS: dict[str, _Object] = {
 def read_object(definition: str, data: Any, *, drop_nulls: bool, at: Location = ()) -> dict[str, Any]:
     """Read ``data`` as the schema's ``definition`` ("Attestation", "LaneResult", ...): its private copy,
     or :class:`AttestationShapeError` with every problem, located under ``at``."""
-    problems: list[Problem] = []
     try:
-        out = DEFINITIONS[definition](data, at, problems, drop_nulls)
+        out: dict[str, Any] = read_json(DEFINITIONS[definition], data, drop_nulls=drop_nulls, words=_words, at=at)
     except RecursionError:
         raise AttestationShapeError([(at, "is nested too deeply to read")]) from None
-    if problems:
-        raise AttestationShapeError(problems)
+    except ReadError as exc:
+        raise AttestationShapeError([(e["loc"], e["msg"]) for e in exc.errors]) from None
     return out
 
 

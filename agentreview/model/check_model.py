@@ -2,17 +2,17 @@
 
 A pydantic model, unlike the built-in records of :mod:`agentreview.model.manifest`: plugins
 subclass it and declare their fields the pydantic way, and the parser checks that a subclass
-is as strict as the built-in kinds before it validates a check with it. Importing this module
-imports pydantic, which only a manifest that uses a plugin's check kind (or a plugin that
-declares one) pays for.
+is as strict as the built-in kinds (``strict=True``) before it reads a check with it. Only a
+manifest that uses a plugin's check kind, or a plugin that declares one, imports pydantic.
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from typing import Annotated
 
-from agentreview.model.manifest import DEFAULT_COMMAND_TIMEOUT_MS
-from agentreview.model.manifest_fields import Id, TimeoutMs
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentreview.model.manifest import DEFAULT_COMMAND_TIMEOUT_MS, ID_PATTERN, MAX_TIMEOUT_MS
 
 __all__ = ["CheckModel"]
 
@@ -36,8 +36,8 @@ class CheckModel(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True, populate_by_name=True)
 
-    id: Id
+    id: Annotated[str, Field(pattern=ID_PATTERN, max_length=64)]
     kind: str
     description: str | None = None
     blocking: bool = True
-    timeoutMs: TimeoutMs = DEFAULT_COMMAND_TIMEOUT_MS
+    timeoutMs: Annotated[int, Field(gt=0, le=MAX_TIMEOUT_MS)] = DEFAULT_COMMAND_TIMEOUT_MS

@@ -1,60 +1,37 @@
-"""Field shapes of the two manifest kinds: ``kind: review`` and ``kind: review-pack``.
+"""The manifest's one declaration: the records of ``kind: review`` and ``kind: review-pack`` and each field's meaning.
 
-Plain frozen dataclasses: importing this module and building its records costs next to
-nothing, so a command that only reads a manifest's conclusions (a memoized parse, a plan, a
-cache hit) never imports pydantic. The field types are written as names of constrained types
-(``Id``, ``TimeoutMs``, ``Flag``...) that :mod:`agentreview.model.manifest_fields` defines for
-pydantic and :mod:`agentreview.model.manifest_strict` reads without it (a manifest of the
-built-in check kinds is accepted there; pydantic explains what it does not accept).
-
-Validation is strict at every level (an unknown key is an error) and strict in type (YAML
-``"true"`` is not a boolean, ``"5"`` is not an integer). Cross-field rules live in
-``agentreview.manifest.rules``; these records express shapes and defaults only, exactly as
-reference-notes 1.1 and 1.2 give them. Constructing a record directly (pack resolution, tests)
-does not validate: only parsing does.
+Plain frozen dataclasses whose fields carry their meaning (:func:`~agentreview.model.reader.spec`):
+:func:`agentreview.model.reader.read` builds them from a frontmatter mapping, strictly (an unknown
+key is an error, ``"true"`` is not a boolean) and reporting every problem at once; the JSON Schema
+in ``docs/schemas`` is generated from the same fields. Cross-field rules live in
+``agentreview.manifest.rules``. Constructing a record directly (pack resolution, tests) does not
+validate: only reading does.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, Literal
+import re
+from dataclasses import dataclass
+from typing import Any, Final, Literal
 
-if TYPE_CHECKING:  # pragma: no cover
-    # What each field type name is to a type checker. What it means for validation is declared
-    # in manifest_fields (pydantic) and manifest_strict (its table), held equal by tests; at run
-    # time pydantic finds these names in this module because manifest_fields places them here.
-    from typing import TypeAlias
-
-    Text: TypeAlias = str
-    NonEmpty: TypeAlias = str
-    Id: TypeAlias = str
-    Semver: TypeAlias = str
-    Flag: TypeAlias = bool
-    FalseOnly: TypeAlias = Literal[False]
-    TimeoutMs: TypeAlias = int
-    PackRef: TypeAlias = str
-    AsId: TypeAlias = str
-    Names: TypeAlias = list[str]
-    IdList: TypeAlias = list[str]
-    RefList: TypeAlias = list[str]
-    RefList1: TypeAlias = list[str]
-    Overrides: TypeAlias = "dict[str, Override]"
-    Bindings: TypeAlias = "dict[str, Binding]"
-    UsesList: TypeAlias = "list[UsesEntry]"
-    TargetIn: TypeAlias = "Target"
-    ReviewChecks: TypeAlias = "list[CommandCheck | AgentCheck]"
-    PackChecks: TypeAlias = "list[PackCommandCheck | PackAgentCheck]"
+from agentreview.model.packref import PACK_REF_PATTERN, parse_git_pack_ref
+from agentreview.model.reader import Bool, DictOf, Int, ListOf, Lit, Nullable, Record, Str, Tagged, spec
 
 __all__ = [
+    "CHECK",
     "DEFAULT_AGENT_TIMEOUT_MS",
     "DEFAULT_BASE",
     "DEFAULT_COMMAND_TIMEOUT_MS",
+    "FALSE_ONLY",
+    "ID",
     "ID_PATTERN",
     "MAX_TIMEOUT_MS",
+    "PACK_CHECK",
     "QUORUM",
     "RECORDS",
     "REF_PATTERN",
     "SEMVER_PATTERN",
+    "TIMEOUT_MS",
     "AgentCheck",
     "Binding",
     "CommandCheck",
@@ -67,7 +44,6 @@ __all__ = [
     "Target",
     "UsesEntry",
     "VerdictConfig",
-    "input_key",
 ]
 
 ID_PATTERN = r"^[a-z][a-z0-9-]*$"
@@ -84,154 +60,164 @@ QUORUM: Final = "all-blocking-pass"
 
 Severity = Literal["high", "medium", "low"]
 
-# pydantic's configuration of every record: an unknown key is an error. Strictness in type is
-# per field (each scalar alias carries Strict()): `strict` here would make pydantic demand a
-# dataclass instance where the manifest has a mapping.
-_CLOSED: Final[dict[str, Any]] = {"extra": "forbid"}
-# `as` is a Python keyword, so UsesEntry's field is `as_`; only the spelling `as` is accepted as input.
-_CLOSED_BY_ALIAS: Final[dict[str, Any]] = {**_CLOSED, "validate_by_name": False, "validate_by_alias": True}
+
+def pack_ref(value: str) -> str:
+    """A pack reference: an npm name, a path, or a pinned ``git+https://<url>#<sha>``."""
+    if re.fullmatch(PACK_REF_PATTERN, value) is None:  # fullmatch: `$` would accept a trailing newline
+        if value.startswith("git+"):
+            parse_git_pack_ref(value)  # raises with the message that names the fix
+        raise ValueError(f"pack reference {value!r} must be an npm name, a path or git+https://<url>#<sha>")
+    return value
 
 
-def input_key(name: str) -> str:
-    """The manifest key of a record field: ``as_`` is read as ``as`` (a Python keyword), others as named."""
-    return "as" if name == "as_" else name
+def string_target(value: Any) -> Any:
+    """``target: git-range`` is the string form of ``{kind: git-range}``."""
+    return {"kind": "git-range"} if value == "git-range" else value
+
+
+def unique_ids(checks: list[Any]) -> list[Any]:
+    """A pack's checks, each id once."""
+    seen: set[str] = set()
+    for check in checks:
+        if check.id in seen:
+            raise ValueError(f"checks[] lists '{check.id}' more than once")
+        seen.add(check.id)
+    return checks
+
+
+# --------------------------------------------------------------------------- what each field may hold
+
+TEXT = Str()
+NON_EMPTY = Str(min_length=1)
+ID = Str(pattern=ID_PATTERN, max_length=64)
+REF = Str(pattern=REF_PATTERN, max_length=129)
+FLAG = Bool()
+FALSE_ONLY = Lit(False)  # effects where only false is allowed
+TIMEOUT_MS = Int(gt=0, le=MAX_TIMEOUT_MS)
+SEVERITY = Lit("high", "medium", "low")
+NAMES = ListOf(NON_EMPTY)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class CommandCheck:
-    __pydantic_config__ = _CLOSED
-
-    id: Id
-    kind: Literal["command"]
-    description: Text | None = None
-    run: NonEmpty
-    cwd: NonEmpty | None = None
-    blocking: Flag = True
-    timeoutMs: TimeoutMs = DEFAULT_COMMAND_TIMEOUT_MS
-    effects: Flag = False
+    id: str = spec(ID)
+    kind: Literal["command"] = spec(Lit("command"))
+    description: str | None = spec(Nullable(TEXT), default=None)
+    run: str = spec(NON_EMPTY)
+    cwd: str | None = spec(Nullable(NON_EMPTY), default=None)
+    blocking: bool = spec(FLAG, default=True)
+    timeoutMs: int = spec(TIMEOUT_MS, default=DEFAULT_COMMAND_TIMEOUT_MS)
+    effects: bool = spec(FLAG, default=False)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class AgentCheck:
-    __pydantic_config__ = _CLOSED
-
-    id: Id
-    kind: Literal["agent"]
-    description: Text | None = None
-    preset: NonEmpty
-    fallbackPresets: Names = field(default_factory=list)
-    rubric: NonEmpty
-    blockOn: Severity = "high"
-    blocking: Flag = True
-    timeoutMs: TimeoutMs = DEFAULT_AGENT_TIMEOUT_MS
-    effects: FalseOnly = False
+    id: str = spec(ID)
+    kind: Literal["agent"] = spec(Lit("agent"))
+    description: str | None = spec(Nullable(TEXT), default=None)
+    preset: str = spec(NON_EMPTY)
+    fallbackPresets: list[str] = spec(NAMES, default_factory=list)
+    rubric: str = spec(NON_EMPTY)
+    blockOn: Severity = spec(SEVERITY, default="high")
+    blocking: bool = spec(FLAG, default=True)
+    timeoutMs: int = spec(TIMEOUT_MS, default=DEFAULT_AGENT_TIMEOUT_MS)
+    effects: Literal[False] = spec(FALSE_ONLY, default=False)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Binding:
-    __pydantic_config__ = _CLOSED
-
-    on: NonEmpty | None = None
-    prepare: RefList = field(default_factory=list)
-    checks: RefList1
-    quorum: Literal["all-blocking-pass"] = QUORUM
+    on: str | None = spec(Nullable(NON_EMPTY), default=None)
+    prepare: list[str] = spec(ListOf(REF), default_factory=list)
+    checks: list[str] = spec(ListOf(REF, min_length=1))
+    quorum: Literal["all-blocking-pass"] = spec(Lit(QUORUM), default=QUORUM)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Override:
-    __pydantic_config__ = _CLOSED
-
-    blockOn: Severity | None = None
-    blocking: Flag | None = None
-    timeoutMs: TimeoutMs | None = None
-    preset: NonEmpty | None = None
-    fallbackPresets: Names | None = None
+    blockOn: Severity | None = spec(Nullable(SEVERITY), default=None)
+    blocking: bool | None = spec(Nullable(FLAG), default=None)
+    timeoutMs: int | None = spec(Nullable(TIMEOUT_MS), default=None)
+    preset: str | None = spec(Nullable(NON_EMPTY), default=None)
+    fallbackPresets: list[str] | None = spec(Nullable(NAMES), default=None)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class UsesEntry:
-    __pydantic_config__ = _CLOSED_BY_ALIAS
-
-    pack: PackRef
-    as_: AsId
-    checks: IdList | None = None
-    preset: NonEmpty | None = None
-    fallbackPresets: Names | None = None
-    overrides: Overrides = field(default_factory=dict)
-    allowCommands: Flag = False
+    pack: str = spec(Str(after=pack_ref, schema_pattern=PACK_REF_PATTERN))
+    as_: str = spec(ID, key="as")  # `as` is a Python keyword
+    checks: list[str] | None = spec(Nullable(ListOf(ID)), default=None)
+    preset: str | None = spec(Nullable(NON_EMPTY), default=None)
+    fallbackPresets: list[str] | None = spec(Nullable(NAMES), default=None)
+    overrides: dict[str, Override] = spec(DictOf(ID, Record(Override)), default_factory=dict)
+    allowCommands: bool = spec(FLAG, default=False)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Target:
-    __pydantic_config__ = _CLOSED
-
-    kind: Literal["git-range"]
-    base: NonEmpty = DEFAULT_BASE
+    kind: Literal["git-range"] = spec(Lit("git-range"))
+    base: str = spec(NON_EMPTY, default=DEFAULT_BASE)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class VerdictConfig:
-    __pydantic_config__ = _CLOSED
+    exportDir: str | None = spec(Nullable(NON_EMPTY), default=None)
 
-    exportDir: NonEmpty | None = None
+
+# A check of a review: a plugin may add kinds at parse time (the `extra` of reader.read).
+CHECK = Tagged("kind", CommandCheck, AgentCheck, open=True)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ReviewManifest:
-    __pydantic_config__ = _CLOSED
-
-    kind: Literal["review"]
-    id: Id
-    name: NonEmpty | None = None
-    description: Text | None = None
-    target: TargetIn  # `target: git-range` is the string form of `{kind: git-range}`
-    checks: ReviewChecks
-    bindings: Bindings | None = None
-    uses: UsesList = field(default_factory=list)
-    verdict: VerdictConfig = field(default_factory=VerdictConfig)
+    kind: Literal["review"] = spec(Lit("review"))
+    id: str = spec(ID)
+    name: str | None = spec(Nullable(NON_EMPTY), default=None)
+    description: str | None = spec(Nullable(TEXT), default=None)
+    target: Target = spec(Record(Target, before=string_target))
+    checks: list[CommandCheck | AgentCheck] = spec(ListOf(CHECK, min_length=1))
+    bindings: dict[str, Binding] | None = spec(Nullable(DictOf(ID, Record(Binding))), default=None)
+    uses: list[UsesEntry] = spec(ListOf(Record(UsesEntry)), default_factory=list)
+    verdict: VerdictConfig = spec(Record(VerdictConfig), default_factory=VerdictConfig)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class PackCommandCheck:
-    __pydantic_config__ = _CLOSED
-
-    id: Id
-    kind: Literal["command"]
-    description: Text | None = None
-    run: NonEmpty
-    cwd: Text | None = None
-    blocking: Flag = True
-    timeoutMs: TimeoutMs = DEFAULT_COMMAND_TIMEOUT_MS
-    effects: FalseOnly = False
+    id: str = spec(ID)
+    kind: Literal["command"] = spec(Lit("command"))
+    description: str | None = spec(Nullable(TEXT), default=None)
+    run: str = spec(NON_EMPTY)
+    cwd: str | None = spec(Nullable(TEXT), default=None)
+    blocking: bool = spec(FLAG, default=True)
+    timeoutMs: int = spec(TIMEOUT_MS, default=DEFAULT_COMMAND_TIMEOUT_MS)
+    effects: Literal[False] = spec(FALSE_ONLY, default=False)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class PackAgentCheck:
-    __pydantic_config__ = _CLOSED
+    id: str = spec(ID)
+    kind: Literal["agent"] = spec(Lit("agent"))
+    description: str | None = spec(Nullable(TEXT), default=None)
+    preset: str | None = spec(Nullable(NON_EMPTY), default=None)
+    rubric: str = spec(NON_EMPTY)
+    blockOn: Severity = spec(SEVERITY, default="high")
+    blocking: bool = spec(FLAG, default=True)
+    timeoutMs: int = spec(TIMEOUT_MS, default=DEFAULT_AGENT_TIMEOUT_MS)
+    effects: Literal[False] = spec(FALSE_ONLY, default=False)
 
-    id: Id
-    kind: Literal["agent"]
-    description: Text | None = None
-    preset: NonEmpty | None = None
-    rubric: NonEmpty
-    blockOn: Severity = "high"
-    blocking: Flag = True
-    timeoutMs: TimeoutMs = DEFAULT_AGENT_TIMEOUT_MS
-    effects: FalseOnly = False
+
+PACK_CHECK = Tagged("kind", PackCommandCheck, PackAgentCheck)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ReviewPack:
-    __pydantic_config__ = _CLOSED
-
-    kind: Literal["review-pack"]
-    id: Id
-    version: Semver
-    description: Text | None = None
-    checks: PackChecks  # each id once (a validator of the list)
+    kind: Literal["review-pack"] = spec(Lit("review-pack"))
+    id: str = spec(ID)
+    version: str = spec(Str(pattern=SEMVER_PATTERN))
+    description: str | None = spec(Nullable(TEXT), default=None)
+    checks: list[PackCommandCheck | PackAgentCheck] = spec(ListOf(PACK_CHECK, min_length=1, after=unique_ids))
 
 
-# Every record type, for the code and tests that walk them all (the readers' agreement, the memo).
+# Every record type, for the code and tests that walk them all.
 RECORDS: Final = (
     CommandCheck,
     AgentCheck,

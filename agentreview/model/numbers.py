@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["as_whole", "whole_number"]
+__all__ = ["whole_number"]
 
 
 def whole_number(value: Any) -> int | None:
@@ -22,9 +22,3 @@ def whole_number(value: Any) -> int | None:
     if type(value) is float and math.isfinite(value) and value.is_integer():
         return int(value)
     return None
-
-
-def as_whole(value: Any) -> Any:
-    """``value`` as an ``int`` when it is integral, else unchanged (for a validator that refuses it itself)."""
-    whole = whole_number(value)
-    return value if whole is None else whole

@@ -121,7 +121,7 @@ def capture(cli: str, binary: str) -> Path:
 
     from agentreview.model.contracts import LaneRequest
     from agentreview.model.manifest import AgentCheck
-    from agentreview.model.manifest_fields import validate
+    from agentreview.model.reader import validate
 
     if cli not in SCRIPTS:
         raise SystemExit(f"capture_stream: no capture recipe for {cli!r} yet ({', '.join(SCRIPTS)})")

@@ -15,7 +15,7 @@ from agentreview_agent.executor import AgentLaneExecutor
 
 from agentreview.model.contracts import DeltaRange, LaneRequest, PresetSpec
 from agentreview.model.manifest import AgentCheck
-from agentreview.model.manifest_fields import validate
+from agentreview.model.reader import validate
 
 
 def git(repo: Path, *args: str) -> str:

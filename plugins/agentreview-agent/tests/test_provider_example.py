@@ -46,7 +46,7 @@ import json, sys, threading
 from pathlib import Path
 from agentreview.model.contracts import LaneRequest
 from agentreview.model.manifest import AgentCheck
-from agentreview.model.manifest_fields import validate
+from agentreview.model.reader import validate
 from agentreview.model.lanes import to_lane_result
 from agentreview.plugins.registry import load_registry
 from agentreview.host.presets import load_presets

@@ -24,7 +24,7 @@ DRIVER = textwrap.dedent(
     from agentreview.host.procs import watchdog
     from agentreview.model.contracts import LaneRequest, PresetSpec
     from agentreview.model.manifest import AgentCheck
-    from agentreview.model.manifest_fields import validate
+    from agentreview.model.reader import validate
 
     cfg = json.loads(sys.argv[1])
     fields = {"id": "correctness", "kind": "agent", "preset": cfg["preset"], "rubric": "r.md", "timeoutMs": 300000}
