@@ -78,7 +78,8 @@ def prepare_and_freeze(plan: RunPlan, ctx: LaneContext, reporter: Reporter, tree
             "the lanes would not run at the head they attest, so nothing is attested "
             "(a prepare step that commits needs the head checked out and --head left at HEAD)"
         )
-    dirty = tree_dirty(tree)
+    # the checkout's status, asked before the cache, still holds unless a prepare step ran since
+    dirty = plan.checkout.dirty() if not (plan.prepare or tree.detached) else tree_dirty(tree)
     if dirty:
         reporter.phase("working tree has uncommitted changes to tracked files: the attestation will be dirty")
     return FrozenRange(head_sha=head_sha, dirty=dirty, placeholders={**plan.host_values, "head": head_sha})

@@ -197,6 +197,8 @@ def _run_planned(plan: RunPlan, reporter: Reporter, cancel: threading.Event, tra
             joined = serve_joined(plan, ledger, waited, reporter) if waited is not None else None
             if joined is not None:
                 return joined
+            if waited is not None:  # the tree may have changed while this run waited
+                plan.checkout.forget()
             # 9–10. execute and record
             return _execute(plan, ledger, inflight, cancel, reporter)
 
