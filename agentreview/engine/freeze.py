@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from agentreview.engine import interrupt
 from agentreview.engine.compose import find_prior
 from agentreview.engine.errors import PrepareFailed
 from agentreview.engine.execute import LaneContext, LanePlan, run_prepare
@@ -67,7 +68,8 @@ def prepare_and_freeze(plan: RunPlan, ctx: LaneContext, reporter: Reporter, tree
     """Run the prepare steps in order (PrepareFailed on the first failure), then freeze head and
     dirtiness; PrepareFailed too when ``tree`` does not hold the head (a prepare step moved one of them)."""
     if plan.prepare:
-        run_prepare(plan.prepare, ctx, reporter.phase)
+        with interrupt.shielded():  # a prepare step stops through the cancel event, its processes reaped
+            run_prepare(plan.prepare, ctx, reporter.phase)
     head_sha = git.rev_parse_commit(plan.repo_root, plan.head_ref)
     # the checkout's HEAD is the head itself by definition; anything else is compared
     tested = head_sha if plan.head_ref == "HEAD" and not tree.detached else tree_head(tree)
