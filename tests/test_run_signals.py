@@ -5,7 +5,7 @@ the cache's and the freeze's ``git status``) or an ``ssh-keygen`` (signing, in t
 phase) first on ``PATH`` that, for the one call named, leaves a mark and sleeps; every other
 call runs the real program. The signal goes to the real CLI in a subprocess once the mark is
 there; the test polls for its end with a generous deadline (how fast it ends is measured by
-bench/bench_run.py, not asserted here) and checks that the sleeping program was stopped too.
+bench/bench_signals.py, not asserted here) and checks that the sleeping program was stopped too.
 """
 
 from __future__ import annotations
