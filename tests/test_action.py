@@ -34,6 +34,7 @@ from report_helpers import MANIFEST, GateRepo, forge_unsigned_pass, git, validat
 
 ROOT = Path(__file__).resolve().parents[1]
 ACTION = ROOT / "action.yml"
+CACHE_COMMIT = "55cc8345863c7cc4c66a329aec7e433d2d1c52a9"  # actions/cache v6.1.0
 EXPR = re.compile(r"\$\{\{\s*([^}]+?)\s*\}\}")
 VENV_BIN = Path(sys.executable).parent
 IN_CI = bool(os.environ.get("CI"))
@@ -178,7 +179,9 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Runner
     checkout.mkdir()
     plant(checkout)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTREVIEW_", "GITHUB_", "VIRTUAL_ENV"))}
-    proc, outputs, _ = runner.run_step("install", checkout, {}, env, {})
+    keyed, key, _ = runner.run_step("key", checkout, {}, env, {})
+    assert keyed.returncode == 0, keyed.stdout + keyed.stderr
+    proc, outputs, _ = runner.run_step("install", checkout, {}, env, {"key": key, "restore": {"cache-hit": ""}})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     yield runner, outputs, proc.stdout
 
@@ -225,7 +228,12 @@ def test_action_shape() -> None:
     assert inputs["require-signed"]["default"] == "true" and inputs["sarif"]["default"] == "agentreview.sarif"
     assert inputs["binding"]["default"] == "" and inputs["python"]["default"] == "python3"
     steps = action["runs"]["steps"]
-    assert all("uses" not in each for each in steps)  # no setup-python: the caller's Python stays
+    # no setup-python (the caller's Python stays): the only actions used keep the venv in the cache
+    used = [each["uses"] for each in steps if "uses" in each]
+    assert used == [f"actions/cache/{how}@{CACHE_COMMIT}" for how in ("restore", "save")], used
+    assert step(action, "restore")["with"]["key"] == "${{ steps.key.outputs.key }}"
+    assert step(action, "install")["env"]["AGENTREVIEW_RESTORED"] == "${{ steps.restore.outputs.cache-hit }}"
+    steps = [each for each in steps if "run" in each]
     install = step(action, "install")
     assert install["env"]["AGENTREVIEW_ACTION_PATH"] == "${{ github.action_path }}"
     assert '-m pip install --disable-pip-version-check --no-input -q "$AGENTREVIEW_ACTION_PATH"' in install["run"]
@@ -245,9 +253,10 @@ def test_action_shape() -> None:
             if re.search(r"(PYTHON\"|/bin/python\")\s", line):
                 assert " -I " in line, line
         subprocess.run(["bash", "-n"], input=script, text=True, check=True, timeout=30)
-    for name in inputs:  # each input is read in one env: entry and nowhere else
-        uses = [k for s in steps for k, v in s.get("env", {}).items() if f"inputs.{name} " in f"{v} "]
-        assert len(uses) == 1, (name, uses)
+    for name in inputs:  # each input is read in one env: entry of a step and nowhere else
+        uses = [(s["id"], k) for s in steps for k, v in s.get("env", {}).items() if f"inputs.{name} " in f"{v} "]
+        expected = 2 if name == "python" else 1  # the python names the cache key and makes the venv
+        assert len(uses) == expected and len({sid for sid, _ in uses}) == expected, (name, uses)
 
 
 def test_zizmor_finds_nothing_in_action_yml() -> None:
@@ -296,7 +305,7 @@ def test_actionlint_finds_nothing_in_the_action_steps_or_its_use(tmp_path: Path)
 
 def test_shellcheck_finds_nothing_in_the_action_scripts(tmp_path: Path) -> None:
     shellcheck = tool("shellcheck")
-    for each in load_action()["runs"]["steps"]:
+    for each in [each for each in load_action()["runs"]["steps"] if "run" in each]:
         script = tmp_path / f"{each['id']}.sh"
         script.write_text("#!/usr/bin/env bash\n" + each["run"])
         proc = subprocess.run(
@@ -316,17 +325,53 @@ def test_install_makes_a_venv_of_its_own_and_leaves_the_callers_python_and_path(
     runner, outputs, stdout = installed
     venv = Path(outputs["venv"])
     assert venv == runner.temp / "agentreview-action-venv" and (venv / "bin" / "agentreview").is_file()
-    assert stdout.strip().startswith("agentreview 0.1.0")
+    assert stdout.strip().splitlines()[-1].startswith("agentreview 0.1.0")
+    # no uv on the runner's PATH: the action installed one of its own under RUNNER_TEMP and used it
+    assert f"installed with {runner.temp / 'agentreview-action-uv' / 'bin' / 'uv'}" in stdout.splitlines()
+    assert outputs["installed"] == "true"
     assert not runner.mark.exists()  # neither the checkout's venv/pip modules nor PATH's python ran
-    listed = subprocess.run([str(venv / "bin" / "python"), "-I", "-m", "pip", "list", "--format=json"],
+    names_of = "import importlib.metadata as m, json; print(json.dumps([d.name for d in m.distributions()]))"
+    listed = subprocess.run([str(venv / "bin" / "python"), "-I", "-c", names_of],
                             capture_output=True, text=True, timeout=120, check=True)  # fmt: skip
-    names = {row["name"] for row in json.loads(listed.stdout)}
+    names = set(json.loads(listed.stdout))
     assert "agentreview-core" in names and "agentreview" not in names
     # installed from the action's copy, not from this checkout (no editable link back to it)
     where = "import agentreview; print(agentreview.__file__)"
     shown = subprocess.run([str(venv / "bin" / "python"), "-I", "-c", where],
                            capture_output=True, text=True, timeout=60, check=True)  # fmt: skip
     assert shown.stdout.startswith(str(venv))
+
+
+@pytest.mark.slow
+def test_a_venv_restored_from_the_cache_is_used_as_it_is(installed: tuple[Runner, dict[str, str], str]) -> None:
+    runner, first, _ = installed
+    compiled = list(Path(first["venv"]).glob("lib/python3*/site-packages/agentreview/__pycache__/*.pyc"))
+    assert compiled, "uv installed without compiling bytecode"
+    proc, outputs, _ = runner.run_step("install", runner.tmp, {}, dict(os.environ), {"restore": {"cache-hit": "true"}})
+    assert proc.returncode == 0, proc.stderr
+    assert outputs == {"venv": first["venv"]} and proc.stdout.strip().startswith("agentreview 0.1.0")
+
+
+@pytest.mark.slow
+def test_a_broken_restored_venv_is_installed_again_and_pip_is_the_fallback_when_uv_fails(
+    installed: tuple[Runner, dict[str, str], str], tmp_path: Path
+) -> None:
+    """The cache said hit but the venv does not start (restored onto another image, say), and the
+    runner's uv fails: the install runs again, with pip."""
+    first = installed[0]
+    runner = Runner(tmp_path, first.action_path, tmp_path / "temp", tmp_path / "bin", tmp_path / "mark")
+    broken = runner.temp / "agentreview-action-venv" / "bin"
+    broken.mkdir(parents=True)
+    runner.planted_bin.mkdir()
+    for program in (broken / "agentreview", runner.planted_bin / "uv"):
+        program.write_text("#!/bin/sh\nexit 1\n")
+        program.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTREVIEW_", "GITHUB_", "VIRTUAL_ENV"))}
+    proc, outputs, _ = runner.run_step("install", tmp_path, {}, env, {"restore": {"cache-hit": "true"}})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert outputs["installed"] == "true" and "installed with" not in proc.stdout
+    assert proc.stdout.strip().startswith("agentreview 0.1.0")
+    assert (runner.temp / "agentreview-action-venv" / "bin" / "pip").exists()  # pip's venv, not uv's
 
 
 @pytest.mark.slow
@@ -337,7 +382,8 @@ def test_install_refuses_a_python_older_than_the_core_needs(
     old = tmp_path / "python-old"
     old.write_text("#!/bin/sh\nexit 1\n")  # what `sys.exit(sys.version_info < (3, 11))` answers on 3.10
     old.chmod(0o755)
-    proc, outputs, _ = runner.run_step("install", tmp_path, {"python": str(old)}, dict(os.environ), {})
+    proc, outputs, _ = runner.run_step("install", tmp_path, {"python": str(old)}, dict(os.environ),
+                                       {"restore": {"cache-hit": ""}})  # fmt: skip
     assert proc.returncode == 3 and "venv" not in outputs
     assert "is not Python 3.11 or newer — name one with the python input" in proc.stderr
 

@@ -26,7 +26,6 @@ from agentreview.engine.errors import Cancelled
 from agentreview.engine.plan import RunPlan
 from agentreview.engine.record import finish_cached
 from agentreview.engine.result import RunResult
-from agentreview.host import git
 from agentreview.model.errors import AgentreviewError
 from agentreview.report.progress import Reporter
 
@@ -52,7 +51,7 @@ def serve_cached(plan: RunPlan, ledger: Ledger, reporter: Reporter) -> RunResult
 
     A headless run is never answered from the ledger (the reference runs headless on a
     temporary ledger): a full run's verdict would otherwise stand in for a run that reviews less."""
-    if plan.flags.no_cache or plan.flags.headless or git.is_dirty(plan.repo_root):
+    if plan.flags.no_cache or plan.flags.headless or plan.checkout.dirty():
         return None
     cached = ledger.lookup_cached(*plan.key, plan.rubrics, plan.packs)
     if cached is not None and not cached.attestor.signature and _can_sign_now(plan, cached):

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from agentreview.engine import interrupt
 from agentreview.engine.compose import find_prior
 from agentreview.engine.errors import PrepareFailed
 from agentreview.engine.execute import LaneContext, LanePlan, run_prepare
@@ -71,7 +72,8 @@ def prepare_and_freeze(plan: RunPlan, ctx: LaneContext, reporter: Reporter, tree
     """Run the prepare steps in order (PrepareFailed on the first failure), then freeze head and
     dirtiness; PrepareFailed too when ``tree`` does not hold the head (a prepare step moved one of them)."""
     if plan.prepare:
-        run_prepare(plan.prepare, ctx, reporter.phase)
+        with interrupt.shielded():  # a prepare step stops through the cancel event, its processes reaped
+            run_prepare(plan.prepare, ctx, reporter.phase)
     head_sha = git.rev_parse_commit(plan.repo_root, plan.head_ref)
     # the checkout's HEAD is the head itself by definition; anything else is compared
     tested = head_sha if plan.head_ref == "HEAD" and not tree.detached else tree_head(tree)
@@ -82,7 +84,8 @@ def prepare_and_freeze(plan: RunPlan, ctx: LaneContext, reporter: Reporter, tree
             "the lanes would not run at the head they attest, so nothing is attested "
             "(a prepare step that commits needs the head checked out and --head left at HEAD)"
         )
-    dirty = tree_dirty(tree)
+    # the checkout's status, asked before the cache, still holds unless a prepare step ran since
+    dirty = plan.checkout.dirty() if not (plan.prepare or tree.detached) else tree_dirty(tree)
     if dirty:
         reporter.phase("working tree has uncommitted changes to tracked files: the attestation will be dirty")
     return FrozenRange(head_sha=head_sha, dirty=dirty, placeholders={**plan.host_values, "head": head_sha})

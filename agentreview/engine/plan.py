@@ -108,6 +108,7 @@ class RunPlan:
     host_values: Mapping[str, str]  # {base}, {changed}: bound in prepare steps and lanes
     prepare: tuple[LanePlan, ...]  # the binding's prepare steps, commands substituted
     plugins: DeferredRegistry  # loaded when a pack, a lane or a signature first needs it
+    checkout: git.CheckoutStatus  # whether the checkout is dirty, asked of git once per run
     refs: tuple[ResolvedRef, ...] = ()  # the base and head names as resolved (exactly), for the report
     policy_from: ResolvedRef | None = None  # --policy-from: the commit whose policy the run reviews under
     recorded_manifest: Path | None = None  # the checkout's manifest path, when the policy was read from REF
@@ -227,7 +228,8 @@ def build_plan(
         else refs.head_ref(root, head_ref)
     )
     export_commit = None
-    if _follows_export_commit(root, options, manifest.verdict.exportDir, head.commit):
+    checkout = git.CheckoutStatus(root)
+    if _follows_export_commit(root, options, manifest.verdict.exportDir, head.commit, checkout):
         export_commit = head.commit
         head = refs.head_ref(root, f"{head.commit}^")
     try:
@@ -275,6 +277,7 @@ def build_plan(
         host_values=values,
         prepare=prepare,
         plugins=plugins,
+        checkout=checkout,
         refs=span.refs,
         policy_from=policy.resolved if policy is not None else None,
         recorded_manifest=recorded_manifest,
@@ -282,7 +285,9 @@ def build_plan(
     )
 
 
-def _follows_export_commit(root: Path, options: RunOptions, export_dir: str | None, head_sha: str) -> bool:
+def _follows_export_commit(
+    root: Path, options: RunOptions, export_dir: str | None, head_sha: str, checkout: git.CheckoutStatus
+) -> bool:
     """Whether the review is the one of the head's parent: the head only adds exports (the rule
     ``verify`` applies, :mod:`agentreview.store.exportcommit`), the range's base is not named, and the
     head is the clean checkout's ``HEAD`` or a pushed commit. A head named with ``--head``, and a
@@ -293,7 +298,7 @@ def _follows_export_commit(root: Path, options: RunOptions, export_dir: str | No
         return False
     if options.head is not None and not options.pushed:
         return False
-    if options.head is None and git.is_dirty(root):
+    if options.head is None and checkout.dirty():
         return False
     return head_only_touches_exports(root, repository_folder(export_dir), head_sha)
 

@@ -18,6 +18,7 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from agentreview.engine import interrupt
 from agentreview.engine.errors import Cancelled
 from agentreview.engine.plan import RunPlan, check_export_dir
 from agentreview.engine.result import RunResult
@@ -123,6 +124,7 @@ def record_run(
     )
     if signing_error:
         reporter.phase(f"signing: {signing_error}")
+    interrupt.disarm()  # from the ledger write on, a signal no longer stops the run: it is recorded
     if cancel.is_set():
         raise Cancelled()
     host_info: dict[str, Any] = {"repoRoot": str(plan.repo_root), "manifestPath": str(plan.ledger_manifest_path)}

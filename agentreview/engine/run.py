@@ -27,14 +27,13 @@ import contextlib
 import dataclasses
 import os
 import shutil
-import signal
 import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from agentreview.engine import interrupt
 from agentreview.engine.cache import join_lock, serve_cached, serve_joined
 from agentreview.engine.coordination import InflightRegistry, join_lock_path
 from agentreview.engine.errors import Cancelled, PrepareFailed
@@ -76,7 +75,7 @@ def run_review(options: RunOptions, reporter: Reporter | None = None, *, registr
     cancel = threading.Event()
     tracker = RunTracker(options.home or home_dir(), run_id, cancel, options.session_id)
     result: RunResult | None = None
-    with _cancel_on_signals(cancel):
+    with interrupt.handle_signals(cancel):
         tracker.start()
         try:
             result = _guarded(run_id, options, tracker.reporter(reporter or QuietReporter()), registry, cancel, tracker)
@@ -94,8 +93,9 @@ def _guarded(
     tracker: RunTracker,
 ) -> RunResult:
     try:
-        return _run(run_id, options, reporter, registry, cancel, tracker)
-    except Cancelled:
+        with interrupt.armed():
+            return _run(run_id, options, reporter, registry, cancel, tracker)
+    except (Cancelled, interrupt.Interrupted):
         return RunResult.cancelled(run_id)
     except AgentreviewError as exc:
         # a usage error keeps its exit code 64; a failed write (FileWriteError) names the file and the fix
@@ -197,6 +197,8 @@ def _run_planned(plan: RunPlan, reporter: Reporter, cancel: threading.Event, tra
             joined = serve_joined(plan, ledger, waited, reporter) if waited is not None else None
             if joined is not None:
                 return joined
+            if waited is not None:  # the tree may have changed while this run waited
+                plan.checkout.forget()
             # 9–10. execute and record
             return _execute(plan, ledger, inflight, cancel, reporter)
 
@@ -246,7 +248,9 @@ def _execute(
             prepared = prepare_context(plan, run_dir, cancel, tree)
             frozen = prepare_and_freeze(plan, prepared, reporter, tree)
             ctx = lane_context(plan, frozen, prepared)
-            lanes = _run_lanes(plan_lanes(plan, frozen, ledger, reporter, tree), ctx, reporter)
+            lane_plans = plan_lanes(plan, frozen, ledger, reporter, tree)
+            with interrupt.shielded():  # lanes stop through the cancel event, their processes reaped
+                lanes = _run_lanes(lane_plans, ctx, reporter)
         if cancel.is_set():
             raise Cancelled()
         return record_run(plan, frozen, lanes, ledger, reporter, cancel)
@@ -267,23 +271,3 @@ def _run_lanes(plans: list[LanePlan], ctx: LaneContext, reporter: Reporter) -> l
         return run_lanes(plans, ctx, on_finished=reporter.lane_finished)
     finally:
         reporter.close()
-
-
-@contextlib.contextmanager
-def _cancel_on_signals(cancel: threading.Event) -> Iterator[None]:
-    """SIGINT, SIGTERM and SIGHUP set the cancel event (main thread only); the previous handlers come back after."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous: dict[signal.Signals, Any] = {}
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        cancel.set()
-
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        previous[signum] = signal.signal(signum, handler)
-    try:
-        yield
-    finally:
-        for signum, old in previous.items():
-            signal.signal(signum, old)

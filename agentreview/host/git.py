@@ -19,6 +19,7 @@ from agentreview.host.refs import RefError, resolve
 
 __all__ = [
     "GIT_TIMEOUT_S",
+    "CheckoutStatus",
     "GitError",
     "blob_at",
     "changed_entries",
@@ -160,6 +161,26 @@ def is_dirty(root: Path) -> bool:
     """Uncommitted changes to tracked files (untracked files never count)."""
     out = git(["status", "--porcelain", "--untracked-files=no"], root).stdout
     return bool(out.strip())
+
+
+class CheckoutStatus:
+    """Whether the checkout at ``root`` is dirty (:func:`is_dirty`), asked of git once and kept.
+
+    ``git status`` costs what the work tree's size costs, and one run asks the question in
+    planning, at the cache and at the freeze; nothing of the run changes the tree between them
+    unless a prepare step runs or the run waits for another, and then :meth:`forget` is called."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._dirty: bool | None = None
+
+    def dirty(self) -> bool:
+        if self._dirty is None:
+            self._dirty = is_dirty(self.root)
+        return self._dirty
+
+    def forget(self) -> None:
+        self._dirty = None
 
 
 def is_ancestor(root: Path, ancestor: str, descendant: str) -> bool:

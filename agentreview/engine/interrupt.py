@@ -1,0 +1,102 @@
+"""SIGINT, SIGTERM and SIGHUP stop a run where it stands, whatever it is doing.
+
+Setting the run's cancel event is enough where the run waits on it (lanes, prepare steps, the
+wait for an identical run), but planning, the freeze, the search for a composition prior and
+signing run code and git processes that never look at it. So while a run is *armed* the signal
+handler, after setting the event, raises :class:`Interrupted` in the main thread: a git process
+being waited for is killed by :func:`subprocess.run` on the way out, and every ``finally`` and
+context manager cleans up as for any exception. Where stopping mid-way would be wrong the run is
+*shielded*: prepare steps and lanes (their processes are stopped through the cancel event and
+must be reaped before the run ends) and everything from the ledger write on (a recorded review
+is reported as recorded). The handler raises once; later signals only set the event.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
+from types import FrameType
+from typing import Any
+
+from agentreview.engine.errors import Cancelled
+
+__all__ = ["Interrupted", "armed", "disarm", "handle_signals", "shielded"]
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class Interrupted(BaseException):
+    """A signal stopped the run where it stood (a BaseException, so no ``except Exception`` keeps it)."""
+
+
+class _State:
+    def __init__(self, cancel: threading.Event) -> None:
+        self.cancel = cancel
+        self.armed = False
+
+    def handler(self, signum: int, frame: FrameType | None) -> None:
+        self.cancel.set()
+        if self.armed:
+            self.armed = False
+            raise Interrupted()
+
+
+_current: _State | None = None
+
+
+@contextlib.contextmanager
+def handle_signals(cancel: threading.Event) -> Iterator[None]:
+    """Install the handlers (main thread only; elsewhere nothing happens); the previous ones come back after."""
+    global _current
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    state, outer = _State(cancel), _current
+    previous: dict[signal.Signals, Any] = {signum: signal.signal(signum, state.handler) for signum in SIGNALS}
+    _current = state
+    try:
+        yield
+    finally:
+        _current = outer
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+
+
+@contextlib.contextmanager
+def armed() -> Iterator[None]:
+    """A signal raises :class:`Interrupted` within this block (unless shielded); a signal that came
+    before it raises at once."""
+    state = _current
+    if state is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    if state.cancel.is_set():
+        raise Interrupted()
+    state.armed = True
+    try:
+        yield
+    finally:
+        state.armed = False
+
+
+@contextlib.contextmanager
+def shielded() -> Iterator[None]:
+    """No signal raises within this block (the cancel event still says it came); when it ends
+    normally, :class:`Cancelled` if one came, else armed again."""
+    state = _current
+    if state is None or not state.armed or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    state.armed = False
+    yield
+    if state.cancel.is_set():
+        raise Cancelled()
+    state.armed = True
+
+
+def disarm() -> None:
+    """From here to the end of the run no signal raises: what follows records the review."""
+    if _current is not None and threading.current_thread() is threading.main_thread():
+        _current.armed = False
