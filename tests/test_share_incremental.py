@@ -10,6 +10,7 @@ processes it started, never how long it took (bench/bench_notes.py measures that
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -77,3 +78,29 @@ def test_a_second_fetch_reads_only_the_new_notes_and_an_unchanged_ref_costs_one_
 
     listed = body(cli(hosts.home_b, hosts.b, "ledger", "--json"))
     assert {row["runId"] for row in listed} == set(first_ids + second_ids)
+
+
+def test_a_fetch_makes_every_imported_entry_durable_before_it_records_what_it_read(
+    hosts: Hosts, keys: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Entries are written without a per-entry fsync and flushed together: every entry file and its
+    folder are fsynced, and all of it happens before the fetch state says the notes were read."""
+    from agentreview.share import exchange, fetchstate
+    from agentreview.store.foreign import ForeignStore
+
+    publish_batch(hosts, keys, 0)
+    events: list[str] = []
+    real_fsync, real_save = os.fsync, fetchstate.save
+    monkeypatch.setattr(os, "fsync", lambda fd: (events.append(os.readlink(f"/proc/self/fd/{fd}")), real_fsync(fd))[1])
+    monkeypatch.setattr(fetchstate, "save", lambda *a, **kw: (events.append("<state saved>"), real_save(*a, **kw))[1])
+    root = tmp_path / "ledger"
+    store = ForeignStore(root)
+    try:
+        result = exchange.fetch(hosts.b, store, remote="shared", state_file=tmp_path / "state.json")
+    finally:
+        store.close()
+    entries = sorted(str(p) for p in root.glob("*/foreign/*.json"))
+    assert result.new == BATCH and len(entries) == BATCH
+    saved = events.index("<state saved>")
+    assert set(entries) <= set(events[:saved])  # each entry file synced before the state was written
+    assert {str(Path(e).parent) for e in entries} <= set(events[:saved])  # and the folder holding them

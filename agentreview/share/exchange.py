@@ -160,6 +160,7 @@ def fetch(cwd: Path, store: ForeignStore, *, remote: str, registry: Registry | N
         state = FetchState(target)
         if target == incoming:
             break
+    store.sync()  # every imported entry is on disk before the state says it was read
     if state_file is not None:
         fetchstate.save(state_file, state)
     return out
@@ -234,7 +235,7 @@ def _import_note(data: bytes, where: str, store: ForeignStore, out: Fetched, bud
                     return False
                 budget.signatures -= 1
             principal = _principal(raw, signers, registry, where, out.notes)
-            if store.add(raw, remote=out.remote, principal=principal):
+            if store.add(raw, remote=out.remote, principal=principal, durable=False):
                 out.new += 1
         except (LedgerError, ValueError) as exc:  # AttestationShapeError is a ValueError
             first = str(exc).splitlines()[0][:160]

@@ -14,12 +14,13 @@ is always a well-formed attestation; reads still go through the bounded reader a
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentreview.host.files import UnreadableFileError, atomic_write_text, read_regular_file
+from agentreview.host.files import FileWriteError, UnreadableFileError, atomic_write_text, read_regular_file
 from agentreview.store.entries import MAX_ENTRY_BYTES, Summary
 from agentreview.store.layout import FOREIGN_DIR, LedgerError, LedgerKey, check_key, ledger_slug
 
@@ -38,6 +39,7 @@ class ForeignStore:
         self.root = Path(ledger_root)
         self._warn = warn or (lambda _msg: None)
         self._index_obj: LedgerIndex | None = None
+        self._unsynced: set[Path] = set()  # written with durable=False, not yet fsynced
 
     def _dir(self, repo_remote: str) -> Path:
         return self.root / ledger_slug(repo_remote) / FOREIGN_DIR
@@ -50,8 +52,9 @@ class ForeignStore:
         check_key(LedgerKey.of(att))
         return (self._dir(att.target.repoRemote) / f"{att.attestation_sha256()}.json").is_file()
 
-    def add(self, attestation: dict[str, Any], *, remote: str, principal: str | None) -> bool:
-        """Store ``attestation``; True when it was not here yet.
+    def add(self, attestation: dict[str, Any], *, remote: str, principal: str | None, durable: bool = True) -> bool:
+        """Store ``attestation``; True when it was not here yet. ``durable=False`` leaves the fsync to
+        :meth:`sync`, so a fetch of many notes pays one flush rather than two fsyncs per entry.
 
         Raises :class:`ValueError` (:class:`AttestationShapeError` is one) for a document that is not
         a well-formed attestation, and :class:`LedgerError` for one whose key cannot name a path.
@@ -70,9 +73,25 @@ class ForeignStore:
             "host": {"foreign": {"remote": remote, "principal": principal, "importedAt": _now()}},
         }
         text = json.dumps(doc, indent=2, sort_keys=True) + "\n"
-        atomic_write_text(path, text)
+        atomic_write_text(path, text, durable=durable)
+        if not durable:
+            self._unsynced.add(path)
         self._index().record(path, path.stat(), text.encode(), foreign=True)
         return True
+
+    def sync(self) -> None:
+        """Make every entry written with ``durable=False`` durable: its file, then its folder."""
+        folders = {path.parent for path in self._unsynced}
+        for target in [*sorted(self._unsynced), *sorted(folders)]:
+            try:
+                fd = os.open(target, os.O_RDONLY)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+            except OSError as exc:
+                raise FileWriteError(target, exc) from exc
+        self._unsynced.clear()
 
     def _index(self) -> LedgerIndex:
         """The ledger's index, which lists foreign entries beside this host's own (opened on first write)."""
