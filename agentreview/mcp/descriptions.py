@@ -149,6 +149,10 @@ NOCACHE = arg("Run every lane again instead of answering from a recorded verdict
 COMPOSE = arg("Let agent lanes review only the delta since a prior passing review of this line of work.")
 WAIT = arg("true: return the finished review; false: return {runId, status: 'running'} at once.")
 REQUESTER = arg("Your session id, recorded as the review's requester (review_ledger can filter by it).")
+DETACH = arg(
+    "With wait=true: keep the review running when this call is cancelled or the client disconnects "
+    "(default false: the review is cancelled with its call and nothing is recorded)."
+)
 PR = arg("The pull request known at review time: {provider: 'github', repo: 'owner/name', number, url}.")
 SUPERSEDE = arg("Cancel older running reviews of this same line of work (same base and binding).")
 RUN_ID = arg("The runId review_run returned (review-<uuid>).")
@@ -157,7 +161,11 @@ REPO_REMOTE = arg("A repository's remote URL or identity (e.g. github.com/owner/
 RANGE = arg("BASE..HEAD (refs need cwd; two 40-hex shas do not) or a 64-hex rangeSha.")
 BINDING_FILTER = arg("Only reviews of this binding.")
 REQUESTER_FILTER = arg("Only reviews requested by this session id.")
-INCLUDE_RUNNING = arg("Also list reviews still running, first.")
+SUBTREE = arg(
+    "With requesterSessionId: also the reviews of the sessions under it (session ids '<id>/...'), "
+    "as the reference host's session tree."
+)
+INCLUDE_RUNNING = arg("Also list reviews still running, first (newest first).")
 LIMIT = Field(ge=1, le=500, description="At most this many rows (1-500).")
 EXPORT_RUN_ID = arg("The review to export (a runId from review_run or review_ledger).")
 RANGE_SHA = arg("With repoRemote: the 64-hex rangeSha of the review (from review_ledger).")
