@@ -47,7 +47,9 @@ REVIEW_RUN = ToolText(
         "block: a blocking lane found problems; read its findings and fix them. incomplete: a lane could not "
         "finish (timeout, skipped); not a pass. failed: the review could not run; 'error' says why. With "
         "wait=false it returns at once with {runId, status: 'running'}: keep working and call review_status with "
-        "the runId. A verdict recorded earlier for the same range and manifest is answered from the ledger."
+        "the runId. A verdict recorded earlier for the same range and manifest is answered from the ledger "
+        "(cached: true). While it waits, the first progress notification carries the runId; cancelling the call "
+        "cancels the review unless detach=true."
     ),
     # It adds a run and a ledger entry, never removes one; each call may run the lanes again.
     read_only=False,
