@@ -194,9 +194,10 @@ def build(options: ServeOptions | None = None) -> MCPServer:
             pr=checked(args.pr_ref, pr),
             supersede=supersede,
         )
-        run_id = await in_thread(book.start, request)
         if not wait:
-            return reply({"runId": run_id, "status": "running"})
+            return reply({"runId": await in_thread(book.start, request), "status": "running"})
+        with anyio.CancelScope(shield=True):  # a cancel that arrives now is taken below, with the runId known
+            run_id = await in_thread(book.start, request)
 
         async def progress(done: float, total: float | None, message: str) -> None:
             await ctx.report_progress(done, total, message)
@@ -208,17 +209,18 @@ def build(options: ServeOptions | None = None) -> MCPServer:
 
         steps = runs.Steps(run_id, progress, log)
         runs.WAITING[run_id] = detach
+        answered = False
         try:
             await steps.started()  # the runId, before anything can cut the call off
             final = await runs.wait(run_id, steps, anyio.sleep, lambda: anyio.to_thread.run_sync(runs.poll, run_id))
-        except anyio.get_cancelled_exc_class():
-            # the request was cancelled or its client went away: the review goes with it, unless detached
-            if not detach:
-                with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
-                    await anyio.to_thread.run_sync(runs.abandon, run_id)
-            raise
+            answered = True
         finally:
             runs.WAITING.pop(run_id, None)
+            # the request was cancelled or its client went away (a write to it failed): the review goes
+            # with it, unless detached
+            if not answered and not detach:
+                with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+                    await anyio.to_thread.run_sync(runs.abandon, run_id)
         return reply(final, error=final.get("status") == "failed")
 
     @tool(tools, d.REVIEW_STATUS)
