@@ -42,10 +42,9 @@ METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 
 # What this server offers, the same whatever protocol version a client speaks.
-# ``logging``: a waiting review_run logs its run's start, each lane's start and end (notifications/message).
-CAPABILITIES: JSON = {"tools": {"listChanged": False}, "logging": {}}
+CAPABILITIES: JSON = {"tools": {"listChanged": False}}
 # The requests served: the lifecycle's, and those of each capability above.
-SERVED = frozenset({"initialize", "ping", "server/discover", "tools/list", "tools/call", "logging/setLevel"})
+SERVED = frozenset({"initialize", "ping", "server/discover", "tools/list", "tools/call"})
 # Requests a client may send before ``initialize`` in the handshake era.
 BEFORE_INITIALIZE = frozenset({"initialize", "ping"})
 ENVELOPE_VERSION = "io.modelcontextprotocol/protocolVersion"
