@@ -160,11 +160,15 @@ def test_run_waiting_reports_each_lane_as_progress(repo: Repo) -> None:
         view = json.loads(result.content[0].text)  # type: ignore[union-attr]
         assert not result.is_error and view["status"] == "done" and view["verdict"] == "pass", view
         assert view["runId"].startswith("review-") and view["attestation"]["verdict"] == "pass"
-        assert sorted(m for _, _, m in progress) == ["lane ok: pass", "lane shows: fail"], progress
-        assert [(d, t) for d, t, _ in progress] == [(1, 2), (2, 2)]
+        # the runId first, then each lane started and finished (tests/test_mcp_runs.py has the order)
+        assert progress[0] == (0, None, f"review {view['runId']}: started"), progress
+        assert sorted(m for _, _, m in progress[1:]) == [
+            "lane ok: pass", "lane ok: started", "lane shows: fail", "lane shows: started"], progress  # fmt: skip
+        assert [(d, t) for d, t, _ in progress[1:]] == [(1, 4), (2, 4), (3, 4), (4, 4)]
         # a second call is answered from the ledger: the same attestation
         again = await call(session, "review_run", {"cwd": str(repo.path)})
         assert again["verdict"] == "pass" and again["attestation"]["runId"] == view["attestation"]["runId"]
+        assert again["cached"] is True and view["cached"] is False
 
     serve(repo, body)
 

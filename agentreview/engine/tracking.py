@@ -76,6 +76,7 @@ class RunTracker:
             repo_root=plan.repo_root,
             repo_remote=plan.repo_remote,
             binding=plan.binding_name,
+            review_id=plan.review_id,
             base_sha=plan.base_sha,
             head_sha=plan.pre_head_sha,
         )
@@ -85,11 +86,19 @@ class RunTracker:
 
     def finish(self, result: RunResult) -> None:
         self._stop.set()
-        fields: dict[str, Any] = {"status": result.status, "verdict": result.verdict, "error": result.error}
+        fields: dict[str, Any] = {
+            "status": result.status,
+            "verdict": result.verdict,
+            "error": result.error,
+            "signing_error": result.signing_error,
+            "superseded_by": result.superseded_by,
+        }
         att = result.attestation
         if att is not None:
             fields["lanes"] = [{"id": lane.id, "status": lane.status} for lane in att.lanes]
             fields["attestation_run_id"] = att.runId
+            fields["review_id"] = att.reviewId
+            fields["cached"] = result.cached or result.joined
             if result.ledger_path is not None:  # a headless run's ledger is gone
                 fields["attestation_path"] = str(result.ledger_path)
                 fields["ledger_key"] = {

@@ -47,7 +47,9 @@ REVIEW_RUN = ToolText(
         "block: a blocking lane found problems; read its findings and fix them. incomplete: a lane could not "
         "finish (timeout, skipped); not a pass. failed: the review could not run; 'error' says why. With "
         "wait=false it returns at once with {runId, status: 'running'}: keep working and call review_status with "
-        "the runId. A verdict recorded earlier for the same range and manifest is answered from the ledger."
+        "the runId. A verdict recorded earlier for the same range and manifest is answered from the ledger "
+        "(cached: true). While it waits, the first progress notification carries the runId; cancelling the call "
+        "cancels the review unless detach=true."
     ),
     # It adds a run and a ledger entry, never removes one; each call may run the lanes again.
     read_only=False,
@@ -149,6 +151,10 @@ NOCACHE = arg("Run every lane again instead of answering from a recorded verdict
 COMPOSE = arg("Let agent lanes review only the delta since a prior passing review of this line of work.")
 WAIT = arg("true: return the finished review; false: return {runId, status: 'running'} at once.")
 REQUESTER = arg("Your session id, recorded as the review's requester (review_ledger can filter by it).")
+DETACH = arg(
+    "With wait=true: keep the review running when this call is cancelled or the client disconnects "
+    "(default false: the review is cancelled with its call and nothing is recorded)."
+)
 PR = arg("The pull request known at review time: {provider: 'github', repo: 'owner/name', number, url}.")
 SUPERSEDE = arg("Cancel older running reviews of this same line of work (same base and binding).")
 RUN_ID = arg("The runId review_run returned (review-<uuid>).")
@@ -157,7 +163,11 @@ REPO_REMOTE = arg("A repository's remote URL or identity (e.g. github.com/owner/
 RANGE = arg("BASE..HEAD (refs need cwd; two 40-hex shas do not) or a 64-hex rangeSha.")
 BINDING_FILTER = arg("Only reviews of this binding.")
 REQUESTER_FILTER = arg("Only reviews requested by this session id.")
-INCLUDE_RUNNING = arg("Also list reviews still running, first.")
+SUBTREE = arg(
+    "With requesterSessionId: also the reviews of the sessions under it (session ids '<id>/...'), "
+    "as the reference host's session tree."
+)
+INCLUDE_RUNNING = arg("Also list reviews still running, first (newest first).")
 LIMIT = Field(ge=1, le=500, description="At most this many rows (1-500).")
 EXPORT_RUN_ID = arg("The review to export (a runId from review_run or review_ledger).")
 RANGE_SHA = arg("With repoRemote: the 64-hex rangeSha of the review (from review_ledger).")

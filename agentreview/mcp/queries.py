@@ -17,6 +17,23 @@ from agentreview.mcp.confine import Roots
 
 # Running rows come from the run registry; None until it can be imported (see runs.py).
 RunningRows = Callable[[str | None], list[dict[str, Any]]]
+# How many settled rows a subtree query reads before it filters them (the index matches one session only).
+SUBTREE_SCAN = 10_000
+
+
+def requester_session(row: dict[str, Any]) -> str | None:
+    """The requesting session of a row: a settled row's ``requester.sessionId``, a running row's ``requester``."""
+    found = row.get("requester")
+    if isinstance(found, dict):
+        found = found.get("sessionId")
+    return found if isinstance(found, str) else None
+
+
+def in_session_tree(session: str | None, root: str, subtree: bool) -> bool:
+    """Whether ``session`` is ``root``, or (``subtree``) one of the sessions under it: ``root/…``."""
+    if session is None:
+        return False
+    return session == root or (subtree and session.startswith(root + "/"))
 
 
 def review_ledger(
@@ -26,18 +43,22 @@ def review_ledger(
     range_: str | None = None,
     binding: str | None = None,
     requester: str | None = None,
+    subtree: bool = False,
     include_running: bool = False,
     limit: int = 50,
     running: RunningRows | None = None,
     roots: Roots | None = None,
 ) -> dict[str, Any]:
-    """``{total, attestations}``: running rows first (with ``include_running``), then settled, newest first."""
+    """``{total, attestations}``: running rows first, newest first (with ``include_running``), then
+    settled, newest first. ``subtree`` widens ``requester`` to the sessions under it (``<id>/…``)."""
     from agentreview.host.git import normalize_remote
     from agentreview.host.home import ledger_root
     from agentreview.store.ledger import Ledger
 
     if not 1 <= limit <= 500:
         raise ToolFailure(f"limit {limit} must be between 1 and 500")
+    if subtree and not requester:
+        raise ToolFailure("subtree needs requesterSessionId: the session whose tree of sessions to list")
     root = args.directory(cwd)
     if roots is not None:
         roots.directory(root)
@@ -48,14 +69,20 @@ def review_ledger(
         for row in running(repo):
             if binding and row.get("binding") not in (None, binding):
                 continue
-            if requester and row.get("requester") != requester:
+            if requester and not in_session_tree(requester_session(row), requester, subtree):
                 continue
             rows.append(row)
     with Ledger(ledger_root(), warn=lambda _message: None) as led:
-        settled = led.list(
-            repo=repo, binding=binding, range_sha=rsha, requester_session_id=requester, limit=limit
-        )
-    rows = (rows + [row.to_json() for row in settled])[:limit]
+        settled = [
+            row.to_json()
+            for row in led.list(
+                repo=repo, binding=binding, range_sha=rsha, requester_session_id=None if subtree else requester,
+                limit=SUBTREE_SCAN if subtree else limit,
+            )
+        ]
+    if subtree and requester:
+        settled = [row for row in settled if in_session_tree(requester_session(row), requester, True)]
+    rows = (rows + settled)[:limit]
     return {"total": len(rows), "attestations": rows}
 
 
@@ -83,7 +110,7 @@ def review_export(
         roots.directory(root)
     if run_id:
         args.run_id(run_id)
-        filters: dict[str, Any] = {"run_id": run_id}
+        filters: dict[str, Any] = {"run_id": served_run_id(run_id)}
         what = f"run '{run_id}'"
     elif repo_remote and range_sha:
         if not args.RANGE_SHA.match(range_sha):
@@ -121,3 +148,45 @@ def review_export(
         parts = Path(os.path.relpath(recorded, base)).parts
     path = confine.write_below(base, parts, att.export_text().encode("utf-8"))
     return {"path": str(path), "runId": att.runId, "verdict": att.verdict}
+
+
+def served_run_id(run_id: str) -> str:
+    """The runId of the attestation ``run_id`` stands for in the ledger: its own, or, for a run
+    answered from the ledger (cached) or by an identical run, the run that made the attestation.
+
+    A run with nothing in the ledger says why, in one line: still running, cancelled or failed,
+    or superseded (a later run of the same range replaced its attestation)."""
+    from agentreview.host.home import home_dir
+    from agentreview.runs.registry import RunRegistry
+
+    view = RunRegistry(home_dir()).view(run_id)
+    if view is None:
+        return run_id
+    attestation = view.get("attestation")
+    if isinstance(attestation, dict) and isinstance(attestation.get("runId"), str):
+        return attestation["runId"]
+    status = view.get("status")
+    if status == "running":
+        raise ToolFailure(f"run '{run_id}' is still running; export it once review_status says done")
+    if view.get("superseded") and status == "done":
+        later = view.get("supersededBy")
+        raise ToolFailure(
+            f"run '{run_id}' was superseded: run '{later}' reviewed the same range and replaced its attestation "
+            f"in the ledger; export runId '{later}'"
+        )
+    if status in ("cancelled", "failed"):
+        raise ToolFailure(f"run '{run_id}' {status}: nothing was recorded, so there is nothing to export")
+    return run_id
+
+
+def served_run_id_or_same(run_id: str) -> str:
+    """:func:`served_run_id`, or ``run_id`` itself when it stands for nothing in the ledger (the
+    caller then reports that in its own words)."""
+    from agentreview.runs.registry import RUN_ID
+
+    if not RUN_ID.match(run_id):
+        return run_id
+    try:
+        return served_run_id(run_id)
+    except (ToolFailure, OSError, ValueError):
+        return run_id

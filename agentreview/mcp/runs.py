@@ -4,7 +4,10 @@ A run asked for through MCP is an ordinary detached ``agentreview run`` (the run
 ``start_detached``): it gets its runId at once, its status record is readable by every other
 process (``agentreview status``, another MCP server), it outlives this server, and
 ``review_cancel`` stops it exactly as ``agentreview cancel`` does. ``wait: true`` polls that
-record until the run settles, reporting each finished lane as progress.
+record until the run settles, telling the caller each step (:class:`Steps`): the runId first,
+then each lane started and finished, as progress and as log messages. A waiting call belongs
+to its request: when the request is cancelled or its client goes away, :func:`abandon` cancels
+the run (nothing is recorded), unless the call asked to ``detach``.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ POLL_S = 0.25
 START_GRACE_S = 30.0
 
 Progress = Callable[[float, float | None, str], Awaitable[None]]
+Log = Callable[[str, dict[str, Any]], Awaitable[None]]  # (level, data) of one notifications/message
 
 
 @dataclass
@@ -105,8 +109,6 @@ class RunBook:
 
     def start(self, request: RunRequest) -> str:
         """Start the run detached and note it; a :class:`ToolFailure` when ``max_runs`` are still running."""
-        from agentreview.runs.detach import start_detached
-
         with self._lock:
             for run_id in list(self._in_flight):
                 current = poll(run_id)
@@ -118,7 +120,7 @@ class RunBook:
                     f"{self.max_runs}, agentreview mcp --max-runs): wait for one (review_status) or cancel one "
                     "(review_cancel), then call review_run again"
                 )
-            run_id = str(start_detached(request.cli_args(), env=request.env()))
+            run_id = start(request)
             self.started.add(run_id)
             self._in_flight.add(run_id)
             return run_id
@@ -135,6 +137,26 @@ class RunBook:
         return dict(registry().cancel(run_id))
 
 
+def start(request: RunRequest) -> str:
+    """Start the run detached; its runId. The record names the repository and requester from the
+    first moment, so ``review_ledger`` (includeRunning) lists the run under its repository at once."""
+    from agentreview.host import git
+    from agentreview.runs.detach import start_detached
+
+    env = request.env()
+    try:
+        root: Path | None = git.repo_root(request.cwd)
+        remote: str | None = git.repo_remote(root) if root is not None else None
+    except git.GitError:  # not a repository: the run itself says so, as its failure
+        root, remote = None, None
+    return str(
+        start_detached(
+            request.cli_args(), env=env, repo_root=root, repo_remote=remote,
+            requester_session_id=env.get(ENV_SESSIONS[0]),
+        )
+    )
+
+
 def view(run_id: str) -> dict[str, Any]:
     """The run's view, or the error review_status answers for an unknown run."""
     args.run_id(run_id)
@@ -144,10 +166,34 @@ def view(run_id: str) -> dict[str, Any]:
     return dict(found)
 
 
+# the request is gone: the run is told at once; the wait only lets its record say so before the server exits
+ABANDON_WAIT_S = 5.0
+# The review_run calls of this server waiting now: runId -> whether the call asked to detach.
+WAITING: dict[str, bool] = {}
+
+
+def abandon(run_id: str) -> dict[str, Any]:
+    """Cancel a run whose waiting request went away (cancelled, or its client disconnected): its
+    lanes are stopped and nothing is recorded. A run that finished first keeps its record."""
+    return dict(registry().cancel(run_id, wait_s=ABANDON_WAIT_S))
+
+
+def abandon_waiting() -> None:
+    """Cancel every waiting run that did not ask to detach (the server is stopping): all are told
+    at once, then given :data:`ABANDON_WAIT_S` together to say so."""
+    runs = registry()
+    mine = [run_id for run_id, detach in list(WAITING.items()) if not detach]
+    for run_id in mine:
+        runs.cancel(run_id, wait_s=0)
+    deadline = time.monotonic() + ABANDON_WAIT_S
+    while time.monotonic() < deadline and any((runs.record(r) or {}).get("status") == "running" for r in mine):
+        time.sleep(0.05)
+
+
 def running_rows(repo: str | None) -> list[dict[str, Any]]:
     """Running runs as ``review_ledger`` rows (reference-notes 5.2: running rows)."""
     rows = []
-    for v in registry().running(repo):
+    for v in registry().running(repo, newest_first=True):
         rng = v.get("range") or {}
         row: dict[str, Any] = {"runId": v["runId"], "status": "running"}
         for key in ("reviewId", "binding", "repoRemote"):
@@ -172,26 +218,74 @@ def poll(run_id: str) -> dict[str, Any] | None:
     return None if found is None else dict(found)
 
 
+class Steps:
+    """What a waiting ``review_run`` tells its caller, in order: the run started (with its runId, the
+    moment it exists), each lane started, each lane finished, the run ended.
+
+    Each step is one progress notification (its number only grows; the total is two steps a lane,
+    one a lane for an answer served from the ledger, where nothing starts) and one log message
+    ``{runId, event, lane?, status?, message}``."""
+
+    def __init__(self, run_id: str, progress: Progress, log: Log) -> None:
+        self.run_id = run_id
+        self._progress = progress
+        self._log = log
+        self._done = 0
+        self._started: set[str] = set()
+        self._finished: set[str] = set()
+
+    async def _step(self, total: float | None, message: str, level: str = "info", **data: Any) -> None:
+        await self._progress(self._done, total, message)
+        await self._log(level, {"runId": self.run_id, **data, "message": message})
+
+    async def started(self) -> None:
+        await self._step(None, f"review {self.run_id}: started", event="run_started")
+
+    async def seen(self, view: dict[str, Any]) -> None:
+        """Report every step ``view`` shows that was not reported yet."""
+        lanes = [lane for lane in view.get("lanes") or [] if isinstance(lane, dict) and lane.get("id")]
+        served = bool(view.get("cached"))  # nothing ran: no lane starts
+        total = len(lanes) * (1 if served else 2) or None
+        for lane in lanes:  # every start before any end: the lanes start together
+            lane_id, status = str(lane["id"]), str(lane.get("status"))
+            if lane_id not in self._started and not served and (status == "running" or status in LANE_SETTLED):
+                self._started.add(lane_id)
+                self._done += 1
+                await self._step(total, f"lane {lane_id}: started", event="lane_started", lane=lane_id)
+        for lane in lanes:
+            lane_id, status = str(lane["id"]), str(lane.get("status"))
+            if status in LANE_SETTLED and lane_id not in self._finished:
+                self._finished.add(lane_id)
+                self._done += 1
+                await self._step(total, f"lane {lane_id}: {status}", event="lane_finished", lane=lane_id,
+                                 status=status)  # fmt: skip
+
+    async def ended(self, view: dict[str, Any]) -> None:
+        status = str(view.get("status"))
+        verdict = f" ({view['verdict']}{', cached' if view.get('cached') else ''})" if view.get("verdict") else ""
+        await self._log("info" if status == "done" else "warning", {
+            "runId": self.run_id, "event": "run_finished", "status": status,
+            "message": f"review {self.run_id}: {status}{verdict}"})  # fmt: skip
+
+
 async def wait(
     run_id: str,
-    progress: Progress,
+    steps: Steps,
     sleep: Callable[[float], Awaitable[None]],
     read: Callable[[], Awaitable[dict[str, Any] | None]],
 ) -> dict[str, Any]:
-    """Read the run's view until it settles; each newly finished lane is one progress step."""
-    reported: set[str] = set()
+    """Read the run's view until it settles, telling ``steps`` what changed."""
     started = time.monotonic()
     while True:
         current = await read()
         if current is None:
             if time.monotonic() - started > START_GRACE_S:
-                return {"runId": run_id, "status": "failed", "error": "the run's record never appeared"}
+                final = {"runId": run_id, "status": "failed", "error": "the run's record never appeared"}
+                await steps.ended(final)
+                return final
         else:
-            lanes = current.get("lanes") or []
-            for lane in lanes:
-                if lane.get("status") in LANE_SETTLED and lane["id"] not in reported:
-                    reported.add(lane["id"])
-                    await progress(len(reported), len(lanes) or None, f"lane {lane['id']}: {lane['status']}")
+            await steps.seen(current)
             if current.get("status") in SETTLED:
+                await steps.ended(current)
                 return current
         await sleep(POLL_S)

@@ -47,6 +47,8 @@ RUN_VIEW: JSON = obj(
         "ledgerPath": STRING,
         "signingError": STRING,
         "superseded": BOOLEAN,
+        "supersededBy": STRING,
+        "startedAt": STRING,
     },
 )
 
@@ -135,9 +137,11 @@ TITLES = {
     "requesterSessionId": "Requester session id",
     "pr": "Pull request",
     "supersede": "Supersede",
+    "detach": "Detach",
     "runId": "Run id",
     "repoRemote": "Repository remote",
     "range": "Range",
+    "subtree": "Session subtree",
     "includeRunning": "Include running",
     "limit": "Limit",
     "rangeSha": "Range sha",

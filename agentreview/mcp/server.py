@@ -13,17 +13,19 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
+import signal
 import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, TypeVar, cast
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
-from mcp_types import CallToolResult, NotificationParams, TextContent, ToolAnnotations
+from mcp_types import CallToolResult, LoggingLevel, NotificationParams, TextContent, ToolAnnotations
 
 from agentreview import __version__
 from agentreview.mcp import args, queries, runs, schemas, wire
@@ -173,6 +175,7 @@ def build(options: ServeOptions | None = None) -> MCPServer:
         requesterSessionId: Annotated[Text, d.REQUESTER] = None,
         pr: Annotated[dict[str, Any] | None, d.PR] = None,
         supersede: Annotated[bool, d.SUPERSEDE] = False,
+        detach: Annotated[bool, d.DETACH] = False,
     ) -> CallToolResult:
         roots = await checked_async(roots_of, ctx)
         where = checked(args.required_directory, cwd)
@@ -191,14 +194,33 @@ def build(options: ServeOptions | None = None) -> MCPServer:
             pr=checked(args.pr_ref, pr),
             supersede=supersede,
         )
-        run_id = await in_thread(book.start, request)
         if not wait:
-            return reply({"runId": run_id, "status": "running"})
+            return reply({"runId": await in_thread(book.start, request), "status": "running"})
+        with anyio.CancelScope(shield=True):  # a cancel that arrives now is taken below, with the runId known
+            run_id = await in_thread(book.start, request)
 
         async def progress(done: float, total: float | None, message: str) -> None:
             await ctx.report_progress(done, total, message)
 
-        final = await runs.wait(run_id, progress, anyio.sleep, lambda: anyio.to_thread.run_sync(runs.poll, run_id))
+        async def log(level: str, data: dict[str, Any]) -> None:
+            await ctx.request_context.session.send_log_message(
+                level=cast("LoggingLevel", level), data=data, logger="agentreview", related_request_id=ctx.request_id
+            )
+
+        steps = runs.Steps(run_id, progress, log)
+        runs.WAITING[run_id] = detach
+        answered = False
+        try:
+            await steps.started()  # the runId, before anything can cut the call off
+            final = await runs.wait(run_id, steps, anyio.sleep, lambda: anyio.to_thread.run_sync(runs.poll, run_id))
+            answered = True
+        finally:
+            runs.WAITING.pop(run_id, None)
+            # the request was cancelled or its client went away (a write to it failed): the review goes
+            # with it, unless detached
+            if not answered and not detach:
+                with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+                    await anyio.to_thread.run_sync(runs.abandon, run_id)
         return reply(final, error=final.get("status") == "failed")
 
     @tool(tools, d.REVIEW_STATUS)
@@ -216,6 +238,7 @@ def build(options: ServeOptions | None = None) -> MCPServer:
         range: Annotated[Text, d.RANGE] = None,
         binding: Annotated[Text, d.BINDING_FILTER] = None,
         requesterSessionId: Annotated[Text, d.REQUESTER_FILTER] = None,
+        subtree: Annotated[bool, d.SUBTREE] = False,
         includeRunning: Annotated[bool, d.INCLUDE_RUNNING] = False,
         limit: Annotated[int, d.LIMIT] = 50,
         ctx: Context | None = None,
@@ -228,6 +251,7 @@ def build(options: ServeOptions | None = None) -> MCPServer:
             range_=range,
             binding=binding,
             requester=requesterSessionId,
+            subtree=subtree,
             include_running=includeRunning,
             limit=limit,
             running=runs.running_rows,
@@ -302,13 +326,33 @@ def register_pr(tools: list[Tool], roots_of: Callable[[Context], Any]) -> None:
         where = checked(args.directory, cwd)
         if ctx is not None:
             checked((await checked_async(roots_of, ctx)).directory, where)
+        if runId:  # a cached run's id stands for the attestation it was answered with
+            runId = await anyio.to_thread.run_sync(queries.served_run_id_or_same, runId)
         linked = await in_thread(link_pr, run_id=runId, range_sha=rangeSha, range=range, cwd=where, pr_url=prUrl)
         return reply(linked, error=not linked.get("ok"))
 
 
 def serve(options: ServeOptions | None = None) -> None:
-    """Serve on stdin/stdout until the client closes them."""
+    """Serve on stdin/stdout until the client closes them (the calls in flight are cancelled, so a
+    waiting review_run cancels its review), or until SIGTERM/SIGHUP, how hosts stop a server: then
+    the waiting reviews are cancelled the same way and the server exits (stdin is read in a thread
+    that no cancellation interrupts, so ending the event loop would wait for a line that never comes)."""
     warm()
     server = build(options)
     listed = anyio.run(server.list_tools)
-    wire.serve_stdio(lambda: anyio.run(server.run_stdio_async), {tool.name: tool.input_schema for tool in listed})
+    wire.serve_stdio(lambda: anyio.run(_serve_until_stopped, server), {tool.name: tool.input_schema for tool in listed})
+
+
+async def _serve_until_stopped(server: MCPServer) -> None:
+    async with anyio.create_task_group() as tg:
+
+        async def stop_on_signal() -> None:
+            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
+                async for signum in signals:
+                    with contextlib.suppress(Exception):
+                        await anyio.to_thread.run_sync(runs.abandon_waiting)
+                    os._exit(128 + signum)
+
+        tg.start_soon(stop_on_signal)
+        await server.run_stdio_async()
+        tg.cancel_scope.cancel()

@@ -42,10 +42,21 @@ def agentreview_argv() -> list[str]:
     return [sys.executable, "-P", "-m", "agentreview"]
 
 
-def start_detached(args: list[str], *, env: Mapping[str, str] | None = None, home: Path | None = None) -> str:
+def start_detached(
+    args: list[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    home: Path | None = None,
+    repo_root: Path | None = None,
+    repo_remote: str | None = None,
+    requester_session_id: str | None = None,
+) -> str:
     """Start ``agentreview run <args>`` detached; return its runId once its record says ``running``.
 
-    ``args`` names the repository (``--cwd``, absolute): the child works in the home, not there."""
+    ``args`` names the repository (``--cwd``, absolute): the child works in the home, not there.
+    ``repo_root``, ``repo_remote`` and ``requester_session_id``, when the caller knows them, are in
+    the record from the first moment (a just-started run is listed under its repository at once);
+    the run itself confirms them once it has planned."""
     from agentreview.host.home import ENV_HOME, home_dir
 
     child_env = dict(os.environ if env is None else env)
@@ -55,8 +66,8 @@ def start_detached(args: list[str], *, env: Mapping[str, str] | None = None, hom
     run_id = new_run_id()
     # running, under a lock that the child inherits: readable at once, failed the moment the child dies
     registry.begin(
-        run_id, pid=None, repo_root=None, repo_remote=None, binding=None, base_sha=None, head_sha=None,
-        requester_session_id=None,
+        run_id, pid=None, repo_root=repo_root, repo_remote=repo_remote, binding=None, base_sha=None, head_sha=None,
+        requester_session_id=requester_session_id,
     )
     fd = registry.hold_lock(run_id)
     try:

@@ -150,6 +150,7 @@ class RunRegistry:
         base_sha: str | None,
         head_sha: str | None,
         requester_session_id: str | None,
+        review_id: str | None = None,
         signal_cancels: bool = True,
         cancel_event: threading.Event | None = None,
     ) -> None:
@@ -160,16 +161,19 @@ class RunRegistry:
         self.hold_lock(run_id)
         with self._mutex:
             previous = self._records.get(run_id) or self._read(run_id) or {}
+            before: dict[str, Any] = previous["range"] if isinstance(previous.get("range"), dict) else {}
             record: dict[str, Any] = {
                 "runId": run_id,
                 "status": "running",
                 "pid": pid,
                 "signalCancels": signal_cancels,
-                "repoRoot": str(repo_root) if repo_root is not None else None,
-                "repoRemote": repo_remote,
-                "binding": binding,
-                "range": {"base": base_sha, "head": head_sha},
-                "requesterSessionId": requester_session_id,
+                # what an earlier begin knew (the detaching parent's cwd, say) stands until this one knows better
+                "repoRoot": str(repo_root) if repo_root is not None else previous.get("repoRoot"),
+                "repoRemote": repo_remote or previous.get("repoRemote"),
+                "reviewId": review_id or previous.get("reviewId"),
+                "binding": binding or previous.get("binding"),
+                "range": {"base": base_sha or before.get("base"), "head": head_sha or before.get("head")},
+                "requesterSessionId": requester_session_id or previous.get("requesterSessionId"),
                 "lanes": previous.get("lanes") or [],
                 "startedAt": previous.get("startedAt") or _now(),
             }
@@ -216,8 +220,15 @@ class RunRegistry:
         attestation_run_id: str | None = None,
         error: str | None = None,
         lanes: list[dict[str, str]] | None = None,
+        review_id: str | None = None,
+        cached: bool | None = None,
+        signing_error: str | None = None,
+        superseded_by: str | None = None,
     ) -> None:
-        """The run ended: write its final record, then let go of its lock."""
+        """The run ended: write its final record, then let go of its lock.
+
+        ``cached``: the attestation was served from the ledger (or from an identical run in
+        flight), not made by this run; ``attestation_run_id`` then names the run that made it."""
         if status not in ("done", "cancelled", "failed"):
             raise ValueError(f"a run finishes done, cancelled or failed, not {status!r}")
         _local_cancels.pop(run_id, None)
@@ -234,6 +245,10 @@ class RunRegistry:
                 ("attestationRunId", attestation_run_id),
                 ("error", error),
                 ("lanes", lanes),
+                ("reviewId", review_id),
+                ("cached", cached),
+                ("signingError", signing_error),
+                ("supersededBy", superseded_by),
             ):
                 if value is not None:
                     record[name] = value
@@ -310,6 +325,7 @@ class RunRegistry:
             {
                 "runId": run_id,
                 "status": "done",
+                "reviewId": row.get("reviewId"),
                 "binding": row.get("binding"),
                 "repoRemote": row.get("repoRemote"),
                 "range": {"base": row.get("baseSha"), "head": row.get("headSha")},
@@ -319,12 +335,18 @@ class RunRegistry:
                     "binding": row.get("binding"),
                     "rangeSha": row.get("rangeSha"),
                 },
+                "attestationPath": str(rows[0].path),
                 "attestationRunId": run_id,
                 "verdict": row.get("verdict"),
             }
         )
 
     def _view(self, data: dict[str, Any]) -> dict[str, Any]:
+        """The view of one record: the reference's run view (reference-notes 5.2, review_run).
+
+        A done run's attestation is read from the ledger; ``cached`` says it was served, not
+        made, by this run (its ``attestation.runId`` names the run that made it), and a run
+        whose ledger entry a later run of the same key replaced says ``superseded`` and by whom."""
         rng: dict[str, Any] = data["range"] if isinstance(data.get("range"), dict) else {}
         view: dict[str, Any] = {
             "runId": data["runId"],
@@ -337,31 +359,36 @@ class RunRegistry:
             "binding": data.get("binding"),
             "range": {"base": rng.get("base"), "head": rng.get("head")},
         }
-        if data.get("repoRemote"):
-            view["repoRemote"] = data["repoRemote"]
-        if data.get("requesterSessionId"):
-            view["requesterSessionId"] = data["requesterSessionId"]
-        if data.get("verdict"):
-            view["verdict"] = data["verdict"]
-        if data.get("error"):
-            view["error"] = data["error"]
+        for name in ("reviewId", "repoRemote", "requesterSessionId", "startedAt", "verdict", "error", "signingError"):
+            if isinstance(data.get(name), str) and data[name]:
+                view[name] = data[name]
+        if isinstance(data.get("supersededBy"), str):
+            view.update(superseded=True, supersededBy=data["supersededBy"])
         if data["status"] == "done":
-            attestation = self._attestation(data)
+            served = data.get("attestationRunId")
+            view["cached"] = bool(data.get("cached")) or (isinstance(served, str) and served != data["runId"])
+            attestation, replaced_by = self._attestation(data)
             if attestation is not None:
                 view["attestation"] = attestation
                 view["verdict"] = attestation.get("verdict", view.get("verdict"))
+                view["reviewId"] = attestation.get("reviewId", view.get("reviewId"))
                 view["lanes"] = [
                     {"id": lane.get("id"), "status": lane.get("status")} for lane in attestation.get("lanes") or []
                 ]
                 target = attestation.get("target") or {}
                 view["range"] = {"base": target.get("baseSha"), "head": target.get("headSha")}
+                if isinstance(data.get("attestationPath"), str):
+                    view["ledgerPath"] = data["attestationPath"]
+            elif replaced_by is not None:
+                view.update(superseded=True, supersededBy=replaced_by)
         return view
 
-    def _attestation(self, data: dict[str, Any]) -> dict[str, Any] | None:
-        """The recorded attestation of a finished run, from the ledger (None when it is no longer there)."""
+    def _attestation(self, data: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
+        """The recorded attestation of a finished run, from the ledger; else None and, when a later
+        run of the same key replaced it, that run's id."""
         key = data.get("ledgerKey")
         if not isinstance(key, dict):
-            return None
+            return None, None
         from agentreview.host.home import ledger_root
         from agentreview.store.ledger import Ledger
 
@@ -369,17 +396,18 @@ class RunRegistry:
             with Ledger(ledger_root(self.home)) as ledger:
                 entry = ledger.get(key["repoRemote"], key["manifestSha"], key["binding"], key["rangeSha"])
         except (KeyError, TypeError, OSError, ValueError):
-            return None
+            return None, None
         if entry is None:
-            return None
+            return None, None
         att = entry.attestation
         if data.get("attestationRunId") and att.runId != data["attestationRunId"]:
-            return None  # a later run of the same key replaced it
+            return None, att.runId  # a later run of the same key replaced it
         result: dict[str, Any] = att.to_json_dict()
-        return result
+        return result, None
 
-    def running(self, cwd_repo_remote: str | None = None) -> list[dict[str, Any]]:
-        """The views of every live run on this host (of one repository when given), oldest first."""
+    def running(self, cwd_repo_remote: str | None = None, *, newest_first: bool = False) -> list[dict[str, Any]]:
+        """The views of every live run on this host (of one repository when given), oldest first
+        (newest first when asked: a review just started heads ``review_ledger``)."""
         out: list[tuple[str, dict[str, Any]]] = []
         for path in self._record_files():
             run_id = path.name[: -len(".json")]
@@ -389,7 +417,7 @@ class RunRegistry:
             if cwd_repo_remote is not None and data.get("repoRemote") != cwd_repo_remote:
                 continue
             out.append((str(data.get("startedAt") or ""), self._view(data)))
-        out.sort(key=lambda pair: pair[0])
+        out.sort(key=lambda pair: pair[0], reverse=newest_first)
         return [view for _, view in out]
 
     def _record_files(self) -> list[Path]:
