@@ -15,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,15 +28,22 @@ sys.path.insert(0, str(ROOT / "plugins" / "agentreview-agent" / "tests"))
 import reviewer_clis  # noqa: E402
 from model_server import ModelServer, Reply  # noqa: E402
 
-__all__ = ["Chain", "ModelServer", "Reply", "host_env", "host_binary", "review_repo", "server_command"]
+__all__ = ["STEPS", "Chain", "ModelServer", "Reply", "assert_chain", "codex_output", "host_binary", "host_env",
+           "releases", "review_repo", "server_command"]  # fmt: skip
 
 STEPS = ("review_run", "review_status", "review_ledger", "review_export")
 BLOCKING = manifest(
     "  - id: ok\n    kind: command\n    run: 'true'\n"
-    "  - id: lint\n    kind: command\n    run: 'echo src/app.txt:1: trailing spaces; exit 1'\n"
+    "  - id: lint\n    kind: command\n    run: 'echo src/app.txt:1: trailing spaces; exit 1'\n",
+    extra="verdict: { exportDir: .reviews }\n",
 )
 # what a host's own environment may carry that would point it (or the server) elsewhere than the test's
 FOREIGN = ("AGENTREVIEW_", "AGENTPROTO_", "ANTHROPIC_", "CLAUDE", "CODEX_", "OPENAI_", "OPENCODE", "XDG_", "MCP_")
+
+
+def releases(cli: str) -> list[str]:
+    """The sets (``pinned``, ``newest``) that install a distinct release of ``cli``: each is driven once."""
+    return [r.set_name for r in reviewer_clis.releases() if r.cli == cli]
 
 
 def host_binary(cli: str, set_name: str = "pinned") -> str:
@@ -119,6 +127,12 @@ def completed_calls(api: str, body: dict[str, Any]) -> list[tuple[str, str]]:
     return [(names.get(call_id, ""), text) for call_id, text in results]
 
 
+def codex_output(text: str) -> str:
+    """The tool's text from Codex's framing of an MCP result (``Wall time: 1.02 seconds\nOutput:\n<text>``)."""
+    head, sep, rest = text.partition("\nOutput:\n")
+    return rest if sep and head.startswith("Wall time:") else text
+
+
 @dataclass
 class Chain:
     """The scripted model: review_run -> review_status -> review_ledger -> review_export, then an answer.
@@ -134,6 +148,7 @@ class Chain:
     requester: str
     search_tool: str | None = None  # the host's tool search (Claude Code's ToolSearch), when it defers MCP tools
     namespace: str | None = None  # the Responses API namespace the host puts the tools in (Codex)
+    unwrap: Callable[[str], str] = lambda text: text  # the tool's own text from the host's framing of it
     seen: dict[str, dict[str, Any]] = field(default_factory=dict)
     offered: dict[str, dict[str, Any]] = field(default_factory=dict)
     searches: list[str] = field(default_factory=list)
@@ -153,7 +168,7 @@ class Chain:
         results = [(ours[called], text) for called, text in done if called in ours]
         for step, text in results:
             try:
-                self.seen[step] = json.loads(text)
+                self.seen[step] = json.loads(self.unwrap(text))
             except ValueError:  # the host's own refusal, or an error line: the chain stops there
                 self.seen[step] = {"notJson": text}
                 return Reply(text=f"{step} failed: {text}")
@@ -184,8 +199,9 @@ def assert_chain(chain: Chain, repo: Repo, head: str, final: str) -> None:
     # review_ledger lists it, review_export wrote it where the model was told
     assert [row["runId"] for row in ledger["attestations"]] == [run["runId"]], ledger
     assert export["runId"] == run["runId"] and export["verdict"] == "block", export
+    assert Path(export["path"]).parent == repo.path / ".reviews", export
     exported = json.loads(Path(export["path"]).read_text())
-    assert exported["headSha"] == head and exported["verdict"] == "block", exported
+    assert exported["target"]["headSha"] == head and exported["runId"] == run["runId"], exported
     # the ledger outside the host agrees, and the host passed the model's answer through
     rows = json.loads(subprocess.run([*AGENTREVIEW, "ledger", "--json", "--requester", chain.requester],
                                      env=repo.env, capture_output=True, text=True, timeout=120).stdout)  # fmt: skip
