@@ -139,8 +139,8 @@ class Chain:
 
     ``name`` maps a tool (``review_run``) to what the host calls it (``mcp__agentreview__review_run``).
     ``seen`` records, per step, the JSON of the result the model read for it; ``offered`` the declaration
-    of each tool the host showed the model; ``searches`` the ToolSearch results (a host that defers
-    MCP tools shows only their names until the model searches for them).
+    of each tool the host showed the model; ``searched`` the tools the model had to ask the host's tool
+    search for (a host that defers MCP tools shows only their names until the model searches for them).
     """
 
     name: dict[str, str]
@@ -151,7 +151,7 @@ class Chain:
     unwrap: Callable[[str], str] = lambda text: text  # the tool's own text from the host's framing of it
     seen: dict[str, dict[str, Any]] = field(default_factory=dict)
     offered: dict[str, dict[str, Any]] = field(default_factory=dict)
-    searches: list[str] = field(default_factory=list)
+    searched: list[str] = field(default_factory=list)  # the tools the model asked the tool search for
 
     def answer(self) -> str:
         run, export = self.seen["review_run"], self.seen["review_export"]
@@ -164,7 +164,6 @@ class Chain:
             return Reply(text="Review request")  # the host's side requests: titles and the like
         self.offered.update({ours[n]: t for n, t in tools.items() if n in ours})
         done = completed_calls(api, body)
-        self.searches = [text for called, text in done if called == self.search_tool]
         results = [(ours[called], text) for called, text in done if called in ours]
         for step, text in results:
             try:
@@ -175,8 +174,10 @@ class Chain:
         if len(results) == len(STEPS):
             return Reply(text=self.answer())
         step = STEPS[len(results)]
-        if self.search_tool and self.name[step] not in tools:
-            # the tool is deferred: ask for it by name, as the host's ToolSearch description says
+        if self.search_tool and self.name[step] not in tools and self.name[step] not in self.searched:
+            # the tool is deferred: ask for it by name, as the host's ToolSearch description says (once: a
+            # search that did not load it leaves the call to fail with the host's own error)
+            self.searched.append(self.name[step])
             return Reply(tool=self.search_tool, tool_input={"query": f"select:{self.name[step]}", "max_results": 5})
         return Reply(tool=self.name[step], tool_input=self.arguments(step), namespace=self.namespace)
 
