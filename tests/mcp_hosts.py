@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -28,8 +29,8 @@ sys.path.insert(0, str(ROOT / "plugins" / "agentreview-agent" / "tests"))
 import reviewer_clis  # noqa: E402
 from model_server import ModelServer, Reply  # noqa: E402
 
-__all__ = ["STEPS", "Chain", "ModelServer", "Reply", "assert_chain", "codex_output", "host_binary", "host_env",
-           "releases", "review_repo", "server_command"]  # fmt: skip
+__all__ = ["STEPS", "Chain", "ModelServer", "Reply", "assert_chain", "codex_output", "documented", "host_binary",
+           "host_env", "releases", "review_repo", "server_command"]  # fmt: skip
 
 STEPS = ("review_run", "review_status", "review_ledger", "review_export")
 BLOCKING = manifest(
@@ -79,6 +80,18 @@ def host_env(tmp_path: Path, **extra: str) -> dict[str, str]:
         Path(env[key]).mkdir(parents=True, exist_ok=True)
     env.update(extra)
     return env
+
+
+def documented(host: str, lang: str) -> str:
+    """The ``lang`` code block docs/cli.md shows for ``host`` (the first after the paragraph that starts
+    with the host's name, under "Adding it to an agent"): each host test configures its host with it."""
+    text = (ROOT / "docs" / "cli.md").read_text()
+    section = text[text.index("### Adding it to an agent") :]
+    found = re.search(rf"\n{re.escape(host)}[ ,]", section)
+    assert found, f"docs/cli.md shows no configuration for {host}"
+    after = section[found.start() :]
+    start = after.index(f"```{lang}\n") + len(lang) + 4
+    return after[start : after.index("```", start)]
 
 
 def _text(content: Any) -> str:
@@ -191,7 +204,7 @@ class Chain:
 
 def assert_chain(chain: Chain, repo: Repo, head: str, final: str) -> None:
     """The chain completed through the host, each result reached the model, and the review is real."""
-    assert set(chain.seen) == set(STEPS), chain.seen
+    assert set(chain.seen) == set(STEPS), (final, chain.seen)
     run, status, ledger, export = (chain.seen[step] for step in STEPS)
     # review_run waited for the blocking review; review_status answered the same run
     assert run["status"] == "done" and run["verdict"] == "block", run

@@ -22,6 +22,7 @@ from mcp_hosts import (
     Chain,
     ModelServer,
     assert_chain,
+    documented,
     host_binary,
     host_env,
     releases,
@@ -31,15 +32,19 @@ from mcp_hosts import (
 
 from agentreview.mcp import descriptions
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 
 PREFIX = "mcp__agentreview__"
 
 
 def mcp_config(home: Path) -> dict:
-    """The ``--mcp-config`` (the shape of a project's ``.mcp.json``) that starts the server."""
-    return {"mcpServers": {"agentreview": {"command": server_command(), "args": ["mcp"],
-                                           "env": {"AGENTREVIEW_HOME": str(home)}}}}  # fmt: skip
+    """The ``--mcp-config``: the ``.mcp.json`` docs/cli.md shows, with the script's absolute path and the
+    test's home."""
+    config = json.loads(documented("Claude Code", "json"))
+    server = config["mcpServers"]["agentreview"]
+    assert server["command"] == "agentreview", server
+    server.update(command=server_command(), env={"AGENTREVIEW_HOME": str(home)})
+    return config
 
 
 @pytest.mark.parametrize("release", releases("claude"))
@@ -50,15 +55,16 @@ def test_claude_code_runs_status_ledger_export(tmp_path: Path, release: str) -> 
     with ModelServer(chain) as server:
         # --print connects MCP servers in the background: a first model request sent while the server still
         # starts (a loaded machine) lists no agentreview tool. MCP_CONNECTION_NONBLOCKING=false waits for it,
-        # and MCP_TIMEOUT gives the server's start the margin a loaded 2-core machine needs.
+        # but only MCP_CONNECT_TIMEOUT_MS long (five seconds by default); that and MCP_TIMEOUT give the
+        # server's start the margin a loaded 2-core machine needs, and MCP_TOOL_TIMEOUT a waiting review_run.
         env = host_env(tmp_path, ANTHROPIC_API_KEY="stub-key", ANTHROPIC_BASE_URL=server.url,
-                       CLAUDE_CODE_MAX_RETRIES="0", MCP_CONNECTION_NONBLOCKING="false", MCP_TIMEOUT="180000",
-                       MCP_TOOL_TIMEOUT="600000")  # fmt: skip
+                       CLAUDE_CODE_MAX_RETRIES="0", MCP_CONNECTION_NONBLOCKING="false",
+                       MCP_CONNECT_TIMEOUT_MS="180000", MCP_TIMEOUT="180000", MCP_TOOL_TIMEOUT="600000")  # fmt: skip
         proc = subprocess.run(
             [binary, "--print", "I changed src/app.txt; review it.", "--mcp-config", json.dumps(mcp_config(repo.home)),
              "--strict-mcp-config", "--allowedTools", "mcp__agentreview", "--setting-sources", "",
              "--output-format", "stream-json", "--verbose"],
-            cwd=repo.path, env=env, capture_output=True, text=True, timeout=540, stdin=subprocess.DEVNULL,
+            cwd=repo.path, env=env, capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL,
         )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]

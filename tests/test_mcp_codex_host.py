@@ -2,11 +2,11 @@
 server, under Codex's default approval settings, driven by the scripted Responses API server of the
 agent-lane tests (see ``mcp_hosts.py``).
 
-The configuration is what a user writes in ``~/.codex/config.toml`` for the server (docs/cli.md shows the
-same): the command, its environment, a start-up bound with the margin a loaded machine needs, and
-``required`` (``codex exec`` otherwise sends its first model request before the server has listed its
-tools). No approval policy, sandbox or trust setting is given: Codex approves the calls by the tools'
-annotations alone. Skipped only when the codex binary is absent.
+The server's configuration is the ``~/.codex/config.toml`` entry docs/cli.md shows, read from there: the
+command, a start-up bound with the margin a loaded machine needs, ``required`` (``codex exec`` otherwise
+sends its first model request before the server has listed its tools) and a tool-call bound that a
+waiting review_run fits in. No approval policy, sandbox or trust setting is given: Codex approves the
+calls by the tools' annotations alone. Skipped only when the codex binary is absent.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from mcp_hosts import (
     ModelServer,
     assert_chain,
     codex_output,
+    documented,
     host_binary,
     host_env,
     releases,
@@ -29,19 +30,20 @@ from mcp_hosts import (
     server_command,
 )
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 
 
 def codex_config(model_url: str, home: Path) -> str:
-    """``config.toml``: the scripted model as the provider, and the agentreview server as a user adds it."""
+    """``config.toml``: the scripted model as the provider, and the agentreview server as docs/cli.md shows
+    it, with the script's absolute path and the test's home."""
+    server = documented("Codex", "toml")
+    assert 'command = "agentreview"\n' in server, server
+    server = server.replace('command = "agentreview"', f"command = {json.dumps(server_command())}")
     return (
         'model = "gpt-5"\nmodel_provider = "stub"\n'
+        f"{server}env = {{ AGENTREVIEW_HOME = {json.dumps(str(home))} }}\n"
         "[model_providers.stub]\n"
         f'name = "stub"\nbase_url = {json.dumps(model_url + "/v1")}\nenv_key = "STUB_API_KEY"\nwire_api = "responses"\n'
-        "[mcp_servers.agentreview]\n"
-        f'command = {json.dumps(server_command())}\nargs = ["mcp"]\n'
-        "required = true\nstartup_timeout_sec = 120\ntool_timeout_sec = 600\n"
-        f"env = {{ AGENTREVIEW_HOME = {json.dumps(str(home))} }}\n"
     )
 
 
@@ -57,7 +59,7 @@ def test_codex_with_default_approvals_runs_status_ledger_export(tmp_path: Path, 
         (codex_home / "config.toml").write_text(codex_config(server.url, repo.home))
         env = host_env(tmp_path, CODEX_HOME=str(codex_home), STUB_API_KEY="stub-key")
         proc = subprocess.run([binary, "exec", "--json", "I changed src/app.txt; review it."], cwd=repo.path, env=env,
-                              capture_output=True, text=True, timeout=540, stdin=subprocess.DEVNULL)  # fmt: skip
+                              capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL)  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     items = [e["item"] for e in events if e["type"] == "item.completed"]

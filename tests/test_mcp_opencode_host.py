@@ -2,9 +2,9 @@
 MCP server, driven by the scripted Chat Completions server of the agent-lane tests (see ``mcp_hosts.py``)
 behind an ``@ai-sdk/openai-compatible`` provider.
 
-The configuration is the user's own ``opencode.json`` (docs/cli.md shows the same ``mcp`` entry): the
-command, its environment and a bound for listing its tools with the margin a loaded machine needs
-(OpenCode's default is five seconds). No permission is set: OpenCode's defaults run the tools. Skipped
+The configuration is the user's own ``opencode.json`` with the ``mcp`` entry docs/cli.md shows, read from
+there: the command and a bound for listing its tools with the margin a loaded machine needs (OpenCode's
+default is five seconds). No permission is set: OpenCode's defaults run the tools. Skipped
 only when the opencode binary is absent.
 """
 
@@ -20,6 +20,7 @@ from mcp_hosts import (
     Chain,
     ModelServer,
     assert_chain,
+    documented,
     host_binary,
     host_env,
     releases,
@@ -27,18 +28,21 @@ from mcp_hosts import (
     server_command,
 )
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 
 PREFIX = "agentreview_"
 
 
 def opencode_config(model_url: str, home: Path) -> dict:
-    """``opencode.json``: the scripted model as the provider, and the agentreview server as a user adds it."""
+    """``opencode.json``: the scripted model as the provider, and the agentreview server as docs/cli.md
+    shows it, with the script's absolute path and the test's home."""
     stub = {"npm": "@ai-sdk/openai-compatible", "name": "Stub", "models": {"stub-model": {"name": "Stub model"}},
             "options": {"baseURL": model_url + "/v1", "apiKey": "{env:STUB_API_KEY}"}}  # fmt: skip
-    server = {"type": "local", "command": [server_command(), "mcp"], "enabled": True, "timeout": 120000,
-              "environment": {"AGENTREVIEW_HOME": str(home)}}  # fmt: skip
-    return {"model": "stub/stub-model", "provider": {"stub": stub}, "mcp": {"agentreview": server}}
+    config = json.loads(documented("OpenCode", "json"))
+    server = config["mcp"]["agentreview"]
+    assert server["command"] == ["agentreview", "mcp"], server
+    server.update(command=[server_command(), "mcp"], environment={"AGENTREVIEW_HOME": str(home)})
+    return {"model": "stub/stub-model", "provider": {"stub": stub}, **config}
 
 
 @pytest.mark.parametrize("release", releases("opencode"))
@@ -55,7 +59,7 @@ def test_opencode_runs_status_ledger_export(tmp_path: Path, release: str) -> Non
         config.write_text(json.dumps(opencode_config(server.url, repo.home)))
         proc = subprocess.run(
             [binary, "run", "--format", "json", "I changed src/app.txt; review it."],
-            cwd=repo.path, env=env, capture_output=True, text=True, timeout=540, stdin=subprocess.DEVNULL,
+            cwd=repo.path, env=env, capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL,
         )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
