@@ -59,7 +59,8 @@ def test_claude_code_runs_status_ledger_export(tmp_path: Path, release: str) -> 
         # server's start the margin a loaded 2-core machine needs, and MCP_TOOL_TIMEOUT a waiting review_run.
         env = host_env(tmp_path, ANTHROPIC_API_KEY="stub-key", ANTHROPIC_BASE_URL=server.url,
                        CLAUDE_CODE_MAX_RETRIES="0", MCP_CONNECTION_NONBLOCKING="false",
-                       MCP_CONNECT_TIMEOUT_MS="180000", MCP_TIMEOUT="180000", MCP_TOOL_TIMEOUT="600000")  # fmt: skip
+                       MCP_CONNECT_TIMEOUT_MS="180000", MCP_TIMEOUT="180000", MCP_TOOL_TIMEOUT="600000",
+                       DISABLE_AUTOUPDATER="1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1")  # fmt: skip
         proc = subprocess.run(
             [binary, "--print", "I changed src/app.txt; review it.", "--mcp-config", json.dumps(mcp_config(repo.home)),
              "--strict-mcp-config", "--allowedTools", "mcp__agentreview", "--setting-sources", "",

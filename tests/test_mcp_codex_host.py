@@ -40,10 +40,11 @@ def codex_config(model_url: str, home: Path) -> str:
     assert 'command = "agentreview"\n' in server, server
     server = server.replace('command = "agentreview"', f"command = {json.dumps(server_command())}")
     return (
-        'model = "gpt-5"\nmodel_provider = "stub"\n'
+        'model = "gpt-5"\nmodel_provider = "stub"\ncheck_for_update_on_startup = false\n'
         f"{server}env = {{ AGENTREVIEW_HOME = {json.dumps(str(home))} }}\n"
         "[model_providers.stub]\n"
         f'name = "stub"\nbase_url = {json.dumps(model_url + "/v1")}\nenv_key = "STUB_API_KEY"\nwire_api = "responses"\n'
+        "[analytics]\nenabled = false\n"
     )
 
 
@@ -56,7 +57,10 @@ def test_codex_with_default_approvals_runs_status_ledger_export(tmp_path: Path, 
     codex_home = tmp_path / "codex-home"
     codex_home.mkdir()
     with ModelServer(chain, api_key="stub-key") as server:
-        (codex_home / "config.toml").write_text(codex_config(server.url, repo.home))
+        config = codex_config(server.url, repo.home)
+        # Codex's defaults decide: no approval policy, sandbox mode or project trust is configured
+        assert not any(word in config for word in ("approval", "sandbox", "trust")), config
+        (codex_home / "config.toml").write_text(config)
         env = host_env(tmp_path, CODEX_HOME=str(codex_home), STUB_API_KEY="stub-key")
         proc = subprocess.run([binary, "exec", "--json", "I changed src/app.txt; review it."], cwd=repo.path, env=env,
                               capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL)  # fmt: skip

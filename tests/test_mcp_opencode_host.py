@@ -42,7 +42,7 @@ def opencode_config(model_url: str, home: Path) -> dict:
     server = config["mcp"]["agentreview"]
     assert server["command"] == ["agentreview", "mcp"], server
     server.update(command=[server_command(), "mcp"], environment={"AGENTREVIEW_HOME": str(home)})
-    return {"model": "stub/stub-model", "provider": {"stub": stub}, **config}
+    return {"model": "stub/stub-model", "provider": {"stub": stub}, "autoupdate": False, "share": "disabled", **config}
 
 
 @pytest.mark.parametrize("release", releases("opencode"))
