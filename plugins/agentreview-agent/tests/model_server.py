@@ -31,6 +31,7 @@ class Reply:
     text: str | None = None
     tool: str | None = None  # a tool/function name the model "calls"
     tool_input: dict[str, Any] = field(default_factory=dict)
+    namespace: str | None = None  # the Responses API namespace of ``tool`` (Codex groups an MCP server's tools)
     stall: bool = False  # never answer (the connection stays open until the server stops)
     broken: bool = False  # announce the whole stream, send its first event, then drop the connection
     refuse: bool = False  # refuse the key with 401, as for a request without ``api_key``
@@ -90,6 +91,7 @@ def responses_events(body: dict[str, Any], reply: Reply) -> list[bytes]:
             "name": reply.tool,
             "arguments": json.dumps(reply.tool_input),
             "status": "completed",
+            **({"namespace": reply.namespace} if reply.namespace else {}),
         }
     else:
         item = {
