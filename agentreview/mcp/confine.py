@@ -181,6 +181,11 @@ def write_below(base: Path, parts: Sequence[str], data: bytes, *, mode: int = 0o
     return path
 
 
+class NoRootsChannel(Exception):
+    """The session cannot ask the client anything (a protocol without server-initiated requests):
+    the call is confined as for a client without roots."""
+
+
 class ClientRoots:
     """The roots a tool call is confined to: the client's, asked once and again after it says they
     changed (``notifications/roots/list_changed``), or ``fallback`` for a client without roots."""
@@ -202,6 +207,8 @@ class ClientRoots:
             try:
                 with anyio.fail_after(ROOTS_TIMEOUT_S):
                     uris = list(await ask())
+            except NoRootsChannel:
+                return self.fallback
             except TimeoutError as exc:
                 raise ToolFailure(f"the client did not answer roots/list within {ROOTS_TIMEOUT_S:.0f}s") from exc
             except Exception as exc:  # the client's error: nothing is done outside roots we do not know

@@ -25,12 +25,13 @@ import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
+from mcp.shared.exceptions import NoBackChannelError
 from mcp_types import CallToolResult, LoggingLevel, NotificationParams, TextContent, ToolAnnotations
 
 from agentreview import __version__
 from agentreview.mcp import args, queries, runs, schemas, wire
 from agentreview.mcp import descriptions as d
-from agentreview.mcp.confine import ClientRoots, Roots
+from agentreview.mcp.confine import ClientRoots, NoRootsChannel, Roots
 from agentreview.model.digests import json_text
 from agentreview.model.errors import AgentreviewError
 from agentreview.report.neutral import printable
@@ -133,7 +134,10 @@ def _roots_reader(options: ServeOptions) -> tuple[ClientRoots, Callable[[Context
         async def ask() -> Iterable[str]:
             with warnings.catch_warnings():  # roots are deprecated from protocol 2026-07-28, still served
                 warnings.simplefilter("ignore")
-                listed = await session.list_roots()
+                try:
+                    listed = await session.list_roots()
+                except NoBackChannelError as exc:  # protocol 2026-07-28: no server-initiated requests
+                    raise NoRootsChannel(str(exc)) from exc
             return [str(root.uri) for root in listed.roots]
 
         return await confinement.current(has_roots, ask)
