@@ -21,7 +21,8 @@ from agentreview.engine.priors import first_parent_walk, own_priors
 from agentreview.host import git
 from agentreview.model.attestation import Attestation
 from agentreview.model.digests import range_sha
-from agentreview.store.foreign import ForeignStore, foreign_row
+from agentreview.store.foreign import ForeignStore
+from agentreview.store.foreign_entry import foreign_row
 from agentreview.store.index import INDEX_STALE
 from agentreview.store.ledger import INDEX_NAME, Ledger, LedgerKey
 

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentreview.host.files import FileWriteError, UnreadableFileError, atomic_write_text, read_regular_file
-from agentreview.store.entries import MAX_ENTRY_BYTES, Summary
+from agentreview.store.entries import MAX_ENTRY_BYTES
+from agentreview.store.foreign_entry import foreign_row, read_foreign
 from agentreview.store.layout import FOREIGN_DIR, LedgerError, LedgerKey, check_key, ledger_slug
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -127,60 +128,6 @@ class ForeignStore:
         for att, _host in self.all(repo_remote):
             if att.get("manifestSha") == manifest_sha and att.get("binding") == binding:
                 yield att
-
-
-def _obj(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def foreign_row(att: dict[str, Any], host: dict[str, Any]) -> dict[str, Any]:
-    """A ``ledger`` row for a foreign entry: the usual members plus ``foreign: {remote, principal}``."""
-    target, attestor, meta = _obj(att.get("target")), _obj(att.get("attestor")), _obj(host.get("foreign"))
-    lanes = [lane for lane in att.get("lanes") or [] if isinstance(lane, dict)]
-    row: dict[str, Any] = {
-        "runId": att.get("runId"),
-        "reviewId": att.get("reviewId"),
-        "binding": att.get("binding"),
-        "verdict": att.get("verdict"),
-        "repoRemote": target.get("repoRemote"),
-        "baseSha": target.get("baseSha"),
-        "headSha": target.get("headSha"),
-        "rangeSha": att.get("rangeSha"),
-        "manifestSha": att.get("manifestSha"),
-        "createdAt": att.get("createdAt"),
-        "signed": isinstance(attestor.get("signature"), dict),
-        "lanes": [{"id": ln.get("id"), "status": ln.get("status"), "blocking": ln.get("blocking")} for ln in lanes],
-        "foreign": {"remote": meta.get("remote"), "principal": meta.get("principal")},
-    }
-    if att.get("dirty") is True:
-        row["dirty"] = True
-    return row
-
-
-def read_foreign(data: bytes) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``(attestation, host)`` of a foreign entry file, the attestation checked by the strict
-    model; raises ValueError saying what is wrong."""
-    from agentreview.model.attestation import Attestation
-    from agentreview.model.digests import loads_strict
-
-    try:
-        doc = loads_strict(data)
-        att, host = doc["attestation"], doc["host"]
-        if not isinstance(att, dict) or not isinstance(host, dict):
-            raise ValueError("attestation and host must be objects")
-        Attestation.read(att)
-    except (KeyError, TypeError) as exc:
-        raise ValueError(f"not a foreign entry {{attestation, host}} ({exc})") from exc
-    return att, host
-
-
-def summarize_foreign(data: bytes) -> Summary:
-    """The index columns and the ``ledger`` row (:func:`foreign_row`) of a foreign entry file."""
-    att, host = read_foreign(data)
-    row = foreign_row(att, host)
-    key = LedgerKey(row["repoRemote"], row["manifestSha"], row["binding"], row["rangeSha"])
-    # no requester session: a foreign entry was requested by no session of this host
-    return Summary(key, row["baseSha"], row["headSha"], row["runId"], None, row["createdAt"], row)
 
 
 __all__ = ["FOREIGN_DIR", "ForeignStore", "LedgerError", "foreign_row"]

@@ -493,7 +493,7 @@ class LedgerIndex:
             if data is None:
                 data = read_regular_file(path, limit=MAX_ENTRY_BYTES, follow_symlinks=False)
             if foreign:
-                from agentreview.store.foreign import summarize_foreign
+                from agentreview.store.foreign_entry import summarize_foreign
 
                 summary = summarize_foreign(data)
                 where: tuple[str, ...] = (ledger_slug(summary.key.repo_remote), FOREIGN_DIR)

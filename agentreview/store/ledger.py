@@ -294,7 +294,7 @@ class Ledger:
         manifest and binding, newest first, narrowed like :meth:`candidates` (``digests``: the
         attestation digests their files are named by). Each document is re-read and re-checked."""
         from agentreview.host.files import UnreadableFileError, read_regular_file
-        from agentreview.store.foreign import read_foreign
+        from agentreview.store.foreign_entry import read_foreign
 
         if heads is not None and digests is not None:
             raise ValueError("narrow by heads or by digests, not both")
