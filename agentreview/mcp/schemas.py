@@ -135,6 +135,8 @@ TITLES = {
     "rangeSha": "Range sha",
     "outPath": "Output path",
     "prUrl": "Pull request URL",
+    "subtree": "Subtree",
+    "detach": "Detach",
 }
 
 
