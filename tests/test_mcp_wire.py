@@ -248,3 +248,15 @@ def test_review_pr_replies_validate_against_its_output_schema(repo: Repo) -> Non
             assert refused["ok"] is False and refused["error"]["code"]
     finally:
         stub.close()
+
+
+def test_the_server_answers_a_last_line_then_exits_when_the_client_closes_stdin(repo: Repo) -> None:
+    """The client writes a last line and closes stdin at once (the MCP stdio shutdown): its answer still
+    arrives (the filter relays everything before the process ends), and the server exits 0."""
+    with wire(repo) as server:
+        server.initialize()
+        server.send(b"not json")
+        assert server.proc.stdin is not None
+        server.proc.stdin.close()
+        error_of(server.receive(), -32700, None)
+        assert server.proc.wait(timeout=60) == 0

@@ -152,6 +152,8 @@ def tool(tools: list[Tool], text: d.ToolText) -> Callable[[F], F]:
     def register(fn: F) -> F:
         made = Tool.from_function(fn, structured_output=False, **declared(text))
         made.parameters = schemas.strict_input(made.parameters)
+        if made.name not in schemas.OUTPUT:
+            raise ValueError(f"tool {made.name!r} has no output schema in agentreview.mcp.schemas.OUTPUT")
         made.fn_metadata.output_schema = schemas.OUTPUT[made.name]
         tools.append(made)
         return fn

@@ -125,7 +125,7 @@ class Edge:
         if "params" in message and not isinstance(params, dict):
             if "id" not in message:
                 return None  # a notification gets no answer; the SDK drops it
-            return error(request_id, INVALID_PARAMS, f"Invalid params: {method} takes an object")
+            return error(request_id, INVALID_PARAMS, f"Invalid params: {shown(method, 80)} takes an object")
         if "id" not in message:
             return None  # a notification: the SDK handles or drops it, and never answers
         if not valid_id(message["id"]):
@@ -136,7 +136,7 @@ class Edge:
 
     def _request(self, request_id: Any, method: str, params: JSON | None, enveloped: bool) -> bytes | None:
         if method not in SERVED:
-            return error(request_id, METHOD_NOT_FOUND, f"Method not found: {method}")
+            return error(request_id, METHOD_NOT_FOUND, f"Method not found: {shown(method, 80)}")
         handshake = not enveloped or method == "initialize"
         if handshake and self.era != "modern":
             if method == "initialize":
@@ -144,7 +144,8 @@ class Edge:
                     return error(request_id, INVALID_REQUEST, "Invalid Request: initialize was already received")
             elif not self.initialize_seen and method not in BEFORE_INITIALIZE:
                 first = "send initialize first (or, at protocol 2026-07-28, the envelope in params._meta)"
-                return error(request_id, INVALID_REQUEST, f"Invalid Request: {method} before initialize; {first}")
+                early = f"Invalid Request: {shown(method, 80)} before initialize; {first}"
+                return error(request_id, INVALID_REQUEST, early)
         if method == "tools/call":
             answer = self._tool_call(request_id, params or {}, enveloped)
             if answer is not None:
