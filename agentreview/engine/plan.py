@@ -11,8 +11,8 @@ The head is the one value a plan holds "as known": the ledger key for the cache 
 joining names the head before prepare; the attestation names the head frozen after
 prepare (:mod:`agentreview.engine.freeze`).
 
-Plugin discovery (pluggy) and the ledger (sqlite3) are imported on first use, as before:
-importing the engine stays free of them.
+Plugin discovery (pluggy) and the ledger (sqlite3) are imported on first use, so importing
+the engine stays free of them.
 """
 
 from __future__ import annotations

@@ -4,12 +4,10 @@ Two readers, on purpose:
 
 * :func:`parse_entry` validates the whole attestation with the document model; ``get``,
   ``lookup_cached`` and ``candidates`` serve nothing it has not accepted.
-* :func:`summarize` checks only the fields the index stores and lists, by hand. It exists
-  because building the index must stay fast at 100,000 entries and ``agentreview ledger``
-  must not pay for a full read: on an 8-lane entry it takes ~8 µs against ~30 µs for the
-  strict reader (``model/attestation_read.py``), which copies and checks every member the
-  index never stores (2 s more per 100,000 entries). It still recomputes rangeSha and
-  re-folds the verdict, so a listed row is never one a full read would reject for those.
+* :func:`summarize` checks only the fields the index stores and lists, by hand, so building
+  the index of a large ledger and ``agentreview ledger`` never pay for a full read of every
+  member (docs/performance.md). It still recomputes rangeSha and re-folds the verdict, so a
+  listed row is never one a full read would reject for those.
 """
 
 from __future__ import annotations
