@@ -8,6 +8,7 @@ already ended: ``cancelled`` false and its status), 4 unknown run id (status ``n
 from __future__ import annotations
 
 import json
+import sys
 from typing import Annotated
 
 import typer
@@ -29,8 +30,6 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="Print {runId, cancelled, status} as JSON.")] = False,
     ) -> int:
         """Cancel a running review: its lanes are killed and nothing is recorded."""
-        import sys
-
         from agentreview.host.home import home_dir
         from agentreview.report.neutral import neutralize
         from agentreview.runs.registry import RunRegistry

@@ -14,12 +14,12 @@ import os
 import sys
 from typing import NoReturn
 
+from agentreview import __version__
+
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if args in (["--version"], ["-V"]):
-        from agentreview import __version__
-
         sys.stdout.write(f"agentreview {__version__}\n")
         return 0
     from agentreview.cli.app import run_app

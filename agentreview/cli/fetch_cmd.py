@@ -20,8 +20,11 @@ from typing import Annotated
 import typer
 
 from agentreview.cli.helptext import epilog
+from agentreview.host.gitrun import GitError
 from agentreview.model.errors import AgentreviewError
-from agentreview.share.exchange import MAX_NOTES_PER_FETCH
+from agentreview.share.exchange import MAX_NOTES_PER_FETCH, fetch, team_signers
+from agentreview.share.fetchstate import state_path
+from agentreview.share.notes import NotesError
 
 
 def register(app: typer.Typer) -> None:
@@ -47,11 +50,7 @@ def register(app: typer.Typer) -> None:
     ) -> int:
         """Fetch the remote's review notes and import their attestations as foreign ledger entries."""
         from agentreview.cli.warnings import print_warning
-        from agentreview.host.gitrun import GitError
         from agentreview.host.home import home_dir, ledger_root
-        from agentreview.share.exchange import fetch, team_signers
-        from agentreview.share.fetchstate import state_path
-        from agentreview.share.notes import NotesError
         from agentreview.store.foreign import ForeignStore
 
         signers = team_signers()

@@ -16,6 +16,7 @@ from typing import Annotated
 import typer
 
 from agentreview.cli.helptext import choice, epilog
+from agentreview.model.errors import AgentreviewError, UsageError
 
 
 def register(app: typer.Typer) -> None:
@@ -58,7 +59,6 @@ def register(app: typer.Typer) -> None:
         from agentreview.host.home import home_dir
         from agentreview.host.presets import load_presets
         from agentreview.model.contracts import SignerContext, SigningError
-        from agentreview.model.errors import AgentreviewError, UsageError
         from agentreview.plugins.registry import load_registry
         from agentreview.setup.init import InitOptions, init_repository
         from agentreview.setup.workflow import DEFAULT_ACTION_REF, parse_action_ref

@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from agentreview.cli.helptext import epilog
+from agentreview.model.errors import AgentreviewError
 
 
 def register(app: typer.Typer) -> None:
@@ -40,7 +41,6 @@ def register(app: typer.Typer) -> None:
         from agentreview.host import git as repo
         from agentreview.host.home import home_dir
         from agentreview.model.contracts import SignerContext, SigningError
-        from agentreview.model.errors import AgentreviewError
         from agentreview.plugins.registry import load_registry
         from agentreview.signing.signers import configured_signer
 

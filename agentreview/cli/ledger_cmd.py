@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from agentreview.cli.helptext import epilog
-from agentreview.model.digests import json_text
+from agentreview.model.digests import json_text, range_sha
 from agentreview.model.errors import AgentreviewError, UsageError
 
 FULL_SHA = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
@@ -23,8 +23,6 @@ RANGE_SHA = re.compile(r"^[0-9a-f]{64}$")
 
 def parse_range(value: str, cwd: Path | None) -> str:
     """The rangeSha a ``--range`` value names (resolving refs in ``cwd``'s repository when needed)."""
-    from agentreview.model.digests import range_sha
-
     value = value.strip()
     if ".." not in value:
         if RANGE_SHA.match(value):

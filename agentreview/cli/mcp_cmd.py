@@ -6,6 +6,7 @@ it the command says in one line how to install it (exit 3). No other command imp
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
@@ -13,6 +14,7 @@ from typing import Annotated
 import typer
 
 from agentreview.cli.helptext import epilog
+from agentreview.model.errors import AgentreviewError, UsageError
 
 
 def register(app: typer.Typer) -> None:
@@ -49,10 +51,7 @@ def register(app: typer.Typer) -> None:
     ) -> int:
         """Serve review_run, review_status, review_cancel, review_ledger, review_export, review_presets (and
         review_pr) to an agent over the Model Context Protocol on stdin/stdout, confined to the client's roots."""
-        import importlib.util
-
         from agentreview.mcp import INSTALL_HINT
-        from agentreview.model.errors import AgentreviewError, UsageError
 
         if max_runs is not None and not 1 <= max_runs <= 1000:
             raise UsageError(f"--max-runs {max_runs} must be between 1 and 1000")

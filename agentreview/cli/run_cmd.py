@@ -6,6 +6,7 @@ Exit codes: 0 pass, 1 block, 2 incomplete or cancelled, 3 could not run, 64 usag
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -13,9 +14,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from agentreview import __version__
 from agentreview.cli.helptext import choice, epilog
 from agentreview.model.digests import json_text
-from agentreview.model.errors import EXIT_ERROR, UsageError
+from agentreview.model.errors import EXIT_ERROR, AgentreviewError, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentreview.engine.result import RunResult
@@ -279,8 +281,6 @@ def register(app: typer.Typer) -> None:
             )
             return _detach(args, cwd, as_json)
         if pre_push:
-            import os
-
             from agentreview.cli.prepush import PushedRef, review_pushed
 
             def review_ref(ref: PushedRef, over: str | None) -> int:
@@ -358,7 +358,6 @@ def _publish(result: RunResult, cwd: Path) -> tuple[dict[str, object] | None, st
         return None, None
     from agentreview.cli.publish_cmd import publish_attestation
     from agentreview.host.git import GitError, repo_root
-    from agentreview.model.errors import AgentreviewError
 
     try:
         return publish_attestation(result.attestation, repo_root(cwd), "origin"), None
@@ -375,7 +374,6 @@ def _write_reports(result: RunResult, cwd: Path, sarif: Path | None, summary: Pa
     targets = ReportTargets.resolve(sarif, summary, base=cwd, environ={} if background else None)
     if not targets.any:
         return result.exit_code
-    from agentreview import __version__
     from agentreview.report.sarif import run_sarif
     from agentreview.report.summary import run_summary
 

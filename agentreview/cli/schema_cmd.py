@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from agentreview.cli.helptext import choice, epilog
-from agentreview.model.schemas import DOCUMENTS
+from agentreview.model.schemas import DOCUMENTS, schema_text
 
 
 def register(app: typer.Typer) -> None:
@@ -27,7 +27,5 @@ def register(app: typer.Typer) -> None:
         ],
     ) -> int:
         """Print the JSON Schema of a document, generated from the models the parser uses."""
-        from agentreview.model.schemas import schema_text
-
         typer.echo(schema_text(document), nl=False)
         return 0

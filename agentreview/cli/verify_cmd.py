@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from agentreview import __version__
 from agentreview.cli.helptext import choice, epilog
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -158,7 +159,6 @@ def _write_reports(result: VerifyResult, base_dir: Path, sarif: Path | None, sum
     targets = ReportTargets.resolve(sarif, summary, base=base_dir)
     if not targets.any:
         return result.exit_code
-    from agentreview import __version__
     from agentreview.report.sarif import verify_sarif
     from agentreview.report.summary import verify_summary
     from agentreview.verify.report import result_json

@@ -26,6 +26,8 @@ from agentreview.engine.errors import Cancelled
 from agentreview.engine.plan import RunPlan
 from agentreview.engine.record import finish_cached
 from agentreview.engine.result import RunResult
+from agentreview.host.files import FileWriteError
+from agentreview.host.locks import FileLock, Timeout
 from agentreview.model.errors import AgentreviewError
 from agentreview.report.progress import Reporter
 
@@ -127,9 +129,6 @@ def join_lock(
 
     ``holders`` lists the in-flight runs with this run's join key; it is asked once the lock is
     found held (every run advertises itself before it takes the lock, so the holder is among them)."""
-    from agentreview.host.files import FileWriteError
-    from agentreview.host.locks import FileLock, Timeout
-
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -152,8 +151,6 @@ def join_lock(
 
 def _wait_for(lock: FileLock, path: Path, cancel: threading.Event, limit: float) -> None:
     """Poll the lock so Ctrl-C and SIGTERM (which set ``cancel``) are seen within a poll."""
-    from agentreview.host.locks import Timeout
-
     deadline = time.monotonic() + limit
     while True:
         if cancel.is_set():

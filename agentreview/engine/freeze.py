@@ -30,6 +30,7 @@ from agentreview.host.files import read_regular_file
 from agentreview.manifest.placeholders import substitute
 from agentreview.model.digests import sha256_hex
 from agentreview.model.errors import AgentreviewError
+from agentreview.model.suggest import did_you_mean
 from agentreview.packs.confine import MAX_PACK_FILE_BYTES
 from agentreview.report.progress import Reporter
 
@@ -103,7 +104,6 @@ def refuse_unknown_presets(plan: RunPlan) -> None:
         return
     from agentreview.host.presets import load_presets, presets_path
     from agentreview.model.manifest import AgentCheck
-    from agentreview.model.suggest import did_you_mean
 
     providers = plan.registry.objects("providers")
     if not providers:  # no reviewer plugin at all: the lanes say so (skipped), nothing to misspell

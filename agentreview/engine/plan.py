@@ -31,6 +31,7 @@ from agentreview.host.refs import ResolvedRef
 from agentreview.manifest.parse import parse_review, read_manifest_bytes
 from agentreview.manifest.placeholders import compile_checks, host_values, substitute
 from agentreview.manifest.rules import resolve_binding
+from agentreview.model.contracts.errors import PackLoadError
 from agentreview.model.digests import manifest_sha, range_sha, sha256_hex
 from agentreview.model.errors import AgentreviewError
 from agentreview.packs.confine import read_confined, read_pack_file
@@ -335,7 +336,6 @@ def _prepare_steps(resolved: ResolvedReview, binding: Binding, values: Mapping[s
 
 
 def _rubric_digests(resolved: ResolvedReview, check_ids: list[str]) -> tuple[list[dict[str, str]], dict[str, Path]]:
-    from agentreview.model.contracts.errors import PackLoadError
     from agentreview.model.manifest import AgentCheck
 
     rubrics: list[dict[str, str]] = []

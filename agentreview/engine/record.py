@@ -18,13 +18,16 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from agentreview import __version__
 from agentreview.engine import interrupt
 from agentreview.engine.errors import Cancelled
 from agentreview.engine.plan import RunPlan, check_export_dir
 from agentreview.engine.result import RunResult
 from agentreview.host import git
 from agentreview.host.files import FileWriteError
+from agentreview.host.home import hostname
 from agentreview.model.attestation import Attestation, LaneResult
+from agentreview.model.digests import attestation_sha256_of
 from agentreview.model.errors import AgentreviewError
 from agentreview.report.progress import Reporter
 
@@ -35,9 +38,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def daemon_name() -> str:
-    from agentreview import __version__
-    from agentreview.host.home import hostname
-
     return f"agentreview/{__version__}@{hostname()}"
 
 
@@ -72,7 +72,6 @@ def _foreign_priors(plan: RunPlan, shas: set[str]) -> dict[str, TrustedForeign]:
     """The trusted foreign attestations (by digest) among ``shas``; empty when team trust is off."""
     if not shas:
         return {}
-    from agentreview.model.digests import attestation_sha256_of
     from agentreview.share.trust import trusted_foreign
 
     def pinned(raw: dict[str, Any]) -> bool:

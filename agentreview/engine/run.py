@@ -39,8 +39,10 @@ from agentreview.engine.coordination import InflightRegistry, join_lock_path
 from agentreview.engine.errors import Cancelled, PrepareFailed
 from agentreview.engine.options import RunOptions, requester_from_env
 from agentreview.engine.plan import LanePlan, RunPlan, build_plan
+from agentreview.engine.record import record_run
 from agentreview.engine.result import RunResult
 from agentreview.host import git
+from agentreview.host.files import WRITE_ERRNOS, describe_os_error
 from agentreview.host.home import home_dir
 from agentreview.model.errors import EXIT_USAGE, AgentreviewError
 from agentreview.report.progress import QuietReporter, Reporter
@@ -105,7 +107,6 @@ def _guarded(
     except Exception as exc:  # could-not-run, never a traceback
         if os.environ.get("AGENTREVIEW_DEBUG"):
             raise
-        from agentreview.host.files import WRITE_ERRNOS, describe_os_error
 
         if isinstance(exc, OSError) and exc.errno in WRITE_ERRNOS and exc.filename is not None:
             # a directory or lock under the home that cannot be made (a full disk, say): the file and the fix
@@ -236,7 +237,6 @@ def _execute(
         prepare_context,
         refuse_unknown_presets,
     )
-    from agentreview.engine.record import record_run
     from agentreview.engine.worktree import lane_tree
 
     refuse_unknown_presets(plan)

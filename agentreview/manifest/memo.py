@@ -31,8 +31,11 @@ import hashlib
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from agentreview import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentreview.model.manifest import Binding, ReviewManifest, ReviewPack
@@ -92,8 +95,6 @@ def _stat(path: Path) -> str:
 
 def memo_key(kind: str, source: bytes) -> str:
     """The content address of the parse of ``source`` as a ``kind`` document by this code."""
-    from agentreview import __version__
-
     digest = hashlib.sha256()
     for part in (FORMAT, __version__, code_stamp(), kind):
         digest.update(part.encode("utf-8", "surrogateescape") + b"\0")
@@ -161,8 +162,6 @@ def remember(home: Path, kind: str, source: bytes, payload: dict[str, Any]) -> N
 
 def _prune(folder: Path) -> None:
     """Keep the newest :data:`KEEP` memos (and no temporary file a killed writer left for an hour)."""
-    import time
-
     with os.scandir(folder) as entries:
         listed = list(entries)
     if len(listed) <= KEEP and not any(".json.tmp." in entry.name for entry in listed):

@@ -9,6 +9,7 @@ print.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -153,8 +154,6 @@ def _model_at(loc: tuple[Any, ...], schema: Schema) -> Any:
 
 def _allowed_keys(model: Any) -> str:
     """The keys a record (a manifest dataclass) or a plugin's check model accepts, in declaration order."""
-    import dataclasses
-
     from agentreview.model.reader import key_of
 
     if dataclasses.is_dataclass(model):

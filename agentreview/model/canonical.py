@@ -26,9 +26,11 @@ string, types JSON has no form for, and nesting too deep to walk.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping
 from itertools import pairwise
+from json.encoder import encode_basestring  # the C escaper: exactly JSON.stringify's escapes
 from typing import Any, Final
 
 
@@ -57,8 +59,6 @@ _MAX_EXACT = 2**53
 
 def canonical_json(value: Any) -> bytes:
     """The canonical JSON bytes of ``value`` (UTF-8)."""
-    from json.encoder import encode_basestring  # the C escaper: exactly JSON.stringify's escapes
-
     parts: list[str] = []
     try:
         _write(value, parts.append, encode_basestring)
@@ -98,8 +98,6 @@ def json_text(value: Any, *, indent: int | None = 2) -> str:
     """``value`` as JSON text for a file or a reader: non-ASCII written literally, a lone
     surrogate (a reviewer's or an export's string may hold one) escaped as the canonical
     form writes it, so writing the text as UTF-8 never fails. Key order as given."""
-    import json
-
     return well_formed_json(json.dumps(value, indent=indent, ensure_ascii=False))
 
 

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -42,8 +43,6 @@ def loads_strict(text: str | bytes) -> Any:
     Every document a verdict depends on (exports, verdict files, reviewer streams) is
     read with it: two parsers must never disagree about what a document says.
     """
-    import json
-
     return json.loads(text, object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constant)
 
 

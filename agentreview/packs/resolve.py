@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentreview.model.contracts.errors import PackLoadError, PackUnavailableError
 from agentreview.model.errors import AgentreviewError
 from agentreview.packs.confine import read_confined
 
@@ -163,7 +164,6 @@ class _PackResolver:
         return packs
 
     def load(self, entry: UsesEntry) -> tuple[str, LoadedPack]:
-        from agentreview.model.contracts.errors import PackLoadError, PackUnavailableError
         from agentreview.model.contracts.packs import LoadedPack
 
         ref, form = entry.pack, classify_pack_ref(entry.pack)
@@ -196,7 +196,6 @@ class _PackResolver:
             raise ManifestError(exc.path, [p._replace(location=prefix + p.location) for p in exc.problems]) from None
 
     def resolve_entry(self, index: int, entry: UsesEntry, checks: dict[str, ResolvedCheck]) -> ResolvedPack:
-        from agentreview.model.contracts.errors import PackLoadError
         from agentreview.model.digests import PACK_DIGEST_ALG, pack_digest_sha256
 
         form, loaded = self.load(entry)

@@ -27,6 +27,7 @@ import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
+from agentreview.host.home import ENV_HOME, home_dir
 from agentreview.runs.registry import ENV_LOCK_FD, RunRegistry
 
 
@@ -57,8 +58,6 @@ def start_detached(
     ``repo_root``, ``repo_remote`` and ``requester_session_id``, when the caller knows them, are in
     the record from the first moment (a just-started run is listed under its repository at once);
     the run itself confirms them once it has planned."""
-    from agentreview.host.home import ENV_HOME, home_dir
-
     child_env = dict(os.environ if env is None else env)
     home = home or (Path(child_env[ENV_HOME]).expanduser().resolve() if child_env.get(ENV_HOME) else home_dir())
     child_env[ENV_HOME] = str(home)

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from agentreview.host.files import UnreadableFileError, atomic_write_text, read_regular_file
-from agentreview.host.home import runs_dir
+from agentreview.host.home import ledger_root, runs_dir
 from agentreview.host.locks import is_held
 from agentreview.model.digests import json_text
 
@@ -307,7 +307,6 @@ class RunRegistry:
         return self._ledger_view(run_id) if RUN_ID.match(run_id) else None
 
     def _ledger_view(self, run_id: str) -> dict[str, Any] | None:
-        from agentreview.host.home import ledger_root
         from agentreview.store.ledger import Ledger
 
         root = ledger_root(self.home)
@@ -389,7 +388,6 @@ class RunRegistry:
         key = data.get("ledgerKey")
         if not isinstance(key, dict):
             return None, None
-        from agentreview.host.home import ledger_root
         from agentreview.store.ledger import Ledger
 
         try:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentreview.host.files import FileWriteError, UnreadableFileError, atomic_write_text, read_regular_file
+from agentreview.model.attestation import Attestation
 from agentreview.store.entries import MAX_ENTRY_BYTES
 from agentreview.store.foreign_entry import foreign_row, read_foreign
 from agentreview.store.layout import FOREIGN_DIR, LedgerError, LedgerKey, check_key, ledger_slug
@@ -47,8 +48,6 @@ class ForeignStore:
 
     def has(self, attestation: dict[str, Any]) -> bool:
         """True when ``attestation`` is stored already; raises as :meth:`add` for one that is malformed."""
-        from agentreview.model.attestation import Attestation
-
         att = Attestation.read(attestation)
         check_key(LedgerKey.of(att))
         return (self._dir(att.target.repoRemote) / f"{att.attestation_sha256()}.json").is_file()
@@ -60,8 +59,6 @@ class ForeignStore:
         Raises :class:`ValueError` (:class:`AttestationShapeError` is one) for a document that is not
         a well-formed attestation, and :class:`LedgerError` for one whose key cannot name a path.
         """
-        from agentreview.model.attestation import Attestation
-
         att = Attestation.read(attestation)
         check_key(LedgerKey.of(att))
         digest = att.attestation_sha256()

@@ -25,7 +25,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentreview.host.files import WRITE_ERRNOS, FileWriteError, atomic_write_text
+from agentreview.host.files import (
+    WRITE_ERRNOS,
+    FileWriteError,
+    UnreadableFileError,
+    atomic_write_text,
+    read_regular_file,
+)
 from agentreview.store.annotations import (
     check_pr,
     check_snapshot,
@@ -293,7 +299,6 @@ class Ledger:
         """``(path, attestation, host)`` of the imported entries under the key's repository,
         manifest and binding, newest first, narrowed like :meth:`candidates` (``digests``: the
         attestation digests their files are named by). Each document is re-read and re-checked."""
-        from agentreview.host.files import UnreadableFileError, read_regular_file
         from agentreview.store.foreign_entry import read_foreign
 
         if heads is not None and digests is not None:

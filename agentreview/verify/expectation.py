@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agentreview.model.errors import EXIT_ERROR
+from agentreview.model.errors import EXIT_ERROR, AgentreviewError
 from agentreview.verify.result import VerifyStop
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -55,7 +55,6 @@ def ci_binding(parsed: ParsedReview) -> str:
     one ``run`` takes when none is named (the only binding, else ``default``). Several bindings and
     none of them ``ci`` is a could-not-run error (exit 3) naming them: the gate must be told which."""
     from agentreview.manifest.rules import resolve_binding
-    from agentreview.model.errors import AgentreviewError
 
     if CI_BINDING in parsed.bindings:
         return CI_BINDING

@@ -24,8 +24,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentreview.manifest.policy_tree import PolicyTreeError, written_policy
 from agentreview.model.digests import manifest_sha
-from agentreview.model.errors import EXIT_ERROR, EXIT_INVALID, EXIT_OK, EXIT_SIGNATURE, EXIT_USAGE
+from agentreview.model.errors import EXIT_ERROR, EXIT_INVALID, EXIT_OK, EXIT_SIGNATURE, EXIT_USAGE, AgentreviewError
 from agentreview.plugins.deferred import DeferredRegistry
 from agentreview.verify.checks import (
     SCHEMA,
@@ -123,7 +124,6 @@ class _Verifier:
 
     def run(self) -> VerifyResult:
         from agentreview.host.git import GitError
-        from agentreview.model.errors import AgentreviewError
 
         try:
             self._run()
@@ -272,9 +272,7 @@ class _Verifier:
 
         if policy is None or not parsed.manifest.uses or not fetch:
             return check(parsed, root)
-        from dataclasses import replace
 
-        from agentreview.manifest.policy_tree import PolicyTreeError, written_policy
 
         try:
             with written_policy(root, policy.commit.resolved, policy.rel, parsed.source) as tree:
@@ -311,7 +309,6 @@ class _Verifier:
     def _read_manifest(self, root: Path) -> ParsedReview:
         from agentreview.host.home import home_dir
         from agentreview.manifest.parse import parse_review, read_manifest_bytes
-        from agentreview.model.errors import AgentreviewError
 
         given = self.o.manifest
         path = self._abs(given) if given else root / "REVIEW.md"

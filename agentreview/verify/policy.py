@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentreview.manifest.policy_tree import repo_rel
-from agentreview.model.errors import EXIT_ERROR, EXIT_USAGE
+from agentreview.model.errors import EXIT_ERROR, EXIT_USAGE, AgentreviewError
 from agentreview.verify.result import CheckLine, VerifyStop, short
-from agentreview.verify.trust import PolicyCommit
+from agentreview.verify.trust import ALLOWED_SIGNERS_IN_REPO, PolicyCommit
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentreview.manifest.parse import ParsedReview
@@ -74,7 +74,6 @@ def read_policy(root: Path, cwd: Path, ref: str, manifest: Path | None, registry
     from agentreview.host.git import GitError, blob_at
     from agentreview.host.refs import resolve
     from agentreview.manifest.parse import MAX_MANIFEST_BYTES, ManifestError, parse_review
-    from agentreview.model.errors import AgentreviewError
 
     rel = manifest_rel(root, cwd, manifest, ref)
     try:
@@ -109,7 +108,6 @@ def manifest_edit(policy: Policy, root: Path) -> str | None:
     """How the checkout's manifest differs from REF's (``None`` when identical). Read as a bounded
     regular file: a link or a FIFO in its place is an edit, never followed."""
     from agentreview.manifest.parse import read_manifest_bytes
-    from agentreview.model.errors import AgentreviewError
 
     try:
         now = read_manifest_bytes(root / policy.rel)
@@ -120,8 +118,6 @@ def manifest_edit(policy: Policy, root: Path) -> str | None:
 
 def signers_edited(policy: Policy, root: Path, head_sha: str) -> bool:
     """Whether the head's ``.agentproto/allowed_signers`` differs from REF's (an added teammate's key)."""
-    from agentreview.verify.trust import ALLOWED_SIGNERS_IN_REPO
-
     rel = ALLOWED_SIGNERS_IN_REPO.as_posix()
     return _object_id(root, policy.commit.sha, rel) != _object_id(root, head_sha, rel)
 

@@ -7,6 +7,7 @@ says exactly what differed; the JSON object is the documented machine shape
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from agentreview.report.neutral import neutralize, printable
@@ -22,8 +23,6 @@ def _member(att: dict[str, Any], key: str) -> str | None:
 
 def json_text(result: VerifyResult) -> str:
     """The ``--json`` output: :func:`result_json`, printable on any UTF-8 stdout."""
-    import json
-
     return printable(json.dumps(result_json(result), indent=2, ensure_ascii=False))
 
 

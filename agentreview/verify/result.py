@@ -7,6 +7,7 @@ module costs nothing.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -124,7 +125,5 @@ class VerifyStop(Exception):
 
 def short(value: Any, width: int = 16) -> str:
     """A value as it appears in a check line: strings as they are, others as JSON, cut at ``width``."""
-    import json
-
     text = value if isinstance(value, str) else json.dumps(value)
     return text if len(text) <= width else text[:width] + "…"
