@@ -27,6 +27,11 @@ from conftest import APPROVING_REVIEWER, git
 
 pytestmark = pytest.mark.slow
 
+# A lane's budget: far above what a reviewer CLI takes alone, with the margin a loaded 2-core
+# machine needs while other real CLIs (the MCP host tests) run beside it. A lane that works
+# finishes as soon as it is done, so the bound costs a passing test nothing.
+LANE_BUDGET_MS = 360_000
+
 FAKES = Path(__file__).parent / "fakes"
 OK = {"decision": "approve", "summary": "stub review", "findings": []}
 HIGH = {"severity": "high", "title": "x is now 2", "detail": "breaks callers", "file": "app.py", "line": 1}
@@ -87,7 +92,7 @@ def test_codex_verdict_passes_or_blocks(codex_lane, findings, status) -> None:
     verdict = {"decision": "approve", "summary": "stub review", "findings": findings}
     with ModelServer(lambda api, body: Reply(text=json.dumps(verdict))) as server:
         lane.presets["codex"] = _codex_preset(binary, server.url)
-        check = lane.check(preset="codex", timeoutMs=120000)
+        check = lane.check(preset="codex", timeoutMs=LANE_BUDGET_MS)
         outcome = lane.run(check)
     assert outcome.kind == "reported", outcome.error
     assert outcome.preset == "codex" and outcome.model == "gpt-5" and outcome.session_id
@@ -108,7 +113,7 @@ def test_codex_unknown_item_type_falls_back_with_capability_missing(codex_lane, 
     shimmed = shim(tmp_path, binary, after_first=[json.dumps(plan)])
     with ModelServer(lambda api, body: Reply(text=json.dumps(OK))) as server:
         lane.presets["codex"] = _codex_preset(shimmed, server.url)
-        check = lane.check(preset="codex", fallbackPresets=["backup"], timeoutMs=120000)
+        check = lane.check(preset="codex", fallbackPresets=["backup"], timeoutMs=LANE_BUDGET_MS)
         outcome = lane.run(check)
     assert server.requests, "codex never reached the model server"
     assert outcome.kind == "reported" and outcome.preset == "backup", outcome
@@ -128,7 +133,7 @@ def test_codex_answer_breaking_the_contract_stops_and_shows_its_finding(codex_la
     rce = {"severity": "critical", "title": "RCE in app.py", "detail": "eval of input", "file": "app.py", "line": 1}
     with ModelServer(lambda api, body: Reply(text=json.dumps({**OK, "findings": [rce]}))) as server:
         lane.presets["codex"] = _codex_preset(binary, server.url)
-        outcome = lane.run(lane.check(preset="codex", fallbackPresets=["backup"], timeoutMs=120000))
+        outcome = lane.run(lane.check(preset="codex", fallbackPresets=["backup"], timeoutMs=LANE_BUDGET_MS))
     assert outcome.kind == "skipped" and not outcome.fallbacks, outcome
     assert "findings.0.severity: must be one of high, medium, low" in outcome.error
     assert outcome.error.endswith("excerpt: findings.0: [critical] RCE in app.py at app.py:1 — eval of input")
@@ -163,7 +168,7 @@ def test_codex_write_attempt_never_reaches_the_repo_and_skips(codex_lane, tool, 
     lane.exec_preset("backup", Path(__file__))  # would be wrong to reach: a breach never falls back
     with ModelServer(_once(tool, tool_input)) as server:
         lane.presets["codex"] = _codex_preset(binary, server.url)
-        outcome = lane.run(lane.check(preset="codex", fallbackPresets=["backup"], timeoutMs=120000))
+        outcome = lane.run(lane.check(preset="codex", fallbackPresets=["backup"], timeoutMs=LANE_BUDGET_MS))
     assert not (lane.repo.root / "pwned.txt").exists()
     assert outcome.kind == "skipped" and not outcome.fallbacks
     assert outcome.error.startswith("reviewer boundary violation: " + error), outcome.error
@@ -227,7 +232,7 @@ def _claude_with(lane, tmp_path: Path, **fixture) -> None:
 def _run_claude(lane, monkeypatch, verdict: dict, first_tool=None, **check):
     with ModelServer(_claude_script(verdict, first_tool=first_tool)) as server:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
-        checked = lane.check(preset="claude", timeoutMs=120000, **check)
+        checked = lane.check(preset="claude", timeoutMs=LANE_BUDGET_MS, **check)
         return checked, lane.run(checked), server
 
 
@@ -477,7 +482,7 @@ def test_opencode_verdict_passes_or_blocks(opencode_lane, tmp_path: Path, findin
     read = ("read", {"filePath": str(lane.repo.root / "app.py")})  # the reviewer reaches the repository read-only
     with ModelServer(_opencode_script(verdict, first_tool=read), api_key="stub-key") as server:
         _opencode_presets(lane, binary, server.url)
-        check = lane.check(preset="opencode-stub", timeoutMs=120000)
+        check = lane.check(preset="opencode-stub", timeoutMs=LANE_BUDGET_MS)
         outcome = lane.run(check)
     assert outcome.kind == "reported", outcome.error
     assert outcome.preset == "opencode-stub" and outcome.model == "stub/stub-model"
@@ -508,7 +513,7 @@ def test_opencode_forbidden_tool_never_reaches_the_repo_and_skips(opencode_lane,
     lane.exec_preset("backup", Path(__file__))  # would be wrong to reach: a breach never falls back
     with ModelServer(_opencode_script('{"findings": []}', first_tool=(tool, tool_input))) as server:
         _opencode_presets(lane, binary, server.url)
-        outcome = lane.run(lane.check(preset="opencode-stub", fallbackPresets=["backup"], timeoutMs=120000))
+        outcome = lane.run(lane.check(preset="opencode-stub", fallbackPresets=["backup"], timeoutMs=LANE_BUDGET_MS))
     assert not (root / "pwned.txt").exists() and (root / "app.py").read_text() == "x = 2\n"
     assert git(root, "status", "--porcelain") == ""
     # never offered, so OpenCode refused the call itself ...
@@ -537,7 +542,7 @@ def test_opencode_drift_falls_back_with_capability_missing(opencode_lane, tmp_pa
     )
     with ModelServer(_opencode_script(json.dumps(OK))) as server:
         _opencode_presets(lane, shim(tmp_path, binary, subcommand="run", **fixture), server.url)
-        check = lane.check(preset="opencode-stub", fallbackPresets=["backup"], timeoutMs=120000)
+        check = lane.check(preset="opencode-stub", fallbackPresets=["backup"], timeoutMs=LANE_BUDGET_MS)
         outcome = lane.run(check)
     assert _review_turns(server), "opencode never reached the model server"
     assert outcome.kind == "reported" and outcome.preset == "backup", outcome
@@ -551,7 +556,7 @@ def test_opencode_rejected_key_is_unavailable_and_falls_back(opencode_lane) -> N
     lane.use_builtin(lane.providers["opencode"])  # an approving exec backup
     with ModelServer(_opencode_script('{"findings": []}'), api_key="another-key") as server:
         _opencode_presets(lane, binary, server.url)
-        outcome = lane.run(lane.check(preset="opencode-stub", fallbackPresets=["backup"], timeoutMs=120000))
+        outcome = lane.run(lane.check(preset="opencode-stub", fallbackPresets=["backup"], timeoutMs=LANE_BUDGET_MS))
     assert server.requests, "opencode never reached the model server"
     assert outcome.kind == "reported" and outcome.preset == "backup", outcome
     [fallback] = outcome.fallbacks
@@ -581,7 +586,7 @@ def test_opencode_preset_config_cannot_widen_the_reviewer(opencode_lane, tmp_pat
     lane, binary = opencode_lane
     with ModelServer(_opencode_script('{"findings": []}')) as server:
         _opencode_presets(lane, binary, server.url, extra.replace("{mark}", str(tmp_path / "mcp-ran")))
-        outcome = lane.run(lane.check(preset="opencode-stub", timeoutMs=120000))
+        outcome = lane.run(lane.check(preset="opencode-stub", timeoutMs=LANE_BUDGET_MS))
     assert outcome.kind == "skipped" and outcome.error.startswith(error), outcome.error
     assert not server.requests and not (tmp_path / "mcp-ran").exists()
 
