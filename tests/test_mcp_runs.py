@@ -27,6 +27,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from reviewrepo import AGENTREVIEW, Repo, feature_repo, manifest
+from test_mcp import call, until
 
 from agentreview.runs.registry import RunRegistry
 
@@ -63,6 +64,9 @@ class _Logs:
 LOGS = _Logs()
 
 
+WAIT_S = 90.0  # a lane's start or end, polled: the margin a loaded 2-core machine needs
+
+
 def serve(repo: Repo, body: Callable[[ClientSession], Awaitable[None]]) -> None:
     LOGS.entries.clear()
 
@@ -71,20 +75,6 @@ def serve(repo: Repo, body: Callable[[ClientSession], Awaitable[None]]) -> None:
             await body(session)
 
     anyio.run(main)
-
-
-async def call(session: ClientSession, tool: str, arguments: dict[str, Any], *, error: bool = False) -> Any:
-    result = await session.call_tool(tool, arguments)
-    text = result.content[0].text  # type: ignore[union-attr]
-    assert result.is_error is error, text
-    return text if error else json.loads(text)
-
-
-async def until(predicate: Callable[[], Awaitable[bool]], timeout: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not await predicate():
-        assert time.monotonic() < deadline, "timed out"
-        await anyio.sleep(0.1)
 
 
 def poll(predicate: Callable[[], bool], timeout: float = 90.0) -> None:
@@ -210,7 +200,7 @@ def test_a_cancelled_request_cancels_its_run_and_records_nothing(repo: Repo, tmp
             async def lane_running() -> bool:
                 return bool(sent) and lane_alive(pidfile)
 
-            await until(lane_running)
+            await until(lane_running, WAIT_S)
             tg.cancel_scope.cancel()  # the SDK sends notifications/cancelled for the call
         run_id = sent[0].removeprefix("review ").removesuffix(": started")
         assert run_id.startswith("review-"), sent
@@ -218,7 +208,7 @@ def test_a_cancelled_request_cancels_its_run_and_records_nothing(repo: Repo, tmp
         async def cancelled() -> bool:
             return (await call(session, "review_status", {"runId": run_id}))["status"] == "cancelled"
 
-        await until(cancelled)
+        await until(cancelled, WAIT_S)
 
         async def lane_gone() -> bool:
             return not lane_alive(pidfile)
@@ -321,7 +311,7 @@ def test_a_detached_call_keeps_its_run_when_the_request_is_cancelled(repo: Repo,
             async def lane_started() -> bool:
                 return "lane gated: started" in sent
 
-            await until(lane_started)
+            await until(lane_started, WAIT_S)
             tg.cancel_scope.cancel()
         run_id = sent[0].removeprefix("review ").removesuffix(": started")
         # the cancelled request left the run alone: it is still running, then finishes once the gate opens
@@ -331,7 +321,7 @@ def test_a_detached_call_keeps_its_run_when_the_request_is_cancelled(repo: Repo,
         async def done() -> bool:
             return (await call(session, "review_status", {"runId": run_id}))["status"] == "done"
 
-        await until(done)
+        await until(done, WAIT_S)
         view = await call(session, "review_status", {"runId": run_id})
         assert view["verdict"] == "pass" and view["attestation"]["runId"] == run_id, view
 
@@ -438,7 +428,7 @@ def test_running_rows_come_first_newest_first_and_a_just_started_run_is_listed(t
             views = [await call(session, "review_status", {"runId": r}) for r in (first, second)]
             return all(v["status"] == "done" for v in views)
 
-        await until(settled)
+        await until(settled, WAIT_S)
         rows = (await call(session, "review_ledger", {"includeRunning": True}))["attestations"]
         assert {row["runId"] for row in rows} == {first, second} and all("status" not in row for row in rows)
 
