@@ -171,17 +171,22 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o600, durable: b
         if isinstance(exc, OSError):
             raise FileWriteError(path, exc) from exc
         raise
-    if not durable:
-        return path
-    try:
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-    except OSError as exc:  # the new file is in place; only its durability across a crash is in doubt
-        raise FileWriteError(path, exc) from exc
+    if durable:  # the new file is in place; only its durability across a crash is in doubt
+        fsync_path(path.parent, reported_as=path)
     return path
+
+
+def fsync_path(path: Path, *, reported_as: Path | None = None) -> None:
+    """fsync the file or folder ``path``; a failure is a :class:`FileWriteError` naming
+    ``reported_as`` (default ``path``)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise FileWriteError(reported_as or path, exc) from exc
 
 
 def atomic_write_text(path: Path, text: str, *, mode: int = 0o600, durable: bool = True) -> Path:

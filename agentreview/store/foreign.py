@@ -14,13 +14,12 @@ is always a well-formed attestation; reads still go through the bounded reader a
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentreview.host.files import FileWriteError, UnreadableFileError, atomic_write_text, read_regular_file
+from agentreview.host.files import UnreadableFileError, atomic_write_text, fsync_path, read_regular_file
 from agentreview.model.attestation import Attestation
 from agentreview.store.entries import MAX_ENTRY_BYTES
 from agentreview.store.foreign_entry import foreign_row, read_foreign
@@ -81,14 +80,7 @@ class ForeignStore:
         """Make every entry written with ``durable=False`` durable: its file, then its folder."""
         folders = {path.parent for path in self._unsynced}
         for target in [*sorted(self._unsynced), *sorted(folders)]:
-            try:
-                fd = os.open(target, os.O_RDONLY)
-                try:
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
-            except OSError as exc:
-                raise FileWriteError(target, exc) from exc
+            fsync_path(target)
         self._unsynced.clear()
 
     def _index(self) -> LedgerIndex:
