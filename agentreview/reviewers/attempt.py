@@ -1,11 +1,7 @@
 """Private directories for one reviewer attempt, and linking the user's credentials into them.
 
-Each attempt runs with an empty private ``HOME`` (and whatever private configuration
-directory its CLI reads) inside ``request.work_dir``, which the agent lane executor
-creates empty before the attempt and removes after it. So no shell profile, git
-config or CLI configuration of the user's is read, and nothing one attempt leaves
-reaches the next. A credential is *linked*, never copied, so a token the CLI refreshes
-stays refreshed in the user's own store.
+A credential is *linked*, never copied, so a token the CLI refreshes in place stays refreshed in the
+user's own store; nothing one attempt leaves reaches the next.
 """
 
 from __future__ import annotations

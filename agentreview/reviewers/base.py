@@ -1,32 +1,8 @@
 """Base classes for reviewer providers: the isolation every provider needs, written once.
 
-:class:`ReviewerBase` gives a provider, from its class attributes alone:
-
-* ``environment(request)`` — the reviewer's whole environment: the basics
-  (:data:`~agentreview.reviewers.env.BASE_ENV`, ``PATH`` without relative entries), an
-  empty private ``HOME`` in the attempt's work dir (or the user's own ``HOME`` when
-  ``private_home = False``), the provider's ``model_env``, the variables the preset
-  names in ``env`` (never one of ``redirecting_env`` or ``AGENTREVIEW_*``), and the
-  lane's facts (``AGENTREVIEW_BASE``, ``AGENTREVIEW_HEAD``, ``AGENTREVIEW_RUBRIC``,
-  ``AGENTREVIEW_CHECK_ID``);
-* ``run(request, argv, ...)`` — the child in its own process group, bounded by the
-  request's deadline and cancel, killed with the host even by SIGKILL
-  (:func:`~agentreview.host.procs.group.run_process_group`), and ``ended_abnormally``
-  to turn a spawn failure, timeout or cancel into the right result;
-* ``validate_options(options)`` — the check of its presets' options, from the
-  ``preset_options`` it declares (``env``, ``retries`` and ``idle_timeout`` come with the base);
-* an idle-output watchdog: a reviewer whose stdout stays quiet for ``idle_timeout``
-  seconds (the preset's option, else the provider's ``idle_timeout_s``) after it began
-  is stopped as a broken stream, ``unavailable``, so the lane falls back well before
-  its own budget is gone instead of ending in a timeout.
-
-:class:`CliReviewer` adds what a provider driving one installed CLI needs: finding it
-(``binary``, overridable per preset), probing its help for the flags isolation needs
-(``required_flags``: a missing one makes the provider unavailable, never less
-isolated), ``status()``, and a ``review()`` that hands a probed CLI and the built
-environment to :meth:`CliReviewer.review_with` and afterwards saves back any credential
-the CLI refreshed by replacing its link (:mod:`agentreview.reviewers.credentials`),
-noting on the result each one it could not save.
+:class:`ReviewerBase` builds the environment and private home, checks preset options and runs the
+child in its process group under the request's deadline, cancel and idle-output watchdog;
+:class:`CliReviewer` adds finding and probing one installed CLI and saving back refreshed credentials.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
-"""Every reviewer preset this host knows and whether it can run: what ``agentreview presets`` prints and
-``review_presets`` answers (one implementation for both).
+"""Every reviewer preset this host knows and whether it can run: the one implementation behind
+``agentreview presets`` and the MCP tool ``review_presets``.
 
-Lists the built-in presets (one per registered provider, even when its CLI is missing) and the user
-presets of ``$AGENTREVIEW_HOME/presets.toml``, with the status of the CLI each preset runs (its
-``binary =`` option honoured): installed, usable (version found and every flag it needs listed by
-the CLI's help), the version and a detail line. Each distinct CLI is probed once, each probe bounded
-by the provider's own timeout. With ``probe``, each preset's provider also runs its real admission
-without a paid model call where the CLI allows it and reports ``usable``, ``would fall back:
-<reason>``, ``would stop: <reason>`` or ``missing: <fix>``.
+Each distinct CLI is probed once, bounded by its provider's timeout; ``probe`` also runs each
+preset's admission without a paid model call.
 """
 
 from __future__ import annotations

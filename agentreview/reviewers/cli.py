@@ -1,11 +1,7 @@
 """Finding a reviewer's CLI and probing its ``--help`` for the flags isolation needs.
 
-Flags are enabled only when the installed CLI's help lists them (wrapper contract):
-a missing *required* flag makes the provider unavailable (``capability_missing``, so
-the lane may fall back) instead of running the CLI less isolated than intended. The
-probes (``--version``, ``--help``) run with the basics only and a throwaway ``HOME``,
-in their own process group like every child, and are cached while the binary is
-unchanged; lanes of one run that probe the same binary at once share one probe.
+A missing *required* flag makes the provider unavailable (so the lane may fall back), never the CLI
+run less isolated than intended. Probes get the basics only and a throwaway ``HOME``.
 """
 
 from __future__ import annotations

@@ -1,24 +1,9 @@
 """Credentials linked into a private home, and saving back what a CLI refreshed there.
 
-A reviewer CLI runs under a private home that holds a *link* to the user's credential
-file, so a token it refreshes in place lands in the user's own store. A CLI that
-refreshes by writing a new file and renaming it over the old one replaces the link
-instead, and the new token would be deleted with the attempt's folder; with rotating
-refresh tokens the user would be logged out. So every link is recorded (in this
-process, by the attempt's folder: never in a file the reviewer could read), and
-after the attempt :func:`save_refreshed` looks at each one:
-
-* still the link: nothing to do;
-* replaced by a regular file: it is copied back over the user's file (a temporary
-  file in the same folder, mode 0600, then a rename) only when it is a valid newer
-  credential of the same kind: a JSON object, with at least one top-level key in
-  common with the user's current file, not older by any expiry or issue time both
-  carry (``expiresAt``, ``expires_at``, ``expiry``, ``last_refresh``, ...), and
-  different from it;
-* anything else (removed, not JSON, another kind, older, unwritable): a note that says
-  why it was not saved, which the lane records. A replaced link is never dropped silently.
-
-A linked directory (Kimi's ``credentials/``) is handled file by file, one level deep.
+A CLI that refreshes by writing a new file and renaming it over the link would lose the token with
+the attempt's folder (and log the user out with rotating refresh tokens), so after each attempt a
+replaced link is copied back only when it is a valid newer credential of the same kind, and otherwise
+noted on the lane: never dropped silently. Links are recorded in this process, never in a file.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """What a reviewer process may see of the host's environment: an allow-list, never the host minus a few names.
 
-A reviewer reads what the change's author wrote, so a prompt injection may steer it:
-it gets no host variable it was not granted (AIP-62 Security considerations: no
-credentials beyond the model). The grant is :data:`BASE_ENV`, the provider's own model
-variables, and the names a user preset lists in ``env``; everything else — tokens,
-``AWS_*``, ``SSH_AUTH_SOCK``, ``GIT_*``, ``LD_PRELOAD``, ``NODE_OPTIONS``,
-``AGENTREVIEW_*`` — stays behind.
+A steered reviewer gets no host variable it was not granted (AIP-62: no credentials beyond the
+model): :data:`BASE_ENV`, the provider's model variables and the names a user preset lists in ``env``.
 """
 
 from __future__ import annotations

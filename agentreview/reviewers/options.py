@@ -1,13 +1,7 @@
 """Declaring the options a provider understands in its presets, so a bad ``presets.toml`` fails when it is read.
 
-A user preset's table holds ``provider``, ``model`` and the provider's own options.
-The core does not know those options: it asks the preset's provider
-(``validate_options``, see :class:`agentreview.model.contracts.ReviewerProvider`) and
-reports the first problem as ``<file>: [presets.<name>]: <problem>``. A provider built
-on :class:`~agentreview.reviewers.base.ReviewerBase` declares its options as a
-``preset_options`` mapping of name to :class:`PresetOption` and inherits the check.
-Options nobody declares pass through untouched; the provider reads them from
-``PresetSpec.options`` when it runs.
+The core does not know a provider's options; a provider on :class:`~agentreview.reviewers.base.ReviewerBase`
+declares them as ``preset_options`` and inherits the check. Undeclared options pass through untouched.
 """
 
 from __future__ import annotations
