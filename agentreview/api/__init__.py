@@ -1,20 +1,8 @@
 """agentreview's public plugin API: the one module a plugin imports.
 
-Everything a lane executor, pack loader, reviewer provider, signer or check kind needs is
-named here: the ``hookimpl`` marker, the plain data that crosses the boundary (requests,
-outcomes, errors), and the helpers that every careful plugin would otherwise write again
-(bounded reading, atomic writes, file locks, strict JSON, the host's state directories, pack
-reading and the pack-reference grammar). Nothing else in ``agentreview`` is public: modules
-move between releases, these names do not.
-
-Stability and versioning: :data:`API_VERSION` is ``MAJOR.MINOR``. A name listed in
-``__all__`` keeps its meaning within a major version; new names, new optional keyword
-arguments and new optional dataclass fields raise the minor version. A plugin can state what
-it needs with ``agentreview.api.require("1.1")``, which raises a clear error on an older core.
-
-Importing this module is cheap (a few attribute lookups): each name is loaded from the module
-that defines it on first use, so a plugin module that only registers objects stays fast to
-import during plugin discovery.
+Nothing else in ``agentreview`` is public; the names in ``__all__`` keep their meaning within a major
+:data:`API_VERSION` (docs/plugins.md). Each name is loaded from its defining module on first use, so a
+plugin that only registers objects stays cheap to import during discovery.
 """
 
 from __future__ import annotations
