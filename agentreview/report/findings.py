@@ -1,9 +1,7 @@
 """When a verification may show an attestation's findings as the reviewers' own.
 
-An export is the change's to write: its findings are the reviewers' only when its signature
-verified against a trusted key and it is the attestation of the range being verified (its
-``rangeSha`` step passed). Then ``verify --sarif`` puts them on their lines and the job summary
-lists them as findings; otherwise both say they are unverified and why.
+An export is the change's to write: its findings count only when its signature verified against a
+trusted key for the range being verified; otherwise SARIF and the job summary mark them unverified.
 """
 
 from __future__ import annotations

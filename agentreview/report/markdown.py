@@ -1,26 +1,8 @@
 """Other people's text inside Markdown that GitHub renders: the job summary and SARIF's ``help.markdown``.
 
-GitHub renders both as GitHub-flavoured Markdown with HTML. Their strings come from an
-export, a reviewer or a command the change controls, so each is written one of two ways, and
-the result reads the same raw (a log, an artifact, a terminal) as rendered:
-
-* :func:`md_word`: plain words are written as they are: a lane id, a binding, a status, a
-  principal or an email, a short SHA, and short phrases of such words (a verification step,
-  ``verdict is 'block', expected 'pass'``). A word starts with a letter, a digit, ``. / (`` or
-  a quote and holds only letters, digits and ``. + / , : ( ) ' " … -``, with ``_`` and ``@``
-  only right after a letter or digit (so no emphasis can open and no ``@mention`` start); no
-  word starts with ``www.`` and the text holds no ``://``, ``mailto:`` or ``xmpp:`` (GitHub's
-  autolinks). Nothing in such text means anything to Markdown or HTML.
-  Anything else goes through :func:`md_code`.
-* :func:`md_code`: the text on one line in a code span, whose fence is one backtick longer
-  than the longest backtick run inside, so nothing in it can close the span; inside a span no
-  HTML, link, image, emphasis, autolink or ``@mention`` is recognised. In a table cell
-  (``cell=True``) each ``|`` is written ``\\|``, the one escape GitHub's table parser applies
-  before the span (it would split the cell otherwise).
-
-Control and bidirectional-override characters become U+FFFD, line breaks a space, and
-:func:`~agentreview.report.neutral.neutralize` keeps a workflow command out should the text ever
-be printed to a CI log.
+The text is the change's or a reviewer's to write, so it is either plain words that mean nothing to
+Markdown or HTML (:func:`md_word`) or one line in a code span nothing inside can close
+(:func:`md_code`); it reads the same raw as rendered (docs/cli.md, "SARIF and the job summary").
 """
 
 from __future__ import annotations

@@ -1,23 +1,9 @@
 """Text that others wrote, made safe to print into a CI log.
 
-A CI runner reads every line a step prints and obeys some of them. GitHub's runner trims a
-line's leading whitespace and takes it as a workflow command when it then begins with ``::``
-(``::warning``, ``::error``, ``::add-mask::``, ``::stop-commands::`` ...); it also honours the
-older ``##[command]`` form anywhere in a line, as Azure Pipelines does ``##vso[``. A finding's
-title and detail are written by a reviewer the change can steer, a command lane's output by the
-change's own code, and an export by whoever pushed it, so all of it is passed through
-:func:`neutralize` before it is printed: a line that would begin with ``::`` gets its first
-colon written as ``%3A`` (GitHub's own escape for it), and ``##[`` / ``##vso[`` get their second
-``#`` written as ``%23``. The text stays readable; the only workflow commands agentreview prints
-are those ``--annotate github`` writes (:mod:`agentreview.report.annotate`).
-
-Lines are split wherever any reader might split them: ``\\n``, ``\\r`` and every other
-character :meth:`str.splitlines` breaks on; leading whitespace is every character
-:meth:`str.isspace` accepts plus the invisible format characters (a superset of what .NET's
-``TrimStart`` removes).
-
-:func:`printable` makes such text writable at all: a lone surrogate (strict JSON reads one from
-an escape) is written as its ``\\uXXXX`` escape rather than ending the output in an encoding error.
+A CI runner obeys some lines a step prints (``::command`` after leading whitespace, ``##[``,
+``##vso[``), and reviewer, command and export text is the change's to steer, so :func:`neutralize`
+escapes those openings wherever any reader might split a line; :func:`printable` keeps a lone
+surrogate from ending the output in an encoding error.
 """
 
 from __future__ import annotations

@@ -1,15 +1,7 @@
 """Writing the reports ``run`` and ``verify`` are asked for: the SARIF log and the job summary.
 
-Where they go: ``--sarif PATH`` (replaced atomically with
-:func:`agentreview.host.files.atomic_write_text`), ``--summary PATH``, else the file named by
-``GITHUB_STEP_SUMMARY`` (appended to, as GitHub's runner expects: earlier steps' summaries stay).
-
-A report that cannot be written is one line on stderr naming the file and the fix. It never
-turns a failing gate into a passing one and never hides a failure: when the outcome was a pass
-(exit 0) and a report the caller named (``--sarif`` or ``--summary``) could not be written, the
-command exits 3, since a gate asked for an artifact it does not have should not pass quietly; a
-non-zero outcome keeps its own exit code. A summary file that only the environment named
-(``GITHUB_STEP_SUMMARY``) is a warning, never a different exit code.
+A report the caller named that cannot be written turns a pass into exit 3 (a gate asked for an
+artifact it does not have must not pass quietly); one only ``GITHUB_STEP_SUMMARY`` named is a warning.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """How a run reports progress: a live per-lane display on a terminal, plain lines in CI.
 
-All progress goes to stderr, so stdout stays clean for ``--json`` and
-``--annotate`` output. ``rich`` is imported only when a terminal display is used. A lane's
-error and a phase message may quote what a reviewer or command printed, so every line is
-neutralized (:mod:`agentreview.report.neutral`): none reads as a CI workflow command.
+Everything goes to stderr, so stdout stays clean for ``--json`` and ``--annotate``; every line is
+neutralized, since it may quote what a reviewer or command printed.
 """
 
 from __future__ import annotations

@@ -1,32 +1,9 @@
 """SARIF 2.1.0 logs of a run and of a verification, for code scanning (``--sarif PATH``).
 
-Pure: the functions here build the SARIF document as a dict from plain JSON data (an
-attestation as its JSON object, a verification as the ``verify --json`` object), so the same
-code serves ``run`` and ``verify`` and the report layer needs neither the engine nor the
-verifier. :mod:`agentreview.report.outputs` writes it.
-
-What goes where (docs/cli.md, "SARIF"):
-
-* Findings: each is a result of the rule ``finding/<check>/<severity>`` (one rule per kind of
-  finding, so each rule has one ``security-severity``), ``level`` from its severity (high →
-  error, medium → warning, low → note), located at its ``file`` and ``line`` when the file is a
-  plain path inside the repository, and with a ``partialFingerprints`` hash of rule, path and
-  text, so code scanning tracks it across pushes whatever line it moves to. A blocking lane that
-  did not pass and reported no finding is one result of ``lane/<check>/<status>``.
-* ``run``: the attestation's findings; the verdict, binding, range and signing principal are
-  the run's ``properties``.
-* ``verify``: each failed verification step is a result (``verify/<step>``); a verification
-  that stopped before its steps is one result naming why. With them, the attestation's findings:
-  on their lines only when its signature verified for this range
-  (:func:`~agentreview.report.findings.unverified_reason`); otherwise each is a ``note`` of
-  ``verify/unverified-finding`` at the export, whose message says it is unverified and where it
-  claims to be, so a forged export puts nothing on a line of code.
-
-A path from an attestation is the change's to write: an absolute one, one that climbs out with
-``..``, a URL, or one with a control character is never a location (:func:`safe_relative_uri`).
-Reviewer and export text only lands in JSON strings (the writer escapes it); in a message, its
-square brackets are escaped so it cannot form a SARIF embedded link, and in ``help.markdown`` it
-goes through :mod:`agentreview.report.markdown`.
+Pure, from plain JSON data, so ``run`` and ``verify`` share it without the engine or the verifier
+(the mapping: docs/cli.md, "SARIF and the job summary"). An attestation's paths and text are the
+change's to write: a path outside the repository is never a location, and an unverified finding
+lands on no line of code.
 """
 
 from __future__ import annotations

@@ -1,15 +1,7 @@
 """The Markdown job summary of a run or a verification (``GITHUB_STEP_SUMMARY``, ``--summary PATH``).
 
-Pure: built from plain JSON data (an attestation as its JSON object, a verification as the
-``verify --json`` object), like :mod:`agentreview.report.sarif`.
-
-GitHub renders a step summary as GitHub-flavoured Markdown with HTML, on the pull request's
-checks page; it is also read raw (a log, an artifact, a terminal), so it stays readable as
-written. Every string that is not agentreview's own is the change's or a reviewer's to write
-(:mod:`agentreview.report.markdown`): names (lane ids, bindings, statuses, the principal, short
-SHAs) appear as written when they are plain words, and any other text (finding titles and
-details, file names with spaces, a verification's messages, an odd lane id) sits in a code span
-that nothing inside can close, with ``|`` escaped in table cells. No reviewer can add HTML, a
+Pure, from plain JSON data like :mod:`agentreview.report.sarif`; every string that is not
+agentreview's own goes through :mod:`agentreview.report.markdown`, so no reviewer can add HTML, a
 link, an image, a table cell, an ``@mention`` or a workflow command.
 """
 
