@@ -1,9 +1,7 @@
 """AIP-62 verification step 4: the attestation's content against the expectation.
 
-Problem strings and their order are reference-notes 2.11's. :func:`repo_free_checks`
-are the checks that need no repository (schema and shape, ``rangeSha``, the re-folded
-verdict); they are also what a ``composedFrom`` prior must pass. Stricter than the
-reference: the lanes must be exactly the checks of the attested binding.
+Problem strings and their order are reference-notes 2.11's. :func:`repo_free_checks` need no
+repository and are also what a ``composedFrom`` prior must pass.
 """
 
 from __future__ import annotations

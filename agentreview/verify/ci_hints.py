@@ -1,9 +1,7 @@
 """Why the gate found no attestation, when the reason is the CI checkout: GitHub's merge commit.
 
-On ``pull_request`` GitHub checks out ``refs/pull/N/merge`` unless told otherwise: a commit it
-made, merging the pull request's head into the base, that nobody reviewed. The attestation is
-for the pull request's head (the merge's second parent), so the gate finds none for the merge.
-Said in one line with the fix (check out the head), instead of "no attestation for <merge>".
+On ``pull_request`` GitHub checks out a merge commit nobody reviewed, while the attestation is for
+the pull request's head; the gate says so in one line with the fix (check out the head).
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
 """AIP-62 verification step 5: resolving ``composedFrom`` priors in the export files.
 
-One level deep by default, as the spec's step 5 says: each prior is found by a
-non-recursive scan of the export files, pinned by its ``attestationSha256``, and must pass
-the checks that need no repository; its own ``composedFrom``, signature and pack digests
-are not looked at, so an export set the spec accepts (the prior exported, its own prior
-not) is accepted here. Stricter than the reference where an honest host cannot differ:
-the prior must share manifest, base, remote and binding, with a passing lane and the same
-rubric digest for the composed check. ``full_chain`` (``verify --full-chain``, open
-question 4) follows every prior's own chain to its end; cycles and chains deeper than
-:data:`MAX_CHAIN_DEPTH` are then problems.
+One level deep by default, as the spec's step 5 says, so an export set the spec accepts is accepted
+here; ``full_chain`` (``verify --full-chain``) follows every prior's own chain, bounded by
+:data:`MAX_CHAIN_DEPTH`. Where it is stricter than the reference: docs/concepts.md.
 """
 
 from __future__ import annotations

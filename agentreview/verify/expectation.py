@@ -1,10 +1,8 @@
 """AIP-62 verification step 2: what the attestation must say about this checkout.
 
-The range comes from git (``--base``, else the merge-base of the manifest's
-``target.base`` and the head), each name resolved to exactly one full ref or commit
-(:mod:`agentreview.host.refs`); the manifest digest and remote from the checkout. The binding is
-the caller's (``--binding``), or with ``--ci-binding`` the policy's binding meant for CI
-(:func:`ci_binding`): a gate that names none would accept a quick local binding's attestation.
+Each name resolves to exactly one full ref or commit. With ``--ci-binding`` the binding is the
+policy's binding meant for CI (:func:`ci_binding`): a gate that names none would accept a quick
+local binding's attestation.
 """
 
 from __future__ import annotations

@@ -1,15 +1,8 @@
 """AIP-62 verification step 3: finding the attestation among the export files, and reading one.
 
-Where the reference is lax and being strict cannot reject an honest export, this is strict:
-
-* export files are read as strict JSON (no duplicate keys, no NaN), bounded in size and
-  depth, and only when they are regular files (a FIFO in the export dir cannot hang a gate);
-* the ``HEAD^`` retry ("commit the export") applies only when HEAD touches nothing but
-  regular ``*.json`` files directly inside an export dir that is a proper sub-directory of the
-  repository, so an ``exportDir: .`` cannot wave an unreviewed commit through. The export dir
-  is a repository path, normalized as written and never resolved through the file system, and
-  no folder on its way may be a symlink in HEAD, in HEAD^ or on disk: a reviewed
-  ``.reviews -> config`` must not let the unreviewed HEAD change ``config/*.json``.
+Strict where that cannot reject an honest export: strict, bounded JSON from regular files only, and
+the ``HEAD^`` retry decided on repository paths, never through a symlink, so neither an
+``exportDir: .`` nor a linked export folder waves an unreviewed commit through (docs/concepts.md).
 """
 
 from __future__ import annotations

@@ -1,21 +1,9 @@
 """``agentreview verify``: the CI gate's decision whether a range is attested.
 
-The algorithm is AIP-62 §Verification, in order, collecting every problem instead of
-stopping at the first: (1) read and strictly parse the manifest, (2) resolve the
-expectation (head, base, repoRemote; :mod:`.expectation`), (3) locate the attestation
-(:mod:`.exports`), (4) check its content against the expectation (:mod:`.checks`),
-(5) resolve ``composedFrom`` priors, one level deep unless ``--full-chain``
-(:mod:`.composition`), (6) check pack digests (:mod:`.packs`), (7) check the signature
-(:mod:`.signature`, against an allowed_signers file :mod:`.trust` accepts). No lane is
-re-run. Step 7 runs before step 6, since only resolving packs may use the network (a
-``git+https`` URL the checkout's ``uses[]`` names); with ``--require-signed`` nothing is
-fetched unless the signature verified over an attestation of this manifest. Checks are
-still reported in the spec's order. Each module's docstring says where it is stricter
-than the reference. This module only runs the steps and decides the outcome;
-:mod:`.report` renders it.
-
-The names tests and callers import from here (options, result, the export readers, the
-check functions) are re-exported.
+Runs AIP-62 §Verification collecting every problem, without re-running a lane. The signature (step
+7) is checked before the pack digests (step 6), since only resolving packs may use the network and
+``--require-signed`` fetches nothing unverified; checks are still reported in the spec's order.
+Re-exports the names callers and tests import (options, result, readers, checks).
 """
 
 from __future__ import annotations

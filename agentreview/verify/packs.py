@@ -1,16 +1,8 @@
 """AIP-62 verification step 6: the recorded pack digests against the packs this checkout resolves.
 
-The packs are resolved with the loaders a run uses. Stricter than the reference: a
-manifest that imports packs while the attestation records no pack digest is invalid
-(a host that resolved packs always records them). Whether a digest mismatch is a
-problem or a resolution failure only a note is :func:`verify_pack_digests`' decision.
-
-Resolving may fetch what ``uses[]`` names (a ``git+https`` URL, or whatever a loader
-plugin does), and ``uses[]`` is the checkout's, which the change controls. So the gate
-runs this step after the signature, and with ``fetch=False`` (``--require-signed`` and
-no verified signature over an attestation of this very manifest) nothing is resolved:
-only the checks that need no pack are made. A digest that was not compared, because the
-packs were not resolved, is shown as unverified, never as passed.
+``uses[]`` is the change's to write and resolving it may fetch, so the gate runs this step after
+the signature and, with ``fetch=False``, resolves nothing; a digest not compared is shown as
+unverified, never as passed.
 """
 
 from __future__ import annotations

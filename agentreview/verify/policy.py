@@ -1,19 +1,9 @@
 """``verify --policy-from REF``: the review policy, read from a commit the change cannot edit.
 
-Without it, the gate's expectation comes from the checkout's REVIEW.md, which the change
-under review controls: it could move ``target.base`` to its own parent (so earlier commits are
-never looked at), drop checks, add a trivial binding, or delete ``verdict.exportDir``. With
-it, the manifest at the same repository path is read from commit REF as a git object (bounded,
-never from the working tree) and everything the gate expects comes from it: ``target.base``,
-the bindings and their checks, ``verdict.exportDir``, the rubrics, the path packs and the
-trusted keys.
-
-A change may edit the policy (REVIEW.md, a rubric, a path pack, ``.agentproto/allowed_signers``)
-and still pass, but only when it was reviewed under REF's policy (``run --policy-from REF``):
-its attestation then records REF's ``manifestSha``, REF's rubric digests and REF's pack digests,
-and is signed by a key REF trusts. An attestation made under the change's own (edited) policy
-records other digests and is refused: the review that approves a policy change is never the
-one it would steer. A verified policy change is announced as such (:func:`policy_change_line`).
+Without it the change under review controls the expectation (its REVIEW.md could move
+``target.base``, drop checks or add a trivial binding). With it, everything the gate expects is read
+from REF as git objects, so a policy change passes only when it was reviewed under REF's policy: the
+review that approves a policy change is never the one it would steer.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """How a :class:`VerifyResult` is shown: the text report and the ``--json`` object.
 
-The text report lists every check with its expected and actual value, so a failing gate
-says exactly what differed; the JSON object is the documented machine shape
-(docs/cli.md, ``agentreview verify --json``).
+The text lists every check with its expected and actual value; the JSON object is the documented
+shape (docs/cli.md, ``agentreview verify --json``).
 """
 
 from __future__ import annotations

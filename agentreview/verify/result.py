@@ -1,8 +1,7 @@
 """What a verification is asked (:class:`VerifyOptions`) and what it answers (:class:`VerifyResult`).
 
-Kept apart from the steps so every step module can speak of a :class:`CheckLine` or stop
-with a :class:`VerifyStop` without importing the others. Plain dataclasses: importing this
-module costs nothing.
+Apart from the steps, so every step module can speak of a :class:`CheckLine` or stop with a
+:class:`VerifyStop` without importing the others.
 """
 
 from __future__ import annotations

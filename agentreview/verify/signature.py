@@ -1,10 +1,7 @@
 """AIP-62 verification step 7: the signature, checked by the signer that handles its ``alg``.
 
-Stricter than the reference: a signed export is checked whenever an allowed_signers file
-is known, with or without ``--require-signed``; an invalid signature is always a problem
-of the signature class (exit 6). Which file is trusted is :mod:`agentreview.verify.trust`'s
-decision; which signer checks it is the installed signer that declares the attestation's
-``attestor.signature.alg`` (:func:`agentreview.signing.signers.verify_signature`).
+A signed export is checked whenever an allowed_signers file is known, required or not; an invalid
+signature is always exit 6. Which file is trusted is :mod:`agentreview.verify.trust`'s decision.
 """
 
 from __future__ import annotations

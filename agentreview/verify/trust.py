@@ -1,22 +1,9 @@
 """Which allowed_signers file a signature is checked against, and whether it can be trusted.
 
-A file inside the repository is the reviewed change's to edit, whichever way it is named:
-the default ``.agentproto/allowed_signers`` or ``--allowed-signers`` naming a path whose
-place lies inside the repository (by its name, or by where its symbolic links lead). A
-change must not vouch for its own signer, so such a file is trusted only
-
-* with ``--policy-from REF``: as the git object at its repository path in REF (the working
-  tree is never read);
-* otherwise: when it is reached without a symbolic link inside the repository (which could
-  point anywhere, e.g. at a test fixture unchanged since the base, or a pack cache the change
-  filled), is a plain regular file, and its bytes are exactly those at the same path in the
-  range base, and only as of a base the caller named (``--base``): without it the base comes
-  from the checkout's own ``target.base``, which the change controls.
-
-A file outside the repository is the caller's and is trusted as given. The bytes verified
-against are the ones checked, never the path read again. The format of the file is the
-signer's business (OpenSSH allowed_signers for ``ssh-ed25519``; a signer plugin defines its
-own); this module only decides where the file is and whether it is trusted.
+A change must not vouch for its own signer: a file inside the repository (by name or by where its
+links lead) is trusted only as REF's git object with ``--policy-from``, or as a link-free regular
+file whose bytes equal those at a base the caller named. A file outside is the caller's, trusted as
+given; the bytes checked are the bytes read, never the path read again.
 """
 
 from __future__ import annotations
