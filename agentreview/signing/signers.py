@@ -1,13 +1,7 @@
 """Signing an attestation after it is built, and checking a recorded signature.
 
-Only the host that ran the review signs (AIP-62 §Signing). The signer is a plugin
-(``[signing].signer`` in config.toml, default ``ssh``); this module picks it, hands
-it the canonical bytes, and keeps the rule that signing never fails a review: any
-problem comes back as a ``signingError`` string and the attestation stays unsigned.
-
-Verifying is keyed by the signature, not by the host's configuration: an attestation
-names its ``alg``, and the installed signer that declares that alg in its
-``algorithms`` checks it (the registry refuses two signers declaring one alg).
+Signing never fails a review: any problem becomes a ``signingError`` and the attestation stays
+unsigned. Verifying is keyed by the signature's ``alg``, not by this host's configured signer.
 """
 
 from __future__ import annotations

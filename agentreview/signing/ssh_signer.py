@@ -1,15 +1,8 @@
 """The built-in ``ssh`` signer: ssh-ed25519 signatures made and checked with ``ssh-keygen -Y``.
 
-One key per host install, ``<home>/keys/review_ed25519`` (+ ``.pub``), generated on
-first use. Signing writes the canonical bytes to a file in a private temporary
-directory and runs ``ssh-keygen -Y sign`` with the namespace ``agentproto-review``;
-verification asks ``ssh-keygen -Y find-principals`` whether the allowed_signers
-file maps the signing key to the claimed principal, then ``ssh-keygen -Y verify``
-with the payload on stdin (AIP-62 §Signing, reference-notes 2.26).
-
-Every ``ssh-keygen`` call has a timeout and reads no terminal, so a prompt can
-never hang a review. This module is loaded at plugin discovery for every command,
-so it imports nothing heavy.
+One key per host install, generated on first use (AIP-62 §Signing, reference-notes 2.26). Every
+``ssh-keygen`` call has a timeout and reads no terminal, so a prompt can never hang a review; the
+module is loaded at plugin discovery for every command, so it imports nothing heavy.
 """
 
 from __future__ import annotations
