@@ -1,13 +1,7 @@
 """A small GitHub REST client on the standard library, for ``agentreview pr`` and ``review_pr``.
 
-Why not a library or ``gh api``: four GET requests do not earn a dependency, and a direct
-client lets us bound everything: each request has a 30 s timeout, a response is read up to
-:data:`MAX_RESPONSE_BYTES`, and the token is only ever sent to the configured API origin
-(plain http only to a loopback host; a redirect to another origin is refused, so the token
-cannot be forwarded elsewhere).
-
-The API base is ``GITHUB_API_URL`` (default ``https://api.github.com``); the token is
-``GH_TOKEN``, else ``GITHUB_TOKEN``, else what ``gh auth token`` prints when gh is installed.
+A few GET requests do not earn a dependency, and a direct client bounds everything: a timeout per
+request, a bounded read, and the token sent only to the configured API origin (no redirect elsewhere).
 """
 
 from __future__ import annotations

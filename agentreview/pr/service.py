@@ -1,18 +1,8 @@
 """``link_pr``: link a ledger entry to its GitHub pull request and record a status snapshot.
 
-This is ``review_pr`` (MCP) and ``agentreview pr`` (CLI). The entry is selected as the
-reference host does: ``run_id``; then ``range_sha`` or ``range``; then ``pr_url`` (the entry
-already linked to that PR, else the newest entry whose head is the PR's head); then ``cwd``
-alone (the newest entry whose head is the checkout's HEAD). Its PR is ``pr_url``, else the one
-already linked in the annotations, else the one the attestation names, else the PR whose head
-is the attestation's head. The PR's state is appended to the entry's annotations sidecar and
-the link recorded when there is none: the attestation (which may be signed) is never touched.
-
-The reply is ``{ok: true, attestation, pr, linkedVia, status, snapshots}`` or
-``{ok: false, error: {code, message}}``; the codes are ``gh_unavailable`` (no credentials),
-``gh_failed`` (HTTP or API failure), ``unsupported_remote``, ``no_pr``, plus ``not_found`` (no
-ledger entry matches), ``invalid_argument`` and ``ledger_failed`` (the annotations could not
-be written). Nothing raises: a bad argument is a reply, so the MCP server never crashes on one.
+The one implementation of ``review_pr`` (MCP) and ``agentreview pr`` (CLI); the entry and PR are
+selected as the reference host does (docs/cli.md, "agentreview pr"). The snapshot goes to the
+annotations sidecar, never the (possibly signed) attestation; nothing raises: a bad argument is a reply.
 """
 
 from __future__ import annotations
