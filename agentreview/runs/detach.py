@@ -1,21 +1,9 @@
 """``run --detach``: start a review in a background process that outlives the caller's terminal.
 
-The child is ``python -P -m agentreview run <args> --run-id <runId>`` in a session of its own
-(``setsid``: no controlling terminal, so the terminal's SIGHUP never reaches it), with stdin
-from ``/dev/null`` and its output in ``runs/<runId>.log``.
-
-The child never imports from the reviewed checkout: ``-m`` would put its working folder first
-on ``sys.path``, where a ``typer.py``, an ``agentreview/`` package or a ``*.dist-info`` declaring
-a plugin at the root of the change would run inside agentreview with the host's key. ``-P``
-leaves the working folder off ``sys.path``, and the working folder is the agentreview home
-anyway (a relative ``PYTHONPATH`` entry then names nothing in the checkout); the repository
-reaches the child only as ``--cwd``, an argument.
-
-Before this returns, the run's lock is taken here and passed down to the child as an inherited
-descriptor, and its record is written as ``running``: the runId can be asked about at once,
-and if the child dies at any moment (even before it starts) the lock is released and the run
-reads as ``failed``, never ``running`` forever. The child is not one of
-:mod:`agentreview.host.procs`' process groups on purpose: those die with the host, this one must not.
+The child runs as ``python -P`` in the home, so nothing in the reviewed checkout is on its import
+path, and in a session of its own, deliberately outside :mod:`agentreview.host.procs`' groups that
+die with the host. Its lock is taken here and inherited, so the run is ``running`` at once and
+``failed`` the moment it dies.
 """
 
 from __future__ import annotations

@@ -1,25 +1,8 @@
 """Where every run on this host says what it is doing, for other processes to read and cancel.
 
-One record per run, ``$AGENTREVIEW_HOME/runs/<runId>.json``, written atomically by the run
-itself: ``running`` (with each lane's status as it finishes), then ``done`` (verdict and the
-ledger key of its attestation), ``cancelled`` or ``failed``. A record never says ``running``
-forever: while the run lives, it holds an exclusive ``flock`` on ``<runId>.lock`` (as the
-in-flight records of :mod:`agentreview.engine.coordination` do), and a running record whose
-lock is free belongs to a process that died, which :meth:`RunRegistry.view` reports as
-``failed``. The lock, unlike a bare pid, cannot be fooled by pid reuse.
-
-A detached run's lock is taken by the process that starts it, before it returns the runId,
-and handed to the child as an inherited descriptor (``AGENTREVIEW_RUN_LOCK_FD``), so the run is
-``running`` from the first moment a caller can ask, and ``failed`` the moment it dies.
-
-Cancel asks twice: a ``<runId>.cancel`` marker that the run polls (it works for a run in any
-thread of any process), and SIGTERM to the run's pid when the run handles SIGTERM as Ctrl-C
-(it runs on its process's main thread) and its lock is still held (so the pid is still the run's).
-
-Everything under the home may have been planted by another process: records are read with the
-bounded regular-file reader (a FIFO or symlink is never opened as a record), names are checked
-against ``review-<id>``, and a lock file that is not a regular file is never taken as a live run.
-Finished records are pruned: older than :data:`KEEP_DAYS` days, or beyond the newest :data:`KEEP_FINISHED`.
+One record per run under ``$AGENTREVIEW_HOME/runs/``; a run is alive only while it holds its
+``flock`` (a pid alone could be reused), so a record never says ``running`` forever. Everything
+under the home may have been planted, so records are read with the bounded regular-file reader.
 """
 
 from __future__ import annotations
