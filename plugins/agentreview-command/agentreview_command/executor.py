@@ -1,29 +1,9 @@
 """The command lane executor: ``sh -c <run>`` in its own process group, bounded in time, output and lifetime.
 
-One lane, start to end (AIP-62 Execution, Command lanes; reference-notes 2.22):
-
-* ``sh -c <command>`` in the check's ``cwd`` with the host's environment minus the variables the
-  host keeps for itself (``GH_TOKEN``, ``GITHUB_TOKEN``, ``[lanes].withhold_env``: the change's
-  code must not read them, nor a failing lane's output carry them into the export), stdin from
-  /dev/null and stdout+stderr merged into one pipe, of which only the last 64 KiB are
-  kept.
-* It runs through the core's process-group runner (``agentreview.api.run_process_group``,
-  whose docstring explains the guarantees): its own session and process group,
-  registered with the host's watchdog so it dies with the host even when the host is
-  SIGKILLed, and *marked*, so a process that leaves the group (``setsid``) is still
-  found by its environment.
-* On timeout, on ``request.cancel`` or on :func:`cancel_all`: SIGTERM to the whole
-  group (and to any marked process that left the group), SIGKILL to whatever is
-  still alive five seconds later. When the shell exits by itself, anything it left
-  running is killed the same way, so the lane ends when its shell does and nothing
-  outlives it.
-
-* A shell that exits 126 or 127 could not start a program the command names (not found, not
-  executable): the lane is ``skipped`` with the shell's words and the fix, so the verdict is
-  ``incomplete`` (never served from the cache), not a ``block`` blaming the change. A missing
-  ``tox`` is this host's environment; once it is installed the next run runs the lane.
-
-``run_lane`` never raises: anything unexpected becomes a ``skipped`` outcome.
+The change's code runs without the variables the host keeps for itself, through the core's
+process-group runner, so nothing it starts outlives the lane or a killed host. A shell exit of 126
+or 127 is this host's missing program, not the change's fault: the lane is ``skipped`` (verdict
+``incomplete``, never cached). ``run_lane`` never raises.
 """
 
 from __future__ import annotations
