@@ -1,11 +1,8 @@
 """The per-sha git pack cache: ``<home>/review-packs/<sha>/``, verified on every hit.
 
-An entry is the pack's files plus ``.git/`` (the fetched objects, and the raw
-pinned commit object in ``.git/agentreview-commit``). A hit is accepted only when
-the commit bytes hash to the pinned sha and the files on disk hash to that
-commit's tree; anything else is discarded and fetched again. A fetch happens in a
-temporary folder under a per-sha file lock and is published with one atomic
-rename, so concurrent runs never see a half-written entry.
+A hit counts only when the commit bytes hash to the pinned sha and the files on disk to its tree;
+anything else is fetched again. A fetch is published with one atomic rename under a per-sha lock,
+so concurrent runs never see a half-written entry.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """Running git against an untrusted remote: a scrubbed environment, hardened config, a hard deadline.
 
-Nothing from the user's or the system's git configuration reaches the fetch
-(no hooks, no credential helpers, no url rewrites, no other protocols), except the
-CA settings a corporate or test setup needs to reach an https server. Every call is
-bounded; on timeout the whole process group (git and its remote helper) is killed.
+No hook, credential helper, URL rewrite or other protocol of the user's configuration reaches the
+fetch (only the CA settings); on timeout the whole process group is killed.
 """
 
 from __future__ import annotations

@@ -1,34 +1,9 @@
 """Reading a fetched commit through GitPython's object model, held to the fetch's rules.
 
-The fetch itself stays on :func:`gitrun.run_git`. What follows it — the pinned
-commit's bytes, a walk of its tree, its blobs — is read here through GitPython's
-``Commit`` / ``Tree`` / ``Blob`` objects over persistent ``git cat-file
---batch`` / ``--batch-check`` processes, instead of parsing three subprocess
-outputs by hand. This module imports GitPython, so it is imported only
-on the fetch path; a cache hit never loads it.
-
-How GitPython is kept to the same rules as every other git call of the loader:
-
-* :class:`HardenedGit` starts every git process itself: argv git's absolute path +
-  :data:`gitrun.HARDENING` (as GitPython's persistent options) + ``cat-file
-  --batch`` or ``--batch-check``, nothing else; the environment is exactly
-  :func:`gitrun.safe_env` (GitPython's own merge with ``os.environ`` is
-  bypassed, so no inherited ``GIT_*`` reaches git); each process gets its own
-  process group, killed by a watchdog at the loader's deadline; ``close`` ends them.
-* The repository object is pinned to the fetch folder (:class:`_FetchedRepo`):
-  ``Repo()`` itself would follow this process's ``GIT_OBJECT_DIRECTORY`` /
-  ``GIT_COMMON_DIR`` / ``GIT_WORK_TREE`` (set inside a git hook).
-* GitPython gets binary object ids only: the pinned sha (40 lowercase hex,
-  checked again here) and ids read out of the fetched trees; never the URL, a
-  ref name or an option string.
-* Every object's type and size come from git's header before its bytes are
-  read, so an oversized tree or blob is refused unread; the commit's bytes are
-  hashed in-process (:func:`tree.commit_tree_id`) before its tree is trusted,
-  and the written files are re-hashed afterwards by the caller.
-
-The one git process not under these rules is the ``git version`` GitPython runs
-once when first imported; it reads no repository, and it starts the same absolute
-path (``GIT_PYTHON_GIT_EXECUTABLE`` is set for the import, see ``cache._objects``).
+:class:`HardenedGit` starts every ``cat-file`` process itself (absolute git, the hardening, the
+scrubbed environment, its own process group under the deadline); the repository is pinned to the
+fetch folder and GitPython gets binary object ids only; sizes are checked before bytes are read.
+Imported only on the fetch path: a cache hit never loads GitPython.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """agentreview-packs-git: loads ``git+https://<url>#<40-hex sha>`` review packs.
 
-A hostile reference is refused before git runs; the pinned commit is fetched over
-https only, with no hooks, helpers or user configuration involved, and kept in
-``<home>/review-packs/<sha>/``. Every cache hit is re-verified against the sha
-(AIP-62 open question 5), so a locally edited pack is discarded and fetched again
-— or refused when it cannot be fetched. A valid hit uses no network, no git
-process and never imports GitPython (only a fetch reads objects through it).
+A hostile reference is refused before git runs, the pinned commit is fetched over https only, and
+every cache hit is re-verified against the sha (AIP-62 open question 5) without git or GitPython.
 A git pack is never trusted: its commands need ``allowCommands: true``.
 """
 

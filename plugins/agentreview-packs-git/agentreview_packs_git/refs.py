@@ -1,9 +1,7 @@
 """Refusing hostile git pack references before any git process starts.
 
-The shape rule (``git+https://<url>#<40 lowercase hex>``, pinned at the first ``#``)
-is the core parser's ``parse_git_pack_ref``; this module adds what a fetch needs on
-top: no credentials in the URL, no control or non-ASCII characters, a real host,
-and nothing git could read as an option.
+On top of the core's shape rule (``parse_git_pack_ref``): no credentials in the URL, no control or
+non-ASCII characters, a real host, and nothing git could read as an option.
 """
 
 from __future__ import annotations

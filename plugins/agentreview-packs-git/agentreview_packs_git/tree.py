@@ -1,14 +1,8 @@
 """Git object hashing of a folder on disk, and writing a commit's tree out ourselves.
 
-The cache is verified by recomputing, from the files on disk, the git tree id the
-pinned commit names, and the commit id from the commit object's bytes. That chain
-(files -> tree id -> commit bytes -> pinned sha) is checked in-process with SHA-1,
-so neither a tampered file, an extra file, a changed mode nor a forged object in
-``.git`` survives it, and a cache hit costs no git process.
-
-Files are written by :func:`write_tree` rather than ``git checkout`` so no
-``.gitattributes`` conversion, filter, hook or smudge can make the disk differ
-from the blobs.
+The chain files -> tree id -> commit bytes -> pinned sha is checked in-process, so no tampered,
+extra or re-moded file survives and a cache hit starts no git. Files are written here rather than by
+``git checkout`` so no attribute, filter or hook can make the disk differ from the blobs.
 """
 
 from __future__ import annotations
