@@ -1,10 +1,7 @@
 """Turn a reviewer's final structured answer into the verdict file.
 
-The built-in reviewers get no write tool, so the provider writes the verdict file
-for them from their final answer (Claude's structured output, Codex's last-message
-file, OpenCode's and Kimi's final text). The executor then reads that file exactly
-as it reads one an ``exec`` reviewer wrote, so every provider goes through the same
-validation. This module decides only *whether* an answer is a verdict candidate.
+The built-in reviewers get no write tool, so the provider writes the file from their final answer
+and the executor reads it exactly as an ``exec`` reviewer's: one validation for every provider.
 """
 
 from __future__ import annotations

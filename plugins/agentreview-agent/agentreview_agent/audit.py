@@ -1,21 +1,9 @@
 """What a reviewer's event stream proves, in the wrapper contract's two buckets.
 
-Every provider audits its CLI's output the same way. A few things are judged by *value*,
-because each one alone widens what the reviewer may do: the exact tools allow-list, an
-empty ``mcp_servers``, Claude's ``permissionMode``, any tool or command event, a known field
-carrying an unsafe value. Such a finding is a breached boundary and goes to
-``unsafe_values``: the lane stops, no other reviewer replaces it. Everything else is
-judged by *shape*, never by a field's name: an unknown scalar or an empty container is
-tolerated (it cannot hold a new surface); an unknown non-empty container (in an init, or
-in an event of a type the audit does not know), an unknown item type (an item is the
-model's action), or a stray line that might be an event is drift and goes to
-``unknown_fields``: this reviewer's answer is not used, but its isolation was not shown
-broken, so the lane may fall back (``capability_missing``). Drift never lets an answer
-through; it only decides whether another reviewer may try.
-
-The functions here and each provider's ``audit_*`` functions are pure: an event (or a
-stream's text) in, an :class:`AuditOutcome` out, so ``agentreview presets --probe`` and the
-fixture tests can call them on recorded output.
+What alone widens the reviewer's reach is judged by *value* (``unsafe_values``: the lane stops);
+everything else by *shape*, never by a field's name (``unknown_fields``: the answer is not used, the
+lane may fall back). Pure, so ``presets --probe`` and fixture tests run it on recorded output
+(docs/providers.md, "The audit").
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """Decide whether a malformed answer may hold a real finding, and quote it safely.
 
-A reviewer answer that cannot be parsed is normally "unavailable" and may fall back
-to the next reviewer. But if it *looks like a finding* (a severity word, a
-``file:line``, a ``"findings"`` key), falling back could launder a real block into
-another reviewer's pass, so the lane stops instead — and the stop carries a bounded
-excerpt of the matched lines so the operator can judge it (wrapper contract: a
-fail-closed stop must carry its evidence). Secrets are redacted before quoting.
+Falling back from an answer that *looks like a finding* could launder a real block into another
+reviewer's pass, so the lane stops instead, carrying a bounded, redacted excerpt as its evidence.
 """
 
 from __future__ import annotations

@@ -1,28 +1,8 @@
 """The ``agent`` lane executor: a preset chain of reviewers under one deadline.
 
-It resolves ``[preset, *fallbackPresets]`` to providers, builds the pointer-style
-prompt, runs one provider attempt at a time and reads the one verdict file. The
-whole chain — retries and fallbacks — shares the check's ``timeoutMs``. Only an
-*unavailable* reviewer moves the lane on (after bounded retries of transient
-errors); a verdict, a timeout, a boundary violation, a malformed answer that looks
-like a finding, or a cancel ends the lane where it is. It never decides pass or
-fail: it returns the findings and the core applies ``blockOn``.
-
-Two more rules decide which reviewer may answer (docs/providers.md):
-
-* host-remediation retry: a provider that ends ``unavailable`` with ``host_retry``
-  (``auth_path_unavailable`` for Claude and Kimi, ``host_path_unavailable`` for Codex's
-  sandbox start) gets exactly one more run of the same preset, with a fresh private
-  home; a second such end is ``auth_unavailable_after_host_retry`` or
-  ``host_path_unavailable_after_host_retry`` and the lane falls back;
-* same-family exclusion (:mod:`agentreview_agent.families`): a preset of a model family
-  that wrote the change is not run (``same_family_as_implementer``, recorded, the lane
-  falls back); when no preset is left, the lane ends skipped,
-  ``no_independent_reviewer_available``.
-
-A provider's ``notes`` (a retry without a setting it generated, a refreshed credential
-it could not save) are recorded as entries of the lane's ``fallbacks`` under the preset's
-own name, so the attestation keeps them beside the outcome.
+Retries and fallbacks share the check's ``timeoutMs``; only an *unavailable* reviewer moves the lane
+on, anything else ends it where it is. It never decides pass or fail: the core applies ``blockOn``.
+Host-remediation retry and same-family exclusion are in docs/providers.md.
 """
 
 from __future__ import annotations

@@ -1,20 +1,8 @@
 """Same-family exclusion: a change an agent wrote is not reviewed by a model of the same family.
 
-A reviewer of the family that wrote the change shares its blind spots, so its pass is
-no independent review (reviewer-clis.md §1.2). The family of a reviewer is its
-provider's (``claude`` → anthropic, ``codex`` → openai, ``kimi`` → moonshot); an
-OpenCode reviewer's is the model provider that actually answered, known beforehand
-from a preset model ``provider/model`` and otherwise from the run. An ``exec``
-reviewer (a team's script) has none and is never excluded.
-
-Which families wrote the change comes from two places, both only ever *adding* to the
-set: what the run was told (``agentreview run --authored-by anthropic``), and the
-range's commits: an author or committer e-mail at a model vendor's domain, and
-``Co-authored-by:``, ``Assisted-by:``, ``Generated-by:`` or ``Authored-by:`` trailers
-naming an agent by such an e-mail or by its name (``Claude``, ``Codex``, ``Kimi``...).
-Trailers are written by the change's author: claiming an agent co-author can only
-exclude reviewers (the lane falls back, or ends skipped: incomplete, never a pass),
-and leaving one out is no worse than no exclusion at all.
+A reviewer of the writer's family shares its blind spots (reviewer-clis.md §1.2). The writing
+families only ever grow (``--authored-by``, vendor e-mails, agent trailers), so a claimed co-author
+can only exclude reviewers, never turn a lane into a pass.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """Plugin entry module: the ``agent`` lane executor and the reviewer providers.
 
-Every command that loads plugins imports this module, so it registers light
-stand-ins that import the executor or a provider only when one is first used: a review
-with command lanes alone never pays for them.
+Every command that loads plugins imports this module, so it registers light stand-ins that import
+the executor or a provider only on first use.
 """
 
 from __future__ import annotations

@@ -1,16 +1,8 @@
 """``agentreview presets --probe``: a provider's real admission, with no paid model call.
 
-A lane learns that a CLI release drifted (an init field the audit cannot verify, a
-generated setting the CLI refuses) only after it has waited for the CLI and paid for
-the model call. The probe asks first: the provider starts its CLI exactly as a lane
-would (private home, generated settings, the belt retry), but pointed at a server on
-127.0.0.1 that answers every request ``401`` at once and with no credential of the
-user's linked in; then the provider's own audit reads what the CLI printed before the
-refusal. What each CLI allows: Claude Code prints its init event before its first
-model request (audited as a lane would); Codex validates its generated ``-c``
-settings and starts its thread; OpenCode's preflight ``debug agent`` is its admission
-and needs no model at all; Kimi Code prints nothing auditable before its model call,
-so only its runtime (Node) and flags are checked.
+The provider starts its CLI exactly as a lane would, but against a local server that answers ``401``
+at once and with no credential linked in, then audits what the CLI printed: drift shows before a
+lane pays for a model call. What each CLI allows is in docs/providers.md.
 """
 
 from __future__ import annotations

@@ -1,16 +1,7 @@
 """The pointer-style reviewer prompt (spec: The agent-lane contract; reference-notes 2.20).
 
-The prompt names the range and the rubric and lets the reviewer read the repository;
-it never inlines a diff, so nothing is truncated. Two forms share every line but the
-answer instruction: ``file`` (the reviewer writes the verdict file itself, as an
-``exec`` reviewer does) and ``answer`` (a structured-output provider takes the final
-JSON answer and writes the file for a reviewer that has no write tool).
-
-The prompt names only what the reviewer can do (``tools``): ``shell`` (an ``exec``
-reviewer: git and the tests are its own), ``sandbox`` (Codex: read-only commands in a
-sandbox that refuses writes, so no tests that write) or ``read`` (Claude, Kimi,
-OpenCode: read tools only; the range's diff and log are files the provider writes and
-names at the end of the prompt, see :mod:`agentreview_agent.range_files`).
+It names the range and the rubric and never inlines a diff, so nothing is truncated; it names only
+what the reviewer can do (``tools``) and how it answers (a verdict file, or a structured answer).
 """
 
 from __future__ import annotations

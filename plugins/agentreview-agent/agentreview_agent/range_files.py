@@ -1,12 +1,7 @@
 """The reviewed range's ``git diff`` and ``git log`` as bounded files a reviewer's read tools can open.
 
-Claude, Kimi and OpenCode reviewers have read tools only (a shell could write files
-through git itself), so they cannot run ``git diff``. Each provider writes the range's
-diff and log into a folder its reviewer can read and names them at the end of the
-prompt (:func:`range_note`). Both come from the host's hardened git
-(``agentreview.api.run_git``: the reviewed repository's configuration and attributes
-run no fsmonitor, external diff, textconv or gpg program) and are cut at a fixed size,
-with a last line that says so and tells the reviewer to read the touched files instead.
+Reviewers with read tools only cannot run git, so the provider writes both (through the host's
+hardened git) where they can read them, cut at a fixed size with a last line that says so.
 """
 
 from __future__ import annotations

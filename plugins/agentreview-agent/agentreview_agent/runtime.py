@@ -1,14 +1,8 @@
 """The Node.js a CLI's shebang will run, found before the CLI is launched.
 
-Kimi Code needs Node ≥ 22.19; under an older Node it dies with a stack trace whose
-tail says nothing useful. So before launching, the provider resolves the interpreter
-the way the kernel will: the script's ``#!`` line (``#!/usr/bin/env node`` looks
-``node`` up on the absolute entries of the reviewer's own ``PATH`` with
-``find_program``, so a ``node`` in the reviewed repository is never started; an
-absolute path is used as it is, a relative one not at all), runs
-``node --version`` (bounded, in its own process group, with the basics only) and
-reports ``Kimi Code needs Node ≥ 22.19 (found v20.11.1)`` when it is older. A
-native binary (no ``#!``) needs no check.
+Kimi Code under a too-old Node dies with a useless stack trace, so the interpreter is resolved as the
+kernel will (on the reviewer's absolute ``PATH`` entries only, never one in the repository) and its
+version checked first.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """Shared parsing of reviewer event streams and failure texts.
 
-Streams are parsed strictly (duplicate keys rejected) because the audit must see
-exactly what the CLI reported. A line that is not a JSON object does not stop the
-parse: the events after it are still audited (a tool use after an update notice is
-still a tool use). A line with no ``{`` cannot be or hide an event (an update notice,
-a progress message) and is left out; any other unparsable line might be a mangled
-event, so it is drift (``Stream.stray``): the answer is not used, and the lane may fall
-back. The text patterns classify why a reviewer was unavailable (auth, quota,
-transient) as ``reviewer-clis.md`` section 7 shows for each CLI.
+Strict (duplicate keys rejected) because the audit must see exactly what the CLI reported; a bad
+line does not stop the parse, and one that might be a mangled event is drift (``Stream.stray``). The
+failure patterns follow ``reviewer-clis.md`` section 7.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """Read and validate the one verdict file a reviewer leaves (reference-notes 1.4, 2.21).
 
-Anything short of a well-formed file is an error the executor turns into a
-``skipped`` lane: a lane that could not report is never a pass. The error quotes what
-the refused file said about findings (bounded, redacted), so the operator can judge it. The reviewer's
-``decision`` is checked for shape and then dropped; status comes from findings.
+Anything short of a well-formed file skips the lane (never a pass), quoting what it said about
+findings, bounded and redacted. ``decision`` is checked for shape and dropped: status comes from findings.
 """
 
 from __future__ import annotations

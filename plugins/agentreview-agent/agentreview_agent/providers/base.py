@@ -1,22 +1,9 @@
 """What the shipped CLI providers share beyond the core's reviewer base (``agentreview.api.CliReviewer``).
 
-The core base builds the allow-listed environment, the private ``HOME``, probes the
-CLI's help and runs it in its own process group. What is left here is this plugin's
-own: the configuration variables of the CLIs it ships (a preset may never grant
-them: they would point a reviewer back at the user's configuration), how an
-audited event stream and a final answer become a result, and the write side of the
-wrapper contract (:class:`Setting`, :func:`with_belt_retry`).
-
-The write side: a setting a provider generates and submits to the CLI's own
-validator may be unknown to the next release, and a refusal would turn the lane off.
-Each generated setting says whether a second, independent path already guarantees
-what it guarantees (``guaranteed_by``): then it is *belt*, and when the CLI refuses its
-invocation before starting (an admission failure, told from the run's shape — a
-non-zero exit with no event — never from the wording of the error) the provider runs
-once more with the strict subset: the same invocation without the belt settings.
-The retry only ever removes belt; every gate setting, the private home and the event
-audit stay as they were, so admission never widens. A gate setting (no second path)
-that is refused fails the lane closed: unavailable, and the lane may fall back.
+The CLIs' configuration variables no preset may grant, how an audited stream becomes a result, and
+the write side of the wrapper contract: a refused invocation is retried once without its *belt*
+settings (those a second path already guarantees), so admission never widens (docs/providers.md,
+"The write side: belt and gate").
 """
 
 from __future__ import annotations

@@ -1,25 +1,8 @@
 """``claude``: Claude Code as a read-only reviewer (reviewer-clis.md §1.4, §2; wrapper contract).
 
-Isolation, in two layers. What the model is offered: ``--tools Read,Grep,Glob`` (no
-shell, since git itself can write files), no MCP servers (``--strict-mcp-config`` with
-an empty ``--mcp-config``), no user/project/local settings (``--setting-sources ""``),
-``--safe-mode`` and ``--disable-slash-commands`` when the installed CLI has them, and
-a private ``CLAUDE_CONFIG_DIR`` built fresh per attempt holding only a *link* to the
-user's credentials. What it did: the stream-json events are audited — a tool use
-outside the allow-list, a non-empty ``mcp_servers``, an unsafe ``permissionMode``, a
-directory this provider did not pass or a permission denial is a boundary violation
-(terminal); every other init field and event is judged by shape, never by its name
-(``agentreview_agent.audit``). The final answer arrives as ``--json-schema``
-structured output and this provider writes the verdict file from it. With no shell,
-the reviewer reads the range's ``git diff`` and ``git log`` from files this provider
-writes into the attempt's work dir (:mod:`agentreview_agent.range_files`).
-
-Belt settings (dropped on a refused invocation, ``providers/base.py``): ``--safe-mode``
-and ``--disable-slash-commands`` (``--setting-sources ""``, the empty strict MCP
-config, the private config dir and the exact tools allow-list in the audit already
-keep skills, plugins, hooks and MCP out) and ``--no-session-persistence`` (the private
-config dir is deleted after the attempt). An authentication failure asks the host for
-one rerun (``auth_path_unavailable``) before the lane falls back.
+Read tools only (git itself can write files, so no shell), no MCP servers or user settings, a fresh
+private config dir per attempt, and an audited stream; the answer is structured output this provider
+writes to the verdict file. Flags and audit: docs/providers.md, "The built-in providers".
 """
 
 from __future__ import annotations

@@ -1,28 +1,9 @@
 """``codex``: the Codex CLI as a read-only reviewer (reviewer-clis.md §1.5, §3; wrapper contract).
 
-Isolation: ``codex exec --sandbox read-only`` under a private ``CODEX_HOME`` built
-fresh per attempt (only ``auth.json`` linked in), ``--ignore-user-config``,
-``--ignore-rules``, ``--ephemeral``, hooks and every feature that adds a surface
-(unified exec sessions, sub-agents, apps, plugins, browser/computer use, ...) turned
-off when ``codex features list`` shows it, and web search disabled. Codex may run
-commands inside its read-only sandbox — the contract's one exception, since Codex
-has no other way to read the repository — but a command the sandbox refused or the
-policy declined (seen started, updated or completed, however fast it ended) and any
-tool item (a file change, an MCP tool call, a web search) is a boundary violation; an
-item or event type this audit does not know is drift (``capability_missing``, another
-reviewer may try). What Codex does not report, the audit cannot see: a command that
-ends before Codex emits its item leaves no event, and there the read-only sandbox is
-the boundary. The final answer is constrained by ``--output-schema`` and read from the
-``-o`` file, from which this provider writes the verdict file. The 401 and quota
-errors arrive in the JSONL stream (``turn.failed``), not on stderr.
-
-Belt settings (retried without when Codex refuses its invocation, see
-``providers/base.py``): ``-c web_search="disabled"`` (a ``web_search`` item is a
-terminal boundary violation in the audit, and a hosted search goes to the same
-provider the reviewer already sends what it reads to) and ``--ignore-rules`` (the
-private ``CODEX_HOME`` holds no rules). A sandbox that cannot start (Codex's
-``failed to initialize in-process app-server client: Operation not permitted`` with
-no event and no answer) asks the host for one rerun (``host_path_unavailable``).
+``codex exec --sandbox read-only`` under a fresh private ``CODEX_HOME``, every added surface off.
+Commands inside the read-only sandbox are the contract's one exception; a refused command or any
+tool item is a breach, and what Codex does not report the sandbox bounds. Flags and audit:
+docs/providers.md, "The built-in providers".
 """
 
 from __future__ import annotations

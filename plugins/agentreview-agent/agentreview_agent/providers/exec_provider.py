@@ -1,26 +1,9 @@
-"""``exec``: any command from a user preset is the reviewer.
+"""``exec``: any command from a user preset is the reviewer (docs/providers.md, "exec: the simplest
+reviewer").
 
-The simplest way for a vendor or a team script to be a reviewer::
-
-    [presets.team-bot]
-    provider = "exec"
-    command = ["team-review", "--strict"]
-
-The command runs in the repository root, in its own process group, with the prompt
-on stdin and ``AGENTREVIEW_VERDICT_PATH``, ``AGENTREVIEW_BASE``, ``AGENTREVIEW_HEAD``,
-``AGENTREVIEW_RUBRIC`` and ``AGENTREVIEW_CHECK_ID`` in its environment; it writes the
-verdict file itself. Exit 0 means "done, read the verdict file". Exit 75
-(EX_TEMPFAIL) means "temporarily unavailable" and is retried; any other exit means
-unavailable (the lane may fall back) — unless the command wrote a verdict file
-first, in which case its verdict is neither trusted nor replaced: the lane stops.
-
-Its environment is allow-listed like every reviewer's: the basics (``PATH``, locale,
-``TMPDIR``, proxy and CA bundle variables), the user's own ``HOME`` (a team script
-keeps its configuration there; unlike a CLI reviewer it has no private home), the
-``AGENTREVIEW_*`` variables above, and the host variables the preset names in
-``env = ["MY_GATEWAY_KEY"]``. Nothing else of the host's environment reaches it.
-This provider cannot make an arbitrary command read-only; the preset's author vouches
-for it, which is why it exists only as a host-local user preset.
+This provider cannot make an arbitrary command read-only; the preset's author vouches for it, which
+is why it exists only as a host-local user preset. Exit 75 (EX_TEMPFAIL) is retried; a verdict file
+written before a failing exit is neither trusted nor replaced.
 """
 
 from __future__ import annotations

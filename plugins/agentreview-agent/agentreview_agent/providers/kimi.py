@@ -1,29 +1,8 @@
 """``kimi``: Kimi Code as a read-only reviewer (reviewer-clis.md §1.5, §5.1; wrapper contract).
 
-Prompt mode (``-p``) always auto-approves tools, so the only way to keep Kimi Code to
-reading is its global tool allow-list: each attempt gets a private ``KIMI_CODE_HOME``
-whose ``config.toml`` keeps only the user's provider, model and thinking settings
-(no MCP, hooks, plugins or skills) and ends with ``[tools] enabled = ["Read", "Grep",
-"Glob"]``; ``credentials/`` and ``oauth/`` are *linked* from the user's home so token
-refresh is not lost. It runs in the attempt's empty work dir with the repository
-added read-side via ``--add-dir``, an empty ``--skills-dir`` when the CLI has it, and
-telemetry off, and Kimi's own attempts per step capped (``KIMI_LOOP_MAX_ATTEMPTS_PER_STEP``,
-3 unless the preset grants the variable). The stream is audited: a tool call outside the allow-list is a boundary
-violation; a role the audit does not know, or a stray line that might be an event, is
-drift (``capability_missing``). Kimi reports failures only on stderr (``error: failed to run prompt:
-<code>: <message>``), which is classified per section 7; a failure that Kimi retried itself
-and that carries no HTTP status (a broken stream, a dropped connection) is ``stream_failed``,
-not retried by the lane. The prompt goes in argv
-(Kimi Code 2.1 has no stdin prompt), so it is visible to other local users' ``ps``.
-
-With read tools only, the reviewer gets the range's diff and log as files in its
-working folder (:mod:`agentreview_agent.range_files`). Before launching, the Node
-that the CLI's shebang resolves to must be ≥ 22.19 (:mod:`agentreview_agent.runtime`),
-else the lane says so instead of showing a stack trace. The lane records the model:
-the preset's, else the private config's ``default_model``, else ``KIMI_MODEL_NAME``.
-An authentication failure asks the host for one rerun (``auth_path_unavailable``);
-``--skills-dir`` is belt (the private home has no skills and the allow-list no skill
-tool), dropped when Kimi refuses its invocation.
+Prompt mode always auto-approves tools, so the boundary is the private ``KIMI_CODE_HOME``'s global
+tool allow-list (``Read``, ``Grep``, ``Glob``) and the stream audit. Kimi reports failures only on
+stderr, and reads its prompt only from argv. Flags and audit: docs/providers.md.
 """
 
 from __future__ import annotations

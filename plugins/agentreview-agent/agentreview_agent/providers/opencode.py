@@ -1,31 +1,9 @@
 """``opencode``: OpenCode as a read-only reviewer (reviewer-clis.md §1.5, §4; wrapper contract).
 
-OpenCode imports ``.opencode/plugin`` code from its project and the project's parents,
-so it never runs in the reviewed repository: each attempt builds a private empty git
-project holding one generated agent whose permissions deny everything but reading
-(``read``, ``grep``, ``glob``, ``list``, and reading outside that project, which is how
-it reaches the repository), under private XDG config/data/state/cache dirs with only
-``auth.json`` linked in, with ``--pure`` (no external plugins) when the CLI has it. A
-preflight ``opencode debug agent`` (no inference) must show every other tool off. The
-JSON event stream is audited: any ``tool_use`` other than those reads — including a
-call OpenCode itself rejected — is a boundary violation; an event type the audit does
-not know, or a stray line that might be one, is drift (``capability_missing``). The final text answer is the
-verdict JSON, which this provider writes to the verdict file.
-
-A preset's ``config`` table becomes that private home's ``opencode.json``, so a user can
-bind a model provider of their own (e.g. an OpenAI-compatible endpoint by its
-``baseURL``); it may hold model provider keys only — never agents, permissions, tools,
-MCP servers or plugins — and the ``{env:NAME}`` variables it names are granted.
-
-With read tools only, the reviewer gets the range's diff and log as files in the
-attempt's folder, which its ``external_directory`` read reaches
-(:mod:`agentreview_agent.range_files`). After an answer, ``opencode export`` (no
-inference, bounded) names the provider and model that actually answered: the lane
-records that model, and its provider is the reviewer's family for the same-family
-rule. ``--pure`` is belt (the private XDG config and project hold no plugin), dropped
-when OpenCode refuses its invocation; the generated agent's permissions are the gate:
-the preflight that reads them back is their validator, and an agent it cannot
-describe fails the lane closed.
+OpenCode imports plugin code from its project and the project's parents, so it never runs in the
+reviewed repository: each attempt builds a private project whose generated agent may only read, and
+a preflight that reads the agent back is its validator. ``opencode export`` names the model that
+answered, which decides the reviewer's family. Flags and audit: docs/providers.md.
 """
 
 from __future__ import annotations
