@@ -1,17 +1,9 @@
-"""A scripted model server on 127.0.0.1 speaking just enough of the Anthropic Messages
-API (for Claude Code, via ANTHROPIC_BASE_URL), the OpenAI Responses API (for Codex,
-via a model provider base_url) and the OpenAI Chat Completions API (for OpenCode, via
-a custom ``@ai-sdk/openai-compatible`` provider's baseURL) to drive the real CLIs end
-to end.
+"""A scripted model server on 127.0.0.1 speaking just enough of the Anthropic Messages, OpenAI
+Responses and OpenAI Chat Completions APIs to drive the real reviewer CLIs end to end.
 
-The script is a function ``reply(api, request_json) -> Reply`` chosen by the test: it
-sees every request (and the server records them) and answers with text or one tool
-call. Replies are streamed as server-sent events, as all four CLIs request (Kimi Code
-speaks Chat Completions too, via ``KIMI_MODEL_BASE_URL``). With an ``api_key``, a
-request that does not present it is refused with 401, as a real API does. A reply may
-also ``stall`` (the request is read and never answered, until the server stops) or be
-``broken`` (a 200 whose event stream stops half-way and the connection closes), the
-two transport faults a lane must survive.
+The test's ``reply(api, request_json)`` sees every request and answers with text or one tool call,
+streamed as server-sent events; a reply may also ``stall`` or be ``broken``, the two transport
+faults a lane must survive. With an ``api_key``, a request without it gets 401.
 """
 
 from __future__ import annotations

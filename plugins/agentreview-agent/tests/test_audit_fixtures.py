@@ -1,11 +1,9 @@
-"""The audits against real CLI output: ``fixtures/<cli>/<version>/stream.jsonl`` is what that
-release printed in an ordinary review lane (captured with ``capture_stream.py``, temporary
-paths replaced by ``{repo}``, ``{work}`` and ``{tmp}``). Each recorded stream must audit clean
-(GREEN); each case below adds one line to it and states the class the audit must give it,
-so a field a new release adds is a one-line RED/GREEN case here (docs/providers.md, "the
-fixtures recipe"). Kimi Code needs Node >= 22.19, which ``capture_stream.py`` does not set up:
-its fixture is the success output recorded in reviewer-clis.md section 6 (Kimi Code 2.1.0
-under Node 22), session id shortened, the answer replaced by a verdict."""
+"""The audits against real CLI output: ``fixtures/<cli>/<version>/stream.jsonl`` is what that release
+printed in an ordinary review lane (``capture_stream.py``). Each recorded stream must audit clean;
+each case adds one line and states the class the audit must give it, so a field a new release adds
+is a one-line case here. Kimi Code's fixture is its recorded output in reviewer-clis.md section 6,
+since ``capture_stream.py`` does not set up its Node.
+"""
 
 from __future__ import annotations
 

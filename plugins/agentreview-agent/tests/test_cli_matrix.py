@@ -1,22 +1,9 @@
-"""The reviewer-CLI matrix: every shipped CLI provider (claude, codex, opencode, kimi) at each
-installed release (the pinned and the newest of scripts/install-reviewer-clis; a release
-both name runs once) through a real ``agentreview run``, against a scripted model server on
-127.0.0.1 that the preset (or the model variables the provider passes on) points the CLI at.
+"""The reviewer-CLI matrix: every shipped CLI provider at each installed release (pinned and newest)
+through a real ``agentreview run`` against a scripted model server on 127.0.0.1.
 
-One review per release: a real git repository whose REVIEW.md declares one agent check per
-case, each on its own preset of that release and with an approving ``exec`` preset as its
-fallback; the lanes run in parallel and the server tells them apart by the rubric each
-prompt names. Each cell of the matrix checks its case's lane:
-
-a pass; a block with a finding; a model asking for a forbidden tool (terminal, no fallback,
-nothing written); a malformed answer that looks like a finding (terminal, with its excerpt);
-a 401 (falls back); a model that stalls (the lane times out: no fallback); a stream that
-breaks half-way (falls back before the lane's budget, for OpenCode and Kimi Code as
-``stream_failed``: each CLI retries a dropped stream itself, and the lane does not retry
-it again); a new init field / item type (drift: falls back with
-``capability_missing``); a known field with an unsafe value or a reported write (terminal).
-The last two rewrite the real CLI's output (``cli_shim.py``): no model reply can make a CLI
-print them. scripts/reviewer-cli-drift runs this module against whatever npm calls newest today.
+One review per release, one agent check per case, each falling back to an approving ``exec`` preset;
+each cell checks its lane's outcome (pass, block, forbidden tool, malformed finding, 401, stall,
+broken stream, drift, unsafe value). ``cli_shim.py`` rewrites what no model reply can make a CLI print.
 """
 
 from __future__ import annotations
@@ -81,11 +68,9 @@ class Wiring:
     forbidden: tuple[str, dict[str, Any]]  # a tool the reviewer is never offered, with input that would write
     structured: bool = False  # the verdict arrives as a StructuredOutput tool call (Claude --json-schema)
     model: str | None = None  # what the lane must record as its model
-    # A stall always runs out its budget, which must let the CLI start and reach the model server. The
-    # first budget is about what the release's other lanes take anyway (9 lanes start at once); when the
-    # CLI had not reached the server by then (a loaded machine), the stall case runs once more on its own
-    # with the second, which held on a loaded 2-core machine with all 9 lanes at once (OpenCode took 145 s
-    # there to reach the server, Kimi Code 50 s, the others 20 s).
+    # A stall runs out its budget, which must let the CLI reach the model server: the first is about what
+    # the release's other lanes take anyway; a CLI that had not reached the server by then (a loaded
+    # machine) runs the case once more alone with the second (docs/providers.md, the matrix).
     stall_ms: tuple[int, int] = (30000, 90000)
     broken_ms: int = BROKEN_TIMEOUT_MS  # the broken lane's budget
     broken_reason: str | None = None  # how the broken lane's fallback error must begin

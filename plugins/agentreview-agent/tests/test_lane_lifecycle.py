@@ -1,12 +1,6 @@
 """Launching and lifecycle of reviewer lanes, against the fake CLIs and the interposer in front of them
-(``fakes/interpose.py``: what no real CLI can be made to do on demand — refuse a generated setting, fail
-to start its sandbox, refresh a token by rename, stall mid-stream):
-
-* the write side: a refused belt setting is dropped on one retry, a refused gate is never dropped;
-* credentials a CLI refreshed by replacing the linked file reach the user's own file;
-* every provider sees the change (range files, a prompt that names only what it can do), the Node check,
-  the model on every lane, a stalled stream becoming a fallback;
-* the host-remediation retry and the same-family exclusion.
+(``fakes/interpose.py``): the belt/gate write side, refreshed credentials, what every provider sees,
+the Node check, a stalled stream, the host-remediation retry and the same-family exclusion.
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
-"""End to end with the real reviewer CLIs (installed by scripts/install-reviewer-clis)
-against a scripted model server on 127.0.0.1: a verdict answer passes or blocks the
-lane; a scripted request for a forbidden tool never reaches the repository and ends
-the lane skipped. Skipped only when the CLI binary is absent.
-
-Claude Code runs at two versions: the pinned one and the newest one tested, both installed
-by scripts/install-reviewer-clis (``reviewer_clis.py`` finds them). Where a
-real CLI cannot be made to print what a case needs (a field a later release adds, an
-unsafe value its own flags rule out, a stray stdout line), ``fakes/stream_shim.py`` sits in
-front of the real CLI and edits its stream from the test's fixture; the CLI itself runs
-unchanged."""
+"""End to end with the real reviewer CLIs (scripts/install-reviewer-clis) against a scripted model
+server on 127.0.0.1: a verdict passes or blocks the lane; a forbidden tool never reaches the
+repository. Skipped only when the CLI binary is absent. Where a real CLI cannot be made to print
+what a case needs, ``fakes/stream_shim.py`` edits its stream; the CLI itself runs unchanged.
+"""
 
 from __future__ import annotations
 

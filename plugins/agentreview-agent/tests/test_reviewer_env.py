@@ -1,10 +1,8 @@
-"""What a reviewer process may see of the host's environment (AIP-62 Security
-considerations: no credentials beyond the model). The host here is hostile: tokens,
-cloud keys, an ssh agent, code-injection variables (``LD_PRELOAD``, ``NODE_OPTIONS``,
-``PYTHONPATH`` with a ``sitecustomize`` that leaves a mark), git redirections and
-agentreview's own home are all set. Every provider's reviewer (and every ``--help``
-probe) records the whole environment it got: exactly the basics, the private homes
-its provider built, its model key and what its preset names."""
+"""What a reviewer process may see of the host's environment (AIP-62: no credentials beyond the
+model). The host here is hostile (tokens, cloud keys, an ssh agent, code-injection variables, git
+redirections); every provider's reviewer and ``--help`` probe gets exactly the basics, its private
+homes, its model key and what its preset names.
+"""
 
 from __future__ import annotations
 

@@ -1,17 +1,9 @@
-"""A stand-in ``claude`` CLI that replays recorded Claude Code 2.1.197 output.
+"""A stand-in ``claude`` CLI that replays recorded Claude Code 2.1.197 output (reviewer-clis.md section 6).
 
-The event lines below are the recorded output in reviewer-clis.md section 6 (real
-output of that version against stub model servers), extended only where a case
-needs it. A real model cannot be made to produce these cases on demand (an auth
-failure, a quota rejection, a tool-use breach, drifted init fields), so this script
-replays them. It also emulates how the real CLI finds its configuration, so a test
-can prove what the provider's flags and private home keep out: without
-``--strict-mcp-config`` it loads ``mcpServers`` from the config dir's settings.json
-and from ``~/.claude.json``; unless ``--setting-sources ""`` is given it honours
-``permissions.defaultMode`` from settings.json. Every invocation is recorded (argv,
-cwd, environment, stdin, the config dir's listing) to the test's record.
-
-Scenario: ``control("scenario")`` (default ``success``); verdict: ``control("verdict")`` (JSON).
+A real model cannot be made to fail auth, hit a quota, breach a tool or drift its init on demand, so
+this replays them. It emulates how the real CLI finds its configuration (``mcpServers``,
+``permissions.defaultMode``) so a test can prove what the provider's flags keep out, and records
+every invocation. Scenario: ``control("scenario")`` (default ``success``); verdict: ``control("verdict")``.
 """
 
 import json

@@ -1,13 +1,8 @@
-"""A stand-in ``codex`` CLI that replays recorded Codex 0.171.0 output.
+"""A stand-in ``codex`` CLI that replays recorded Codex 0.171.0 output (reviewer-clis.md section 6).
 
-The JSONL lines are the recorded output in reviewer-clis.md section 6 (real output of
-that version against stub model servers). A real model cannot be made to produce an
-auth failure, a quota error, an endless reconnect or a file change on demand, so this
-script replays them. It emulates config discovery: without ``--ignore-user-config``
-it reads ``$CODEX_HOME/config.toml`` (``~/.codex`` when unset) and, if that declares
-``[mcp_servers.*]``, reports an ``mcp_tool_call`` item, as the real CLI would when the
-model used such a server. Every invocation is recorded to the test's record.
-
+A real model cannot be made to fail auth, hit a quota, reconnect forever or change a file on demand,
+so this replays them. It emulates config discovery (an MCP server in ``$CODEX_HOME/config.toml``
+without ``--ignore-user-config`` shows as an ``mcp_tool_call``) and records every invocation.
 Scenario: ``control("scenario")`` (default ``success``); verdict: ``control("verdict")`` (JSON).
 """
 

@@ -1,11 +1,7 @@
-"""A stand-in ``kimi`` (Kimi Code 2.1.0) CLI that replays recorded output.
+"""A stand-in ``kimi`` (Kimi Code 2.1.0) CLI that replays recorded output (reviewer-clis.md section 6).
 
-The lines are those recorded in reviewer-clis.md section 6 (real output of that
-version with stubbed model replies), extended only where a case needs it; a real
-model cannot be made to fail auth, hit a quota or call a tool on demand. It records
-every run (argv, cwd, environment, the private home's config and listing) to
-the test's record, and emulates the tool allow-list: unless ``[tools] enabled`` is set
-in ``$KIMI_CODE_HOME/config.toml``, the user's ``mcp.json`` servers are loaded and used.
+A real model cannot be made to fail auth, hit a quota or call a tool on demand. It records every run
+and emulates the tool allow-list: without ``[tools] enabled`` the user's ``mcp.json`` servers are used.
 """
 
 import os

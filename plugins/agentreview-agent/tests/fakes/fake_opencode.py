@@ -1,15 +1,9 @@
-"""A stand-in ``opencode`` CLI that replays recorded OpenCode 1.18.33 output.
+"""A stand-in ``opencode`` CLI that replays recorded OpenCode 1.18.33 output (reviewer-clis.md section 6).
 
-The JSON lines are those recorded in reviewer-clis.md section 6 (real output of that
-version with stubbed model replies), extended only where a case needs it; a real
-model cannot be made to fail auth, hit a quota or call a denied tool on demand. It
-emulates what matters for isolation: ``debug agent <name>`` reads the agent file
-from ``<cwd>/.opencode/agent/`` and reports its tools (all on when it is missing),
-and ``run`` with no private ``XDG_CONFIG_HOME`` would load the user's
-``~/.config/opencode/opencode.json`` MCP servers (reported as a tool call). Every
-``run`` is recorded to the test's record. ``export <sessionID>`` prints the session
-as 1.18.33's export does, naming the provider and model that answered
-(``control("ran")``, default ``anthropic/claude-sonnet-4``).
+A real model cannot be made to fail auth, hit a quota or call a denied tool on demand. It emulates
+what matters for isolation (``debug agent`` reads the agent file; ``run`` without a private
+``XDG_CONFIG_HOME`` loads the user's MCP servers), records every ``run``, and ``export`` names the
+model that answered (``control("ran")``).
 """
 
 import json

@@ -1,11 +1,8 @@
-"""What the fake reviewer CLIs share: argv lookup, JSON-line output, ``--help`` text, the
-test's settings, and the run record.
+"""What the fake reviewer CLIs share: argv lookup, JSON-line output, ``--help`` text, the test's
+settings, and the run record.
 
-The conftest's ``fake_cli`` installs each ``fake_<name>.py`` on PATH with this folder on
-its ``sys.path``, so the fakes import this module as ``fakelib``. A fake takes its
-settings (scenario, verdict, flags to drop from its help, where to record) from
-``control.json`` beside it, never from its environment: the environment is what the
-provider under test decides, and each run records all of it.
+A fake takes its settings from ``control.json`` beside it, never from its environment: the
+environment is what the provider under test decides, and each run records all of it.
 """
 
 import json

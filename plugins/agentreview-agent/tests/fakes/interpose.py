@@ -1,24 +1,8 @@
 """An interposer in front of a fake reviewer CLI, for what no real CLI can be made to do on demand.
 
-The conftest's ``interposed`` installs this script as ``<name>-interposed`` beside the
-fake ``<name>`` and a preset runs it through ``binary = ...``. Without a setting it
-simply runs the fake (argv, stdin, stdout, stderr and exit code passed through). Its
-settings come from ``control("interpose")``:
-
-* ``reject``: a string; a review run whose argv holds it anywhere is refused before
-  any output, as Codex refuses a ``-c`` value it cannot load (``Error loading
-  config.toml: unknown variant `disabled` ...``, exit 1, nothing on stdout);
-* ``host_path``: how many review runs fail as Codex does when its sandbox helper
-  cannot start (that exact message on stderr, exit 1, no event, no answer);
-* ``auth``: how many review runs fail authentication (the fake's ``auth`` scenario),
-  after which runs are the test's scenario again;
-* ``refresh``: ``{"dir_env", "name", "content"}``: after the run, write ``content`` to a
-  temporary file in ``$dir_env`` and rename it over ``name`` there — how a CLI refreshes
-  a token atomically, replacing the linked credential file;
-* ``stall``: print one event line, then hang: a model stream that broke mid-answer on a
-  connection that never closes.
-
-Every refused or failed run is recorded like a fake's run (``argv`` plus ``interposed``).
+Installed as ``<name>-interposed`` beside the fake; without a setting it runs the fake unchanged.
+``control("interpose")`` may ``reject`` an argv value (as Codex refuses a ``-c`` it cannot load),
+fail ``host_path`` or ``auth`` runs, ``refresh`` a credential by rename, or ``stall`` mid-stream.
 """
 
 import json

@@ -1,15 +1,8 @@
 """A shim in front of a REAL reviewer CLI that edits one thing in its stdout stream.
 
-A real CLI cannot be made to print a field or event a later release adds, or an unsafe
-value its own flags rule out, so the end-to-end tests put this shim in front of it: the
-real CLI runs unchanged (same argv, environment, stdin, exit code) and the shim applies
-the test's fixture to what it prints: ``init_extra`` is merged into Claude's
-``system``/``init`` event, ``before`` lines are printed before the stream, and
-``after_first`` lines right after its first line (Codex's ``thread.started``); with
-``subcommand``, only an invocation whose first argument is it is edited (OpenCode's
-``run``, not its ``debug agent`` preflight). The fixture is
-``shim.json`` beside the shim (``{"real": "/path/to/cli", ...}``), never the environment,
-which is what the provider under test decides.
+A real CLI cannot be made to print a field a later release adds or an unsafe value its own flags
+rule out, so the real CLI runs unchanged and the shim applies the fixture ``shim.json`` beside it
+(never the environment, which is what the provider under test decides) to what it prints.
 """
 
 import json
