@@ -154,6 +154,52 @@ def test_a_client_with_roots_confines_the_server_to_them_and_changes_are_read_ag
     anyio.run(main)
 
 
+def test_a_ledger_listing_without_cwd_shows_only_the_repositories_inside_the_roots(
+    two: tuple[Repo, Repo, Path],
+) -> None:
+    """The attack: a client confined to ``inside`` asks review_ledger() (no cwd), or names the other
+    repository by repoRemote or by a range of two shas, to read ``outside``'s reviews, settled or running."""
+    inside, outside, tmp = two
+    mine = inside.run_json(expect=0)["attestation"]
+    theirs = outside.run_json(expect=0)["attestation"]
+    outside.commit("slow review", **{"REVIEW.md": SLOW})
+    detached = subprocess.run([*AGENTREVIEW, "run", "--detach", "--json"], cwd=outside.path, env=outside.env,
+                              capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)  # fmt: skip
+    assert detached.returncode == 0, detached.stderr
+    running = json.loads(detached.stdout)["runId"]
+    target = theirs["target"]
+    attempts: list[dict[str, Any]] = [
+        {}, {"includeRunning": True}, {"repoRemote": target["repoRemote"], "includeRunning": True},
+        {"repoRemote": target["repoRemote"], "cwd": str(inside.path)},
+        {"range": f"{target['baseSha']}..{target['headSha']}"}, {"range": theirs["rangeSha"]},
+    ]  # fmt: skip
+
+    async def listed(session: ClientSession, **filters: Any) -> list[str]:
+        return [row["runId"] for row in (await call(session, "review_ledger", filters))["attestations"]]
+
+    async def main() -> None:
+        async with connect(inside, tmp / "inside", "--root", str(tmp / "outside")) as session:
+            # the other run is listed once its record names its repository (a detached CLI run's does soon)
+            for _ in range(600):
+                if running in await listed(session, includeRunning=True):
+                    break
+                await anyio.sleep(0.1)
+            assert await listed(session, includeRunning=True) == [running, theirs["runId"], mine["runId"]]
+        async with connect(inside, tmp / "inside") as session:  # no client roots: the start directory
+            for filters in attempts:
+                rows = await listed(session, **filters)
+                assert rows == ([mine["runId"]] if "repoRemote" not in filters and "range" not in filters else [])
+        async with connect(inside, tmp / "inside", roots=[outside.path]) as session:  # the client's roots
+            assert await listed(session, includeRunning=True) == [running, theirs["runId"]]
+            assert await listed(session, repoRemote=mine["target"]["repoRemote"]) == []
+
+    try:
+        anyio.run(main)
+    finally:
+        subprocess.run([*AGENTREVIEW, "cancel", running], cwd=outside.path, env=outside.env, capture_output=True,
+                       timeout=60, stdin=subprocess.DEVNULL)  # fmt: skip
+
+
 def test_out_path_is_confined_and_never_follows_a_link(two: tuple[Repo, Repo, Path], tmp_path: Path) -> None:
     inside, _outside, tmp = two
     home = tmp / "fakehome"

@@ -6,6 +6,7 @@ return the reply dict or raise :class:`~agentreview.mcp.args.ToolFailure`.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -15,8 +16,10 @@ from agentreview.mcp import args, confine
 from agentreview.mcp.args import ToolFailure
 from agentreview.mcp.confine import Roots
 
-# Running rows come from the run registry; None until it can be imported (see runs.py).
-RunningRows = Callable[[str | None], list[dict[str, Any]]]
+# Running rows come from the run registry (runs.running_rows): of one repository, and of the
+# repository roots a predicate takes.
+RootFilter = Callable[[str | None], bool]
+RunningRows = Callable[[str | None, RootFilter | None], list[dict[str, Any]]]
 # How many settled rows a subtree query reads before it filters them (the index matches one session only).
 SUBTREE_SCAN = 10_000
 
@@ -50,7 +53,11 @@ def review_ledger(
     roots: Roots | None = None,
 ) -> dict[str, Any]:
     """``{total, attestations}``: running rows first, newest first (with ``include_running``), then
-    settled, newest first. ``subtree`` widens ``requester`` to the sessions under it (``<id>/…``)."""
+    settled, newest first. ``subtree`` widens ``requester`` to the sessions under it (``<id>/…``).
+
+    With ``roots``, a listing that is not of ``cwd``'s own repository (no ``cwd``, or a ``repoRemote``)
+    holds only the runs and entries recorded in a repository inside the roots: a client confined to
+    one repository never reads another's reviews."""
     from agentreview.host.git import normalize_remote
     from agentreview.host.home import ledger_root
     from agentreview.store.ledger import Ledger
@@ -64,26 +71,52 @@ def review_ledger(
         roots.directory(root)
     repo = normalize_remote(repo_remote) if repo_remote else (args.repo_identity(root) if root else None)
     rsha = args.range_sha(range_, root) if range_ else None
+    inside = _inside(roots) if roots is not None and (root is None or repo_remote) else None
     rows: list[dict[str, Any]] = []
     if include_running and running is not None:
-        for row in running(repo):
+        for row in running(repo, inside):
             if binding and row.get("binding") not in (None, binding):
                 continue
             if requester and not in_session_tree(requester_session(row), requester, subtree):
                 continue
             rows.append(row)
+    scan = subtree or inside is not None  # rows are filtered after the query: read more of them
     with Ledger(ledger_root(), warn=lambda _message: None) as led:
-        settled = [
-            row.to_json()
-            for row in led.list(
-                repo=repo, binding=binding, range_sha=rsha, requester_session_id=None if subtree else requester,
-                limit=SUBTREE_SCAN if subtree else limit,
-            )
-        ]
-    if subtree and requester:
-        settled = [row for row in settled if in_session_tree(requester_session(row), requester, True)]
+        listed = led.list(
+            repo=repo, binding=binding, range_sha=rsha, requester_session_id=None if subtree else requester,
+            limit=SUBTREE_SCAN if scan else limit,
+        )
+    settled: list[dict[str, Any]] = []
+    for found in listed:
+        if len(rows) + len(settled) >= limit:
+            break
+        row = found.to_json()
+        if subtree and requester and not in_session_tree(requester_session(row), requester, True):
+            continue
+        if inside is not None and not inside(recorded_repo_root(found.path)):
+            continue
+        settled.append(row)
     rows = (rows + settled)[:limit]
     return {"total": len(rows), "attestations": rows}
+
+
+def _inside(roots: Roots) -> RootFilter:
+    """Whether a recorded repository root lies inside ``roots`` (one not recorded never does)."""
+    return lambda repo_root: repo_root is not None and roots.holding(repo_root) is not None
+
+
+def recorded_repo_root(entry: Path) -> str | None:
+    """The repository root a ledger entry file says it was recorded in (its ``host.repoRoot``), or None."""
+    from agentreview.host.files import UnreadableFileError, read_regular_file
+    from agentreview.store.entries import MAX_ENTRY_BYTES
+
+    try:
+        doc = json.loads(read_regular_file(entry, limit=MAX_ENTRY_BYTES, follow_symlinks=False))
+    except (UnreadableFileError, OSError, ValueError):
+        return None
+    host = doc.get("host") if isinstance(doc, dict) else None
+    found = host.get("repoRoot") if isinstance(host, dict) else None
+    return found if isinstance(found, str) and found else None
 
 
 def review_export(

@@ -190,10 +190,13 @@ def abandon_waiting() -> None:
         time.sleep(0.05)
 
 
-def running_rows(repo: str | None) -> list[dict[str, Any]]:
-    """Running runs as ``review_ledger`` rows (reference-notes 5.2: running rows)."""
+def running_rows(
+    repo: str | None, repo_root_allowed: Callable[[str | None], bool] | None = None
+) -> list[dict[str, Any]]:
+    """Running runs as ``review_ledger`` rows (reference-notes 5.2: running rows); with
+    ``repo_root_allowed``, only those of a repository root it takes."""
     rows = []
-    for v in registry().running(repo, newest_first=True):
+    for v in registry().running(repo, newest_first=True, repo_root_allowed=repo_root_allowed):
         rng = v.get("range") or {}
         row: dict[str, Any] = {"runId": v["runId"], "status": "running"}
         for key in ("reviewId", "binding", "repoRemote"):

@@ -16,6 +16,7 @@ import signal
 import stat
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -386,9 +387,16 @@ class RunRegistry:
         result: dict[str, Any] = att.to_json_dict()
         return result, None
 
-    def running(self, cwd_repo_remote: str | None = None, *, newest_first: bool = False) -> list[dict[str, Any]]:
-        """The views of every live run on this host (of one repository when given), oldest first
-        (newest first when asked: a review just started heads ``review_ledger``)."""
+    def running(
+        self,
+        cwd_repo_remote: str | None = None,
+        *,
+        newest_first: bool = False,
+        repo_root_allowed: Callable[[str | None], bool] | None = None,
+    ) -> list[dict[str, Any]]:
+        """The views of every live run on this host (of one repository when given; of the runs whose
+        repository root ``repo_root_allowed`` takes, when given), oldest first (newest first when
+        asked: a review just started heads ``review_ledger``)."""
         out: list[tuple[str, dict[str, Any]]] = []
         for path in self._record_files():
             run_id = path.name[: -len(".json")]
@@ -397,6 +405,10 @@ class RunRegistry:
                 continue
             if cwd_repo_remote is not None and data.get("repoRemote") != cwd_repo_remote:
                 continue
+            if repo_root_allowed is not None:
+                root = data.get("repoRoot")
+                if not repo_root_allowed(root if isinstance(root, str) else None):
+                    continue
             out.append((str(data.get("startedAt") or ""), self._view(data)))
         out.sort(key=lambda pair: pair[0], reverse=newest_first)
         return [view for _, view in out]
