@@ -365,6 +365,38 @@ def test_a_cache_hit_is_cached_and_every_run_id_keeps_resolving(repo: Repo) -> N
     serve(repo, body)
 
 
+def test_a_cached_run_id_resolves_after_its_record_is_pruned_then_says_it_expired(repo: Repo) -> None:
+    """A cache hit's runId is in no ledger entry: pruning its record keeps it in ``runs/served/``, so it
+    still resolves to the attestation it served; past that bound it is an unknown-or-expired error."""
+    start_feature(repo, "  - id: ok\n    kind: command\n    run: 'true'\n")
+    registry = RunRegistry(repo.home)
+
+    async def body(session: ClientSession) -> None:
+        first = await call(session, "review_run", {"cwd": str(repo.path)})
+        hits = [await call(session, "review_run", {"cwd": str(repo.path)}) for _ in range(2)]
+        assert all(hit["cached"] is True for hit in hits), hits
+        registry.prune(keep=0)  # every finished record goes; the cached ones are kept as served
+        for run_id in (first["runId"], *(hit["runId"] for hit in hits)):
+            assert not registry.record_path(run_id).exists()
+        for hit in hits:
+            view = await call(session, "review_status", {"runId": hit["runId"]})
+            assert (view["runId"], view["status"], view["cached"]) == (hit["runId"], "done", True), view
+            assert view["attestation"] == first["attestation"] and view["ledgerPath"] == first["ledgerPath"]
+            exported = await call(session, "review_export", {"runId": hit["runId"]})
+            assert exported["runId"] == first["runId"]
+        # the served records are bounded: a later cache hit pruned with room for one keeps only itself
+        await call(session, "review_run", {"cwd": str(repo.path)})
+        registry.prune(keep=0, keep_served=1)
+        oldest = hits[0]["runId"]
+        for tool in ("review_status", "review_export"):
+            text = await call(session, tool, {"runId": oldest}, error=True)
+            assert "\n" not in text and f"review run '{oldest}' not found: unknown on this host, or expired" in text
+            assert "review_ledger" in text, text
+        assert (await call(session, "review_status", {"runId": first["runId"]}))["cached"] is False  # its own entry
+
+    serve(repo, body)
+
+
 def test_a_run_answered_from_the_ledger_has_its_record_removed_and_still_resolves(repo: Repo) -> None:
     """A run whose record was pruned still resolves from the ledger, with its ledgerPath."""
     start_feature(repo, "  - id: ok\n    kind: command\n    run: 'true'\n")

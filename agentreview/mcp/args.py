@@ -48,6 +48,17 @@ def run_id(value: str) -> str:
     return value
 
 
+def unknown_run(value: str) -> ToolFailure:
+    """The answer for a well-formed runId that resolves to nothing: never run here, or expired."""
+    from agentreview.runs.registry import KEEP_DAYS, KEEP_FINISHED
+
+    return ToolFailure(
+        f"review run '{value}' not found: unknown on this host, or expired (a finished run's record is kept "
+        f"{KEEP_DAYS} days, at most the newest {KEEP_FINISHED}) with no attestation in the ledger under that runId "
+        "— list the reviews with review_ledger (cwd, range) and use a runId it shows"
+    )
+
+
 def range_sha(value: str, cwd: Path | None) -> str:
     """The rangeSha ``value`` names: ``BASE..HEAD`` (split at the first ``..``) or a 64-hex rangeSha.
 

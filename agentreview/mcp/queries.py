@@ -188,13 +188,13 @@ def served_run_id(run_id: str) -> str:
     answered from the ledger (cached) or by an identical run, the run that made the attestation.
 
     A run with nothing in the ledger says why, in one line: still running, cancelled or failed,
-    or superseded (a later run of the same range replaced its attestation)."""
+    or superseded (a later run of the same range replaced its attestation), or unknown or expired."""
     from agentreview.host.home import home_dir
     from agentreview.runs.registry import RunRegistry
 
     view = RunRegistry(home_dir()).view(run_id)
-    if view is None:
-        return run_id
+    if view is None:  # no record, and no ledger entry under this runId
+        raise args.unknown_run(run_id)
     attestation = view.get("attestation")
     if isinstance(attestation, dict) and isinstance(attestation.get("runId"), str):
         return attestation["runId"]

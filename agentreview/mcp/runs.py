@@ -162,7 +162,7 @@ def view(run_id: str) -> dict[str, Any]:
     args.run_id(run_id)
     found = registry().view(run_id)
     if found is None:
-        raise ToolFailure(f"review run '{run_id}' not found")
+        raise args.unknown_run(run_id)
     return dict(found)
 
 

@@ -3,6 +3,7 @@
 One record per run under ``$AGENTREVIEW_HOME/runs/``; a run is alive only while it holds its
 ``flock`` (a pid alone could be reused), so a record never says ``running`` forever. Everything
 under the home may have been planted, so records are read with the bounded regular-file reader.
+A pruned cached run's record moves to ``runs/served/``: no ledger entry bears its runId.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ ENV_LOCK_FD = "AGENTREVIEW_RUN_LOCK_FD"  # a detached run's inherited lock (see 
 RECORD_LIMIT = 1 << 20
 KEEP_FINISHED = 200
 KEEP_DAYS = 7
+SERVED_DIR = "served"  # the records of pruned cached runs (see the module doc)
+KEEP_SERVED = 10_000
 STATUSES = ("running", "done", "cancelled", "failed")
 DIED = "the run's process ended without finishing the run (killed, or it crashed)"
 
@@ -288,7 +291,20 @@ class RunRegistry:
         data = self.record(run_id)
         if data is not None:
             return self._view(data)
-        return self._ledger_view(run_id) if RUN_ID.match(run_id) else None
+        if not RUN_ID.match(run_id):
+            return None
+        return self._ledger_view(run_id) or self._served_view(run_id)
+
+    def _served_view(self, run_id: str) -> dict[str, Any] | None:
+        """The view of a pruned cached run, from its record kept in ``served/``."""
+        try:
+            raw = read_regular_file(self.dir / SERVED_DIR / f"{run_id}.json", limit=RECORD_LIMIT, follow_symlinks=False)
+            data = json.loads(raw)
+        except (UnreadableFileError, OSError, ValueError):
+            return None
+        if not isinstance(data, dict) or data.get("runId") != run_id or data.get("status") != "done":
+            return None
+        return self._view(data)
 
     def _ledger_view(self, run_id: str) -> dict[str, Any] | None:
         from agentreview.store.ledger import Ledger
@@ -443,8 +459,9 @@ class RunRegistry:
             time.sleep(0.05)
         return {"runId": run_id, "cancelled": data["status"] == "cancelled", "status": data["status"]}
 
-    def prune(self, *, keep: int = KEEP_FINISHED, days: float = KEEP_DAYS) -> None:
-        """Remove finished (or dead) runs' files beyond the newest ``keep`` or older than ``days``."""
+    def prune(self, *, keep: int = KEEP_FINISHED, days: float = KEEP_DAYS, keep_served: int = KEEP_SERVED) -> None:
+        """Remove finished (or dead) runs' files beyond the newest ``keep`` or older than ``days``; a
+        cached run's record goes to ``served/``, which keeps the newest ``keep_served``."""
         finished: list[tuple[float, str]] = []
         for path in self._record_files():
             run_id = path.name[:-5]
@@ -454,12 +471,50 @@ class RunRegistry:
                 finished.append((path.lstat().st_mtime, run_id))
         finished.sort(reverse=True)
         cutoff = time.time() - days * 86400
+        kept_served = False
         for index, (mtime, run_id) in enumerate(finished):
             if index < keep and mtime >= cutoff:
                 continue
+            kept_served = self._keep_served(run_id) or kept_served
             for suffix in (".json", ".lock", ".log", ".cancel"):
                 with contextlib.suppress(OSError):
                     path = self._path(run_id, suffix)
                     if not path.is_symlink() and path.is_dir():
                         continue
                     path.unlink()
+        if kept_served:
+            self._prune_served(keep_served)
+
+    def _keep_served(self, run_id: str) -> bool:
+        """Move a finished cached run's record to ``served/`` (see the module doc); whether it was."""
+        data = self._read(run_id)
+        if data is None or data["status"] != "done" or not isinstance(data.get("ledgerKey"), dict):
+            return False
+        served = data.get("attestationRunId")
+        if not isinstance(served, str) or served == run_id:
+            return False
+        folder = self.dir / SERVED_DIR
+        try:
+            folder.mkdir(mode=0o700, exist_ok=True)
+            if folder.is_symlink() or not folder.is_dir():
+                return False
+            os.replace(self.record_path(run_id), folder / f"{run_id}.json")
+        except OSError:
+            return False
+        return True
+
+    def _prune_served(self, keep: int) -> None:
+        """Remove the kept records of cached runs beyond the newest ``keep``."""
+        folder = self.dir / SERVED_DIR
+        kept: list[tuple[float, Path]] = []
+        try:
+            for path in folder.iterdir():
+                if path.name.endswith(".json") and RUN_ID.match(path.name[:-5]):
+                    with contextlib.suppress(OSError):
+                        kept.append((path.lstat().st_mtime, path))
+        except OSError:
+            return
+        kept.sort(reverse=True)
+        for _mtime, path in kept[keep:]:
+            with contextlib.suppress(OSError):
+                path.unlink()
