@@ -18,7 +18,7 @@ from test_mcp import PASSING, GitHubStub, start_feature
 
 pytestmark = pytest.mark.timeout(300)
 
-CAPABILITIES = {"tools": {"listChanged": False}}
+CAPABILITIES = {"logging": {}, "tools": {"listChanged": False}}
 HANDSHAKE_VERSIONS = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]
 MODERN = "2026-07-28"
 ENVELOPE = {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}}
@@ -85,7 +85,7 @@ def test_lifecycle_before_and_after_initialize(repo: Repo) -> None:
         names = {tool["name"] for tool in server.request("tools/list", {})["result"]["tools"]}
         assert {"review_run", "review_status", "review_ledger"} <= names
         for method in ("prompts/list", "resources/list", "resources/templates/list", "completion/complete",
-                       "logging/setLevel", "no/such/method"):  # fmt: skip
+                       "no/such/method"):  # fmt: skip
             assert method in error_of(server.request(method, {}), -32601, server.next_id)
         server.send({"jsonrpc": "2.0", "method": "notifications/no_such_thing"})
         assert server.silent(1.0)  # a notification is never answered
@@ -159,6 +159,50 @@ def test_capabilities_are_the_same_under_every_protocol_version(repo: Repo) -> N
         bad = server.request("tools/call", {"name": "review_ledger", "arguments": {"limit": "5"}, "_meta": ENVELOPE})
         assert bad["result"]["isError"] is True and bad["result"]["resultType"] == "complete", bad
         error_of(server.request("prompts/list", {"_meta": ENVELOPE}), -32601, server.next_id)
+
+
+def waiting_run(server: Wire, arguments: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A waiting ``review_run`` with a progress token: its result, and every notification sent before it."""
+    server.next_id += 1
+    request_id = server.next_id
+    params = {"name": "review_run", "arguments": arguments, "_meta": {"progressToken": "p-1"}}
+    server.send({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params})
+    sent: list[dict[str, Any]] = []
+    deadline = time.monotonic() + 120
+    while True:
+        message = server.receive(max(0.1, deadline - time.monotonic()))
+        if "method" not in message and message.get("id") == request_id:
+            return message["result"], sent
+        sent.append(message)
+
+
+def test_log_messages_are_advertised_and_set_level_filters_them(repo: Repo) -> None:
+    """The server sends notifications/message, so it advertises ``logging`` and serves
+    ``logging/setLevel``: below the level set, no log message reaches the client (progress still does)."""
+    start_feature(repo)
+    with wire(repo) as server:
+        assert server.initialize()["capabilities"]["logging"] == {}
+        bad = error_of(server.request("logging/setLevel", {"level": "loud"}), -32602, server.next_id)
+        assert "'loud'" not in bad and '"loud"' in bad and "warning" in bad, bad
+        assert server.request("logging/setLevel", {"level": "warning"})["result"] == {}
+        result, sent = waiting_run(server, {"cwd": str(repo.path)})
+        assert result["structuredContent"]["status"] == "done", result
+        methods = [message["method"] for message in sent]
+        # a run that ends done logs at info only: filtered out, while its progress still arrives
+        assert "notifications/message" not in methods and "notifications/progress" in methods, sent
+        assert server.request("logging/setLevel", {"level": "info"})["result"] == {}
+        result, sent = waiting_run(server, {"cwd": str(repo.path), "nocache": True})
+        logs = [message["params"] for message in sent if message["method"] == "notifications/message"]
+        run_id = result["structuredContent"]["runId"]
+        assert logs and logs[0]["data"]["event"] == "run_started", logs
+        assert logs[-1]["data"] == {"runId": run_id, "event": "run_finished", "status": "done",
+                                    "message": f"review {run_id}: done (pass)"}  # fmt: skip
+        assert {log["level"] for log in logs} == {"info"} and {log["logger"] for log in logs} == {"agentreview"}
+    with wire(repo) as server:  # 2026-07-28: the method is gone (a request's _meta log level opts in)
+        server.request("server/discover", {"_meta": ENVELOPE})
+        gone = error_of(server.request("logging/setLevel", {"level": "info", "_meta": ENVELOPE}), -32601,
+                        server.next_id)  # fmt: skip
+        assert "io.modelcontextprotocol/logLevel" in gone, gone
 
 
 class Checked:

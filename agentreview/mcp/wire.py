@@ -19,7 +19,9 @@ say, on the bytes, without forking it:
   and corrects the call;
 - the capabilities are :data:`CAPABILITIES` under every protocol version, in ``initialize`` and
   ``server/discover`` alike (the SDK advertised empty prompts and resources, and ``listChanged``
-  only in ``server/discover``).
+  only in ``server/discover``), ``logging`` among them: a waiting ``review_run`` logs;
+- ``logging/setLevel`` is served here, holding back the log messages below its level (gone at
+  2026-07-28, where a request's ``_meta`` opts in: ``-32601``).
 
 The filter sits outside the SDK at the file-descriptor level: the SDK's ``stdio_server`` reads
 one pipe and writes another, and this module relays between them and the real stdin and stdout.
@@ -42,9 +44,11 @@ METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 
 # What this server offers, the same whatever protocol version a client speaks.
-CAPABILITIES: JSON = {"tools": {"listChanged": False}}
+CAPABILITIES: JSON = {"logging": {}, "tools": {"listChanged": False}}
 # The requests served: the lifecycle's, and those of each capability above.
-SERVED = frozenset({"initialize", "ping", "server/discover", "tools/list", "tools/call"})
+SERVED = frozenset({"initialize", "ping", "server/discover", "tools/list", "tools/call", "logging/setLevel"})
+# The log levels, least severe first (RFC 5424, as MCP names them).
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 # Requests a client may send before ``initialize`` in the handshake era.
 BEFORE_INITIALIZE = frozenset({"initialize", "ping"})
 ENVELOPE_VERSION = "io.modelcontextprotocol/protocolVersion"
@@ -87,6 +91,7 @@ class Edge:
         self.initialize_seen = False
         self.era: str | None = None  # "handshake" or "modern", decided by the first request
         self.pending: dict[Any, str] = {}  # ids of initialize / server/discover requests in flight
+        self.log_level = 0  # the index in LOG_LEVELS of the least severe message passed on
         self.lock = threading.Lock()
 
     # -- from the client --------------------------------------------------------------------
@@ -146,6 +151,8 @@ class Edge:
                 first = "send initialize first (or, at protocol 2026-07-28, the envelope in params._meta)"
                 early = f"Invalid Request: {shown(method, 80)} before initialize; {first}"
                 return error(request_id, INVALID_REQUEST, early)
+        if method == "logging/setLevel":
+            return self._set_level(request_id, params or {}, enveloped)
         if method == "tools/call":
             answer = self._tool_call(request_id, params or {}, enveloped)
             if answer is not None:
@@ -158,6 +165,26 @@ class Edge:
         if method in ("initialize", "server/discover"):
             self.pending[request_id] = method
         return None
+
+    def _set_level(self, request_id: Any, params: JSON, enveloped: bool) -> bytes:
+        """``logging/setLevel``: pass on only the log messages at ``level`` or above."""
+        if enveloped:
+            gone = "Method not found: logging/setLevel is gone at 2026-07-28; set io.modelcontextprotocol/logLevel"
+            return error(request_id, METHOD_NOT_FOUND, f"{gone} in the request's _meta")
+        level = params.get("level")
+        if level not in LOG_LEVELS:
+            levels = ", ".join(LOG_LEVELS)
+            return error(request_id, INVALID_PARAMS, f"Invalid params: level {shown(level)} must be one of {levels}")
+        self.log_level = LOG_LEVELS.index(level)
+        return encode({"jsonrpc": "2.0", "id": request_id, "result": {}})
+
+    def below_level(self, message: JSON) -> bool:
+        """Whether ``message`` is a log message less severe than the level the client set."""
+        if message.get("method") != "notifications/message" or not self.log_level:
+            return False
+        params = message.get("params")
+        level = params.get("level") if isinstance(params, dict) else None
+        return level in LOG_LEVELS and LOG_LEVELS.index(level) < self.log_level
 
     def _tool_call(self, request_id: Any, params: JSON, enveloped: bool) -> bytes | None:
         name, arguments = params.get("name"), params.get("arguments", {})
@@ -264,17 +291,22 @@ def _expected_one(schema: JSON) -> str:
 # -- from the SDK ---------------------------------------------------------------------------
 
 
-def outbound(edge: Edge, line: bytes) -> bytes:
+def outbound(edge: Edge, line: bytes) -> bytes | None:
     """One line the SDK wrote, as the client gets it: the answers to ``initialize`` and
-    ``server/discover`` advertise :data:`CAPABILITIES`; everything else unchanged."""
+    ``server/discover`` advertise :data:`CAPABILITIES`; a log message below the client's level is
+    dropped (None); everything else unchanged."""
     with edge.lock:
-        if not edge.pending:
+        if not edge.pending and not edge.log_level:
             return line
         try:
             message = json.loads(line)
         except ValueError:
             return line
-        if not isinstance(message, dict) or "method" in message or message.get("id") not in edge.pending:
+        if not isinstance(message, dict):
+            return line
+        if edge.below_level(message):
+            return None
+        if "method" in message or message.get("id") not in edge.pending:
             return line
         method = edge.pending.pop(message["id"])
         if isinstance(message.get("result"), dict):
@@ -333,7 +365,9 @@ def serve_stdio(run_sdk: Callable[[], None], input_schemas: Mapping[str, JSON]) 
                 if line == END:
                     return
                 try:
-                    write(outbound(edge, line))
+                    passed = outbound(edge, line)
+                    if passed is not None:
+                        write(passed)
                 except (OSError, ValueError):
                     return
 
