@@ -189,6 +189,13 @@ def test_a_ledger_listing_without_cwd_shows_only_the_repositories_inside_the_roo
             for filters in attempts:
                 rows = await listed(session, **filters)
                 assert rows == ([mine["runId"]] if "repoRemote" not in filters and "range" not in filters else [])
+            for exported in (
+                {"runId": theirs["runId"]}, {"runId": theirs["runId"], "cwd": str(inside.path), "outPath": "t.json"},
+                {"repoRemote": target["repoRemote"], "rangeSha": theirs["rangeSha"], "outPath": "t.json",
+                 "cwd": str(inside.path)},
+            ):  # fmt: skip
+                text = await call(session, "review_export", exported, error=True)
+                refused_in_one_line(text, "recorded in a repository outside the roots", "pass cwd")
         async with connect(inside, tmp / "inside", roots=[outside.path]) as session:  # the client's roots
             assert await listed(session, includeRunning=True) == [running, theirs["runId"]]
             assert await listed(session, repoRemote=mine["target"]["repoRemote"]) == []
@@ -196,8 +203,39 @@ def test_a_ledger_listing_without_cwd_shows_only_the_repositories_inside_the_roo
     try:
         anyio.run(main)
     finally:
+        assert not (inside.path / "t.json").exists()
         subprocess.run([*AGENTREVIEW, "cancel", running], cwd=outside.path, env=outside.env, capture_output=True,
                        timeout=60, stdin=subprocess.DEVNULL)  # fmt: skip
+
+
+def test_a_clone_outside_the_roots_is_the_same_repository_but_not_its_export_folder(tmp_path: Path) -> None:
+    """Two clones of one remote share their ledger entries: the one inside the roots lists and exports
+    (to an outPath of its own) what the other recorded, but the default export folder, in the other
+    clone, is refused, and so is an export that names no cwd."""
+    inside = feature_repo(tmp_path / "inside")
+    outside = Repo(tmp_path / "outside" / "repo", inside.home)
+    outside.commit("initial", **{"README.md": "hello\n"})
+    outside.git("switch", "-q", "-c", "feature")
+    for clone in (inside, outside):
+        clone.git("remote", "add", "origin", "https://github.com/example/shared.git")
+    theirs = reviewed(outside).run_json(expect=0)["attestation"]
+
+    async def main() -> None:
+        async with connect(inside, tmp_path / "inside") as session:
+            own = await call(session, "review_ledger", {"cwd": str(inside.path)})
+            assert [row["runId"] for row in own["attestations"]] == [theirs["runId"]]
+            assert (await call(session, "review_ledger", {}))["total"] == 0  # recorded outside the roots
+            text = await call(session, "review_export", {"runId": theirs["runId"]}, error=True)
+            refused_in_one_line(text, "outside the roots", "pass cwd")
+            text = await call(session, "review_export", {"runId": theirs["runId"], "cwd": str(inside.path)},
+                              error=True)  # fmt: skip
+            refused_in_one_line(text, "export folder", str(outside.path), "pass outPath")
+            written = await call(session, "review_export", {"runId": theirs["runId"], "cwd": str(inside.path),
+                                                            "outPath": "out/theirs.json"})  # fmt: skip
+            assert Path(written["path"]) == (inside.path / "out" / "theirs.json").resolve()
+
+    anyio.run(main)
+    assert not (outside.path / ".reviews").exists()
 
 
 def test_out_path_is_confined_and_never_follows_a_link(two: tuple[Repo, Repo, Path], tmp_path: Path) -> None:

@@ -10,11 +10,14 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentreview.mcp import args, confine
 from agentreview.mcp.args import ToolFailure
 from agentreview.mcp.confine import Roots
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agentreview.store.entries import LedgerRow
 
 # Running rows come from the run registry (runs.running_rows): of one repository, and of the
 # repository roots a predicate takes.
@@ -55,7 +58,7 @@ def review_ledger(
     """``{total, attestations}``: running rows first, newest first (with ``include_running``), then
     settled, newest first. ``subtree`` widens ``requester`` to the sessions under it (``<id>/…``).
 
-    With ``roots``, a listing that is not of ``cwd``'s own repository (no ``cwd``, or a ``repoRemote``)
+    With ``roots``, a listing that is not of ``cwd``'s own repository (no ``cwd``, or another ``repoRemote``)
     holds only the runs and entries recorded in a repository inside the roots: a client confined to
     one repository never reads another's reviews."""
     from agentreview.host.git import normalize_remote
@@ -71,7 +74,8 @@ def review_ledger(
         roots.directory(root)
     repo = normalize_remote(repo_remote) if repo_remote else (args.repo_identity(root) if root else None)
     rsha = args.range_sha(range_, root) if range_ else None
-    inside = _inside(roots) if roots is not None and (root is None or repo_remote) else None
+    own = root is not None and (repo_remote is None or repo == _identity(root))  # cwd's own repository
+    inside = _inside(roots) if roots is not None and not own else None
     rows: list[dict[str, Any]] = []
     if include_running and running is not None:
         for row in running(repo, inside):
@@ -98,6 +102,33 @@ def review_ledger(
         settled.append(row)
     rows = (rows + settled)[:limit]
     return {"total": len(rows), "attestations": rows}
+
+
+def _held(rows: list[LedgerRow], roots: Roots, cwd: Path | None, what: str) -> list[LedgerRow]:
+    """The rows recorded inside ``roots``, or of ``cwd``'s repository; a refusal when none is."""
+    own = _identity(cwd)
+    inside = _inside(roots)
+    held = [row for row in rows if row.key.repo_remote == own or inside(recorded_repo_root(row.path))]
+    if not held:
+        raise ToolFailure(
+            f"the attestation of {what} was recorded in a repository outside the roots this server works in "
+            f"({roots.source}: {_listed(roots)}) — pass cwd: a clone of that repository inside a root"
+        )
+    return held
+
+
+def _identity(cwd: Path | None) -> str | None:
+    """``cwd``'s repository identity, None without one."""
+    if cwd is None:
+        return None
+    try:
+        return args.repo_identity(cwd)
+    except ToolFailure:
+        return None
+
+
+def _listed(roots: Roots) -> str:
+    return ", ".join(str(d) for d in roots.dirs) or "none declared"
 
 
 def _inside(roots: Roots) -> RootFilter:
@@ -131,8 +162,9 @@ def review_export(
 ) -> dict[str, Any]:
     """Write a recorded attestation as an export file (reference-notes 2.14); ``{path, runId, verdict}``.
 
-    With ``roots`` (the server always passes them) ``cwd`` must lie inside one, and ``outPath`` inside
-    the repository's export folder or a root; the file is written following no link (:mod:`.confine`)."""
+    With ``roots`` (the server always passes them) ``cwd`` must lie inside one, the attestation must have
+    been recorded inside one (or be of ``cwd``'s repository, a clone the ledger serves alike), and the
+    file goes inside the repository's export folder or a root, written following no link (:mod:`.confine`)."""
     from agentreview.host.git import normalize_remote
     from agentreview.host.home import ledger_root
     from agentreview.store.export import recorded_export_target
@@ -158,6 +190,8 @@ def review_export(
         rows = led.list(binding=binding, limit=500, **filters)
         if not rows:
             raise ToolFailure(f"no attestation in the ledger for {what} (see review_ledger)")
+        if roots is not None:
+            rows = _held(rows, roots, root, what)
         if len(rows) > 1 and not binding:
             listing = ", ".join(f"{row.run_id} [{row.binding}]" for row in rows)
             raise ToolFailure(f"several attestations match {what}: {listing}; pass binding or runId")
@@ -179,6 +213,11 @@ def review_export(
     else:
         base = Path(os.path.realpath(repo_root))
         parts = Path(os.path.relpath(recorded, base)).parts
+        if roots is not None and roots.holding(recorded) is None:
+            raise ToolFailure(
+                f"the export folder of {what}, {recorded.parent}, is outside the roots this server works in "
+                f"({roots.source}: {_listed(roots)}) — pass outPath (inside cwd's repository)"
+            )
     path = confine.write_below(base, parts, att.export_text().encode("utf-8"))
     return {"path": str(path), "runId": att.runId, "verdict": att.verdict}
 
