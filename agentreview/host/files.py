@@ -200,11 +200,11 @@ def sync_paths(paths: Iterable[Path]) -> None:
     On Linux one ``syncfs(2)`` per file system flushes them all at once, instead of two fsyncs
     per file; elsewhere each file and folder is fsynced. A failure is a :class:`FileWriteError`
     naming the folder or file."""
-    files = sorted(set(paths))
-    folders = sorted({path.parent for path in files})
+    files = set(paths)
+    folders = sorted({path.parent for path in files}, key=str)
     syncfs = _syncfs()
     if syncfs is None:
-        for target in [*files, *folders]:
+        for target in [*sorted(files, key=str), *folders]:
             fsync_path(target)
         return
     import ctypes
