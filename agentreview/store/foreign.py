@@ -32,9 +32,10 @@ def _now() -> str:
 
 
 class Incoming(NamedTuple):
-    """An attestation checked once (:meth:`ForeignStore.check`): its model, digest and entry path."""
+    """An attestation checked once (:meth:`ForeignStore.check`): its JSON members (as the model
+    read them), digest and entry path."""
 
-    attestation: Attestation
+    document: dict[str, Any]
     digest: str
     path: Path
 
@@ -61,8 +62,8 @@ class ForeignStore:
         """
         att = Attestation.read(attestation)
         check_key(LedgerKey.of(att))
-        digest = att.attestation_sha256()
-        return Incoming(att, digest, self._dir(att.target.repoRemote) / f"{digest}.json")
+        document, digest = att.to_json_dict(), att.attestation_sha256()
+        return Incoming(document, digest, self._dir(att.target.repoRemote) / f"{digest}.json")
 
     def has(self, attestation: dict[str, Any] | Incoming) -> bool:
         """True when ``attestation`` is stored already; raises as :meth:`check` for one that is malformed."""
@@ -83,7 +84,7 @@ class ForeignStore:
         if path.parent not in self._folders:
             path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             self._folders.add(path.parent)
-        att = found.attestation.to_json_dict()
+        att = found.document
         host = {"foreign": {"remote": remote, "principal": principal, "importedAt": _now()}}
         summary = foreign_summary(att, host)
         # one line: json's C encoder writes it, where an indented form costs more than the rest of an import
