@@ -10,8 +10,13 @@ processes it started, never how long it took (bench/bench_notes.py measures that
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_share import NOTES, Hosts
@@ -29,6 +34,7 @@ from verify_helpers import (  # noqa: F401  (isolated_env, keys_fixture, repo_fi
 from agentreview.model.digests import canonical_json
 
 BATCH = 15
+MANY = 1200  # notes of an honest team, past the 1,000 one fetch once read at most
 
 
 @pytest.fixture(name="hosts")
@@ -80,27 +86,150 @@ def test_a_second_fetch_reads_only_the_new_notes_and_an_unchanged_ref_costs_one_
     assert {row["runId"] for row in listed} == set(first_ids + second_ids)
 
 
-def test_a_fetch_makes_every_imported_entry_durable_before_it_records_what_it_read(
+def test_a_fetch_makes_every_imported_entry_durable_and_indexed_before_it_records_what_it_read(
     hosts: Hosts, keys: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Entries are written without a per-entry fsync and flushed together: every entry file and its
-    folder are fsynced, and all of it happens before the fetch state says the notes were read."""
+    """Entries are written without a per-entry fsync and flushed together: one sync of all of them
+    (files and folders), then one index transaction, both before the fetch state says the notes
+    were read."""
     from agentreview.share import exchange, fetchstate
-    from agentreview.store.foreign import ForeignStore
+    from agentreview.store import foreign, index
 
     publish_batch(hosts, keys, 0)
-    events: list[str] = []
-    real_fsync, real_save = os.fsync, fetchstate.save
-    monkeypatch.setattr(os, "fsync", lambda fd: (events.append(os.readlink(f"/proc/self/fd/{fd}")), real_fsync(fd))[1])
-    monkeypatch.setattr(fetchstate, "save", lambda *a, **kw: (events.append("<state saved>"), real_save(*a, **kw))[1])
+    events: list[tuple[str, list[str]]] = []
+    real_sync, real_record, real_save = foreign.sync_paths, index.LedgerIndex.record_many, fetchstate.save
+
+    def sync(paths: Iterable[Path]) -> None:
+        listed = sorted(str(p) for p in paths)
+        events.append(("sync", listed))
+        real_sync(Path(p) for p in listed)
+
+    def record_many(self: index.LedgerIndex, entries: Any, **kw: Any) -> None:
+        events.append(("index", sorted(str(path) for path, _st, _summary in entries)))
+        real_record(self, entries, **kw)
+
+    monkeypatch.setattr(foreign, "sync_paths", sync)
+    monkeypatch.setattr(index.LedgerIndex, "record_many", record_many)
+    monkeypatch.setattr(fetchstate, "save", lambda *a, **kw: (events.append(("saved", [])), real_save(*a, **kw))[1])
     root = tmp_path / "ledger"
-    store = ForeignStore(root)
+    store = foreign.ForeignStore(root)
     try:
         result = exchange.fetch(hosts.b, store, remote="shared", state_file=tmp_path / "state.json")
     finally:
         store.close()
     entries = sorted(str(p) for p in root.glob("*/foreign/*.json"))
     assert result.new == BATCH and len(entries) == BATCH
-    saved = events.index("<state saved>")
-    assert set(entries) <= set(events[:saved])  # each entry file synced before the state was written
-    assert {str(Path(e).parent) for e in entries} <= set(events[:saved])  # and the folder holding them
+    assert events == [("sync", entries), ("index", entries), ("saved", [])]
+    assert not (root / index.INDEX_STALE).exists()  # the rows are in: no reader has to re-scan
+
+
+def test_entries_written_by_a_fetch_that_died_before_its_sync_are_still_found(hosts: Hosts, tmp_path: Path) -> None:
+    """A fetch that dies between writing its entries and indexing them (the batch's rows are
+    written last, in one transaction) leaves the index's re-scan marker: the next reader finds them."""
+    from agentreview.store.foreign import ForeignStore
+
+    root = tmp_path / "ledger"
+    ForeignStore(root).add(hosts.a.attestation(), remote="shared", principal=None)  # the index exists
+    dying = ForeignStore(root)
+    heads = [hosts.a.commit(f"c {n}", {"src/app.py": f"n = {n}\n"}) for n in range(3)]
+    for head in heads:
+        assert dying.add(hosts.a.attestation(head=head), remote="shared", principal=None, durable=False)
+    # no sync(), no close(): the process is gone
+    reader = ForeignStore(root)
+    try:
+        listed = {att["target"]["headSha"] for att, _host in reader.all()}
+    finally:
+        reader.close()
+    assert set(heads) <= listed and len(listed) == 4
+
+
+def fast_import_notes(hosts: Hosts, lines: dict[str, bytes]) -> None:
+    """A notes commit holding ``lines[commit]`` as the note of each commit, made by one ``git
+    fast-import`` in A and pushed to the shared remote."""
+    stream = [f"blob\nmark :{n + 1}\ndata {len(line)}\n".encode() + line + b"\n"
+              for n, line in enumerate(lines.values())]  # fmt: skip
+    stream.append(f"commit {NOTES}\ncommitter a <a@example.com> 1700000000 +0000\ndata 5\nnotes\n".encode())
+    stream.extend(f"N :{n + 1} {commit}\n".encode() for n, commit in enumerate(lines))
+    subprocess.run(["git", "fast-import", "--quiet"], cwd=hosts.a.root, input=b"".join(stream), check=True,
+                   capture_output=True, timeout=300)  # fmt: skip
+    git(hosts.a.root, "push", "-q", "shared", f"{NOTES}:{NOTES}")
+
+
+def side_commits(hosts: Hosts, count: int) -> list[str]:
+    """``count`` commits on A's branch ``history`` off main (one ``git fast-import``), pushed and
+    fetched by B: commits a note may annotate."""
+    stream = [f"reset refs/heads/history\nfrom {hosts.a.base}\n"]
+    stream.extend(f"commit refs/heads/history\nmark :{n + 1}\ncommitter a <a@example.com> {1700000000 + n} +0000\n"
+                  f"data 6\nside {n % 10}\n" for n in range(count))  # fmt: skip
+    subprocess.run(["git", "fast-import", "--quiet"], cwd=hosts.a.root, input="".join(stream).encode(), check=True,
+                   capture_output=True, timeout=300)  # fmt: skip
+    git(hosts.a.root, "push", "-q", "shared", "history")
+    git(hosts.b, "fetch", "-q", "shared", "history:history")
+    return git(hosts.a.root, "rev-list", "--reverse", "history", f"^{hosts.a.base}").split()
+
+
+def test_one_fetch_imports_more_notes_than_the_old_cap_in_a_few_git_processes(hosts: Hosts, tmp_path: Path) -> None:
+    """An honest team's notes past 1,000 (the per-fetch cap this project once had): one ``fetch``
+    reads and imports all of them, in a constant number of git processes, and indexes every one."""
+    from agentreview.store.index import INDEX_STALE, LedgerIndex
+
+    commits = side_commits(hosts, MANY)
+    fast_import_notes(hosts, {c: canonical_json(hosts.a.attestation(head=c)) + b"\n" for c in commits})
+    counter = CountingGit(tmp_path)
+    done = body(cli(hosts.home_b, hosts.b, "fetch", "--remote", "shared", "--json", path_first=counter.bin))
+    starts = counter.starts()
+    assert (done["read"], done["new"], done["complete"], done["notes"]) == (MANY, MANY, True, []), done
+    assert 1 <= len(starts) <= 12, starts
+    root = hosts.home_b / "reviews"
+    assert len(list(root.glob("*/foreign/*.json"))) == MANY
+    index = LedgerIndex(root, lambda msg: pytest.fail(msg))
+    try:
+        assert len(index.query({}, foreign=True)) == MANY
+    finally:
+        index.close()
+    assert not (root / INDEX_STALE).exists()
+
+
+def test_the_per_fetch_cap_is_twenty_thousand_notes_and_the_next_fetch_reads_the_rest(
+    hosts: Hosts, tmp_path: Path
+) -> None:
+    """The bound against junk stays: with no ``--max-notes``, a fetch reads at most
+    MAX_NOTES_PER_FETCH (20,000) notes and says so; the next one reads what is left."""
+    from agentreview.share.exchange import MAX_NOTES_PER_FETCH
+
+    assert MAX_NOTES_PER_FETCH == 20_000
+    commits = side_commits(hosts, MAX_NOTES_PER_FETCH + 1)
+    fast_import_notes(hosts, dict.fromkeys(commits, b'{"junk": true}\n'))
+    first = body(cli(hosts.home_b, hosts.b, "fetch", "--remote", "shared", "--json"))
+    assert (first["read"], first["new"], first["complete"]) == (MAX_NOTES_PER_FETCH, 0, False)
+    assert any(f"only the first {MAX_NOTES_PER_FETCH} read" in n for n in first["notes"])
+    second = body(cli(hosts.home_b, hosts.b, "fetch", "--remote", "shared", "--json"))
+    assert (second["read"], second["new"], second["complete"]) == (1, 0, True)
+
+
+def test_an_unchanged_fetch_loads_neither_the_config_the_plugins_nor_the_ledger(hosts: Hosts, keys: dict) -> None:
+    """With the ref unchanged, ``fetch`` is one ``git ls-remote`` and the CLI's start: config.toml
+    (team trust on, so a moved ref would load the signer plugins), the registry and the foreign
+    store are not loaded. A config.toml broken since is reported by the next fetch that reads notes."""
+    publish_batch(hosts, keys, 0)
+    hosts.home_b.mkdir(exist_ok=True)
+    signers = hosts.tmp / "team_signers"
+    signers.write_text(signers_line(keys["trusted"]))
+    (hosts.home_b / "config.toml").write_text(f"[team]\nallowed_signers = {json.dumps(str(signers))}\n")
+    assert body(cli(hosts.home_b, hosts.b, "fetch", "--remote", "shared", "--json"))["new"] == BATCH
+    (hosts.home_b / "config.toml").write_text("[team\n")  # not TOML
+    probe = ("import sys\nfrom agentreview.cli.entry import main\ncode = main(sys.argv[1:])\n"
+             "loaded = [m for m in ('tomllib', 'agentreview.plugins.registry', 'agentreview.store.foreign',\n"
+             "          'agentreview.store.index', 'agentreview.model.attestation') if m in sys.modules]\n"
+             "print('LOADED', loaded, code)\n")  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTREVIEW_")}
+    env.update({"AGENTREVIEW_HOME": str(hosts.home_b), "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull})
+    done = subprocess.run([sys.executable, "-c", probe, "fetch", "--remote", "shared", "--json"], cwd=hosts.b,
+                          env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.split("LOADED")[0])["unchanged"] is True
+    assert done.stdout.split("LOADED")[1].strip() == "[] 0", done.stdout
+
+    publish_batch(hosts, keys, BATCH)
+    broken = cli(hosts.home_b, hosts.b, "fetch", "--remote", "shared", "--json")
+    assert broken.returncode == 3 and "config.toml" in broken.stderr, broken.stderr

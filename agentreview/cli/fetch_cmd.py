@@ -1,19 +1,17 @@
 """``agentreview fetch``: import the attestations other hosts published in git notes.
 
 Fetches and merges the remote's ``refs/notes/agentreview`` and stores the attestations of its
-new notes as foreign ledger entries (never exported; listed by ``agentreview ledger``). With
-``[team] allowed_signers`` configured, each signature is verified and the principal recorded;
-else the principal is null. Malformed or oversized lines and notes are skipped with a note.
-
-A fetch reads only the notes changed since the remote's notes commit it imported last (kept in
-the home's cache), only those of commits this repository has, and at most ``--max-notes`` of
-them; the next fetch goes on where one stopped. An unchanged notes ref costs one ``git ls-remote``.
+new notes as foreign ledger entries (listed by ``ledger``, never exported), each signature
+checked against ``[team] allowed_signers`` when configured. Only the notes changed since the
+last fetch are read, up to ``--max-notes``; an unchanged ref costs one ``git ls-remote`` and
+loads neither the config, the plugins nor the ledger.
 Exit codes: 0, 3 a git failure or an unreadable config.toml, 64 usage.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -22,7 +20,7 @@ import typer
 from agentreview.cli.helptext import epilog
 from agentreview.host.gitrun import GitError
 from agentreview.model.errors import AgentreviewError
-from agentreview.share.exchange import MAX_NOTES_PER_FETCH, fetch, team_signers
+from agentreview.share.exchange import MAX_NOTES_PER_FETCH, Fetched, fetch, team_signers, unchanged
 from agentreview.share.fetchstate import state_path
 from agentreview.share.notes import NotesError
 
@@ -50,21 +48,15 @@ def register(app: typer.Typer) -> None:
     ) -> int:
         """Fetch the remote's review notes and import their attestations as foreign ledger entries."""
         from agentreview.cli.warnings import print_warning
-        from agentreview.host.home import home_dir, ledger_root
-        from agentreview.store.foreign import ForeignStore
+        from agentreview.host.home import home_dir
 
-        signers = team_signers()
-        registry = None
-        if signers is not None:
-            from agentreview.plugins.registry import load_registry
-
-            registry = load_registry()
-        store = ForeignStore(ledger_root(), warn=print_warning)
         where = cwd or Path.cwd()
+        state_file = state_path(home_dir(), where, remote)
         try:
-            result = fetch(where, store, remote=remote, registry=registry, signers=signers,
-                           state_file=state_path(home_dir(), where, remote), limit=max_notes,
-                           rescan=rescan)  # fmt: skip
+            if not rescan and unchanged(where, remote, state_file):
+                result = Fetched(remote, unchanged=True)
+            else:
+                result = _fetch(where, remote, state_file, max_notes, rescan, print_warning)
         except (NotesError, GitError) as exc:
             raise AgentreviewError(f"fetch {remote}: {exc}") from exc
         if as_json:
@@ -77,3 +69,23 @@ def register(app: typer.Typer) -> None:
             tail = " (notes unchanged since the last fetch)" if result.unchanged else ""
             typer.echo(f"fetched {result.found} attestation(s) from {remote}: {result.new} new{tail}")
         return 0
+
+
+def _fetch(where: Path, remote: str, state_file: Path, max_notes: int, rescan: bool,
+           warn: Callable[[str], None]) -> Fetched:  # fmt: skip
+    """A fetch of a ref that moved: the config, the signer plugins and the foreign store loaded."""
+    from agentreview.host.home import ledger_root
+    from agentreview.store.foreign import ForeignStore
+
+    signers = team_signers()
+    registry = None
+    if signers is not None:
+        from agentreview.plugins.registry import load_registry
+
+        registry = load_registry()
+    store = ForeignStore(ledger_root(), warn=warn)
+    try:
+        return fetch(where, store, remote=remote, registry=registry, signers=signers, state_file=state_file,
+                     limit=max_notes, rescan=rescan, checked=True)  # fmt: skip
+    finally:
+        store.close()

@@ -14,7 +14,9 @@ same directory, fsync it, rename it over the target and fsync the directory, so 
 old file or the new one, never a part, and a crash never leaves a half-written entry. Files that
 are only status or disposable caches (a run's progress record, an in-flight marker, the parse memo,
 the plugin listing) pass ``durable=False``: still atomic for every reader, without the two fsyncs
-that cost milliseconds each on a real disk, since losing one in a power cut loses nothing. A write that
+that cost milliseconds each on a real disk, since losing one in a power cut loses nothing. Many
+files written at once (a fetch's imported entries) pass ``durable=False`` too and are then made
+durable together by :func:`sync_paths`. A write that
 fails (a full disk, a quota, a read-only file system, permissions) removes its temporary file and
 raises :class:`FileWriteError`, whose message is one line naming the file and what to do about it.
 """
@@ -25,6 +27,8 @@ import contextlib
 import errno
 import os
 import stat
+import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from agentreview.model.errors import AgentreviewError
@@ -38,6 +42,7 @@ __all__ = [
     "atomic_write_text",
     "describe_os_error",
     "read_regular_file",
+    "sync_paths",
 ]
 
 DEFAULT_LIMIT = 4 * 1024 * 1024
@@ -187,6 +192,50 @@ def fsync_path(path: Path, *, reported_as: Path | None = None) -> None:
             os.close(fd)
     except OSError as exc:
         raise FileWriteError(reported_as or path, exc) from exc
+
+
+def sync_paths(paths: Iterable[Path]) -> None:
+    """Make the files ``paths`` (written with ``durable=False``) and the folders holding them durable.
+
+    On Linux one ``syncfs(2)`` per file system flushes them all at once, instead of two fsyncs
+    per file; elsewhere each file and folder is fsynced. A failure is a :class:`FileWriteError`
+    naming the folder or file."""
+    files = set(paths)
+    folders = sorted({path.parent for path in files}, key=str)
+    syncfs = _syncfs()
+    if syncfs is None:
+        for target in [*sorted(files, key=str), *folders]:
+            fsync_path(target)
+        return
+    import ctypes
+
+    synced: set[int] = set()
+    for folder in folders:
+        try:
+            fd = os.open(folder, os.O_RDONLY)
+            try:
+                device = os.fstat(fd).st_dev
+                if device not in synced and syncfs(fd) != 0:
+                    code = ctypes.get_errno()
+                    raise OSError(code, os.strerror(code))
+                synced.add(device)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise FileWriteError(folder, exc) from exc
+
+
+def _syncfs() -> Callable[[int], int] | None:
+    """libc's ``syncfs`` (Linux), or None where there is none."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        function: Callable[[int], int] = ctypes.CDLL(None, use_errno=True).syncfs
+    except (OSError, AttributeError):
+        return None
+    return function
 
 
 def atomic_write_text(path: Path, text: str, *, mode: int = 0o600, durable: bool = True) -> Path:

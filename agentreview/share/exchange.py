@@ -1,16 +1,12 @@
 """Publish this host's attestations to git notes, and import other hosts' attestations from them.
 
 Publishing adds the attestation's canonical JSON to the note of its head commit and pushes the
-notes ref. Fetching merges the remote's notes and imports their attestations into the
-:class:`~agentreview.store.foreign.ForeignStore`, with the remote it came from and the principal
-whose signature verified against ``[team] allowed_signers`` (when that is configured; else no
-principal: an imported entry is information, never trust, until team trust says otherwise).
-
-Whoever can push notes decides how many there are, so a fetch costs what is new and relevant,
-never what the ref holds: only the notes changed since the remote's notes commit imported last
-(:mod:`agentreview.share.fetchstate`), only those of commits this repository has, at most
-``limit`` of them and :data:`MAX_FETCH_BYTES` per fetch (the next fetch goes on where one
-stopped), all read in a few git processes (:mod:`agentreview.share.batch`).
+notes ref. Fetching merges the remote's notes and stores their attestations as foreign entries,
+with the principal whose signature verified against ``[team] allowed_signers`` (else none: an
+imported entry is information, never trust). Whoever can push notes decides how many there are,
+so a fetch reads only what changed since the last one (:mod:`agentreview.share.fetchstate`), in
+a few git processes (:mod:`agentreview.share.batch`), within a per-fetch bound on notes, bytes
+and signature checks; the next fetch goes on where one stopped.
 """
 
 from __future__ import annotations
@@ -47,7 +43,7 @@ class Published:
     pushed: str | None
 
 
-MAX_NOTES_PER_FETCH = 1000  # notes read by one fetch; the next fetch goes on from where it stopped
+MAX_NOTES_PER_FETCH = 20_000  # notes read by one fetch; the next fetch goes on from where it stopped
 MAX_FETCH_BYTES = 64 * 1024 * 1024  # note bytes read by one fetch (the first note is always read)
 MAX_SIGNATURE_CHECKS_PER_FETCH = 1000  # signer processes one fetch starts (team trust on)
 
@@ -119,16 +115,27 @@ class _Budget:
     signatures: int
 
 
+def unchanged(cwd: Path, remote: str, state_file: Path) -> bool:
+    """True when ``remote``'s notes ref is the notes commit imported last in full (one ``git
+    ls-remote``): then there is nothing to fetch, and nothing else need be loaded."""
+    return _unchanged(cwd, remote, fetchstate.load(state_file))
+
+
+def _unchanged(cwd: Path, remote: str, state: FetchState) -> bool:
+    return state.importing is None and state.imported is not None and remote_commit(cwd, remote) == state.imported
+
+
 def fetch(cwd: Path, store: ForeignStore, *, remote: str, registry: Registry | None = None,
           signers: Path | None = None, state_file: Path | None = None, limit: int = MAX_NOTES_PER_FETCH,
-          rescan: bool = False) -> Fetched:  # fmt: skip
+          rescan: bool = False, checked: bool = False) -> Fetched:  # fmt: skip
     """Fetch and merge ``remote``'s notes; import the attestations of its new notes into ``store``.
 
     ``state_file`` remembers the remote's notes commit imported last (None: read every note);
-    ``rescan`` forgets it for this fetch. An unchanged remote ref costs one ``git ls-remote``."""
+    ``rescan`` forgets it for this fetch; ``checked``: the caller found with :func:`unchanged`
+    that the ref moved (else an unchanged ref is found here, with the same one ``git ls-remote``)."""
     out = Fetched(remote)
     state = FetchState() if state_file is None or rescan else fetchstate.load(state_file)
-    if state.importing is None and state.imported is not None and remote_commit(cwd, remote) == state.imported:
+    if not checked and _unchanged(cwd, remote, state):
         out.unchanged = True
         return out
     incoming = fetch_and_merge(cwd, remote)
@@ -227,7 +234,8 @@ def _import_note(data: bytes, where: str, store: ForeignStore, out: Fetched, bud
     for raw in docs:
         out.found += 1
         try:
-            if store.has(raw):  # the shape is checked before any signer runs; a stored one is not checked again
+            incoming = store.check(raw)  # read once; the shape is checked before any signer runs
+            if store.has(incoming):  # a stored one is not checked again
                 continue
             if signers is not None and registry is not None:
                 if budget.signatures <= 0:
@@ -235,7 +243,7 @@ def _import_note(data: bytes, where: str, store: ForeignStore, out: Fetched, bud
                     return False
                 budget.signatures -= 1
             principal = _principal(raw, signers, registry, where, out.notes)
-            if store.add(raw, remote=out.remote, principal=principal, durable=False):
+            if store.add(incoming, remote=out.remote, principal=principal, durable=False):
                 out.new += 1
         except (LedgerError, ValueError) as exc:  # AttestationShapeError is a ValueError
             first = str(exc).splitlines()[0][:160]

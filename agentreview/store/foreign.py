@@ -1,14 +1,10 @@
 """Foreign entries: attestations another host published (git notes), imported by ``agentreview fetch``.
 
-Layout::
-
-    <root>/<repoSlug>/foreign/<attestationSha256>.json   {attestation, host: {foreign: {remote, principal, importedAt}}}
-
-They live beside this host's own entries but apart from them: keyed by the digest of the whole
-document (two hosts may review the same range; both are kept), never exported, and never used as
-a cache hit or a prior unless team trust says so (the caller decides; this store only keeps them).
-A document is validated with the strict verification model before it is stored, so a file here
-is always a well-formed attestation; reads still go through the bounded reader and re-check.
+Layout: ``<root>/<repoSlug>/foreign/<attestationSha256>.json`` holding ``{attestation, host:
+{foreign: {remote, principal, importedAt}}}``. Kept apart from this host's own entries: keyed by
+the whole document's digest (two hosts may review one range; both stay), never exported, and
+never a cache hit or a prior unless team trust says so (the caller decides). Only a document the
+strict verification model accepts is stored; reads still go through the bounded reader.
 """
 
 from __future__ import annotations
@@ -17,20 +13,31 @@ import json
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from agentreview.host.files import UnreadableFileError, atomic_write_text, fsync_path, read_regular_file
+from agentreview.host.files import UnreadableFileError, atomic_write_text, read_regular_file, sync_paths
 from agentreview.model.attestation import Attestation
-from agentreview.store.entries import MAX_ENTRY_BYTES
-from agentreview.store.foreign_entry import foreign_row, read_foreign
+from agentreview.store.entries import MAX_ENTRY_BYTES, Summary
+from agentreview.store.foreign_entry import foreign_row, foreign_summary, read_foreign
 from agentreview.store.layout import FOREIGN_DIR, LedgerError, LedgerKey, check_key, ledger_slug
 
 if TYPE_CHECKING:  # pragma: no cover
+    import os
+
     from agentreview.store.index import LedgerIndex
 
 
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+class Incoming(NamedTuple):
+    """An attestation checked once (:meth:`ForeignStore.check`): its JSON members (as the model
+    read them), digest and entry path."""
+
+    document: dict[str, Any]
+    digest: str
+    path: Path
 
 
 class ForeignStore:
@@ -40,48 +47,66 @@ class ForeignStore:
         self.root = Path(ledger_root)
         self._warn = warn or (lambda _msg: None)
         self._index_obj: LedgerIndex | None = None
-        self._unsynced: set[Path] = set()  # written with durable=False, not yet fsynced
+        self._pending: list[tuple[Path, os.stat_result, Summary]] = []  # written, not yet synced nor indexed
+        self._marked: bool | None = None  # whether the index's re-scan marker is ours (None: none set)
+        self._folders: set[Path] = set()
 
     def _dir(self, repo_remote: str) -> Path:
         return self.root / ledger_slug(repo_remote) / FOREIGN_DIR
 
-    def has(self, attestation: dict[str, Any]) -> bool:
-        """True when ``attestation`` is stored already; raises as :meth:`add` for one that is malformed."""
-        att = Attestation.read(attestation)
-        check_key(LedgerKey.of(att))
-        return (self._dir(att.target.repoRemote) / f"{att.attestation_sha256()}.json").is_file()
+    def check(self, attestation: dict[str, Any]) -> Incoming:
+        """Read ``attestation`` with the strict model, once for :meth:`has` and :meth:`add`.
 
-    def add(self, attestation: dict[str, Any], *, remote: str, principal: str | None, durable: bool = True) -> bool:
-        """Store ``attestation``; True when it was not here yet. ``durable=False`` leaves the fsync to
-        :meth:`sync`, so a fetch of many notes pays one flush rather than two fsyncs per entry.
-
-        Raises :class:`ValueError` (:class:`AttestationShapeError` is one) for a document that is not
-        a well-formed attestation, and :class:`LedgerError` for one whose key cannot name a path.
+        Raises :class:`ValueError` (:class:`AttestationShapeError` is one) for a document that is
+        not a well-formed attestation, and :class:`LedgerError` for one whose key cannot name a path.
         """
         att = Attestation.read(attestation)
         check_key(LedgerKey.of(att))
-        digest = att.attestation_sha256()
-        path = self._dir(att.target.repoRemote) / f"{digest}.json"
+        document, digest = att.to_json_dict(), att.attestation_sha256()
+        return Incoming(document, digest, self._dir(att.target.repoRemote) / f"{digest}.json")
+
+    def has(self, attestation: dict[str, Any] | Incoming) -> bool:
+        """True when ``attestation`` is stored already; raises as :meth:`check` for one that is malformed."""
+        found = attestation if isinstance(attestation, Incoming) else self.check(attestation)
+        return found.path.is_file()
+
+    def add(self, attestation: dict[str, Any] | Incoming, *, remote: str, principal: str | None,
+            durable: bool = True) -> bool:  # fmt: skip
+        """Store ``attestation``; True when it was not here yet. Raises as :meth:`check`.
+
+        ``durable=False`` leaves the flush and the index rows to :meth:`sync`, so a fetch of many
+        notes pays one file-system sync and one index transaction, not two fsyncs and a commit each.
+        """
+        found = attestation if isinstance(attestation, Incoming) else self.check(attestation)
+        path = found.path
         if path.is_file():
             return False
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        doc = {
-            "attestation": att.to_json_dict(),
-            "host": {"foreign": {"remote": remote, "principal": principal, "importedAt": _now()}},
-        }
-        text = json.dumps(doc, indent=2, sort_keys=True) + "\n"
-        atomic_write_text(path, text, durable=durable)
-        if not durable:
-            self._unsynced.add(path)
-        self._index().record(path, path.stat(), text.encode(), foreign=True)
+        if path.parent not in self._folders:
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self._folders.add(path.parent)
+        att = found.document
+        host = {"foreign": {"remote": remote, "principal": principal, "importedAt": _now()}}
+        summary = foreign_summary(att, host)
+        # one line: json's C encoder writes it, where an indented form costs more than the rest of an import
+        text = json.dumps({"attestation": att, "host": host}, sort_keys=True, separators=(",", ":")) + "\n"
+        if durable:
+            atomic_write_text(path, text)
+            self._index().record_many([(path, path.stat(), summary)], foreign=True, marked=False)
+            return True
+        if self._marked is None:  # a crash before sync() leaves files the index has not seen: say so
+            self._marked = self._index().begin_writes()
+        atomic_write_text(path, text, durable=False)
+        self._pending.append((path, path.stat(), summary))
         return True
 
     def sync(self) -> None:
-        """Make every entry written with ``durable=False`` durable: its file, then its folder."""
-        folders = {path.parent for path in self._unsynced}
-        for target in [*sorted(self._unsynced), *sorted(folders)]:
-            fsync_path(target)
-        self._unsynced.clear()
+        """Make every entry written with ``durable=False`` durable (files and folders), then index them."""
+        if not self._pending:
+            return
+        sync_paths(path for path, _st, _summary in self._pending)
+        self._index().record_many(self._pending, foreign=True, marked=bool(self._marked))
+        self._pending.clear()
+        self._marked = None
 
     def _index(self) -> LedgerIndex:
         """The ledger's index, which lists foreign entries beside this host's own (opened on first write)."""
@@ -119,4 +144,4 @@ class ForeignStore:
                 yield att
 
 
-__all__ = ["FOREIGN_DIR", "ForeignStore", "LedgerError", "foreign_row"]
+__all__ = ["FOREIGN_DIR", "ForeignStore", "Incoming", "LedgerError", "foreign_row"]

@@ -58,7 +58,12 @@ def read_foreign(data: bytes) -> tuple[dict[str, Any], dict[str, Any]]:
 
 def summarize_foreign(data: bytes) -> Summary:
     """The index columns and the ``ledger`` row (:func:`foreign_row`) of a foreign entry file."""
-    att, host = read_foreign(data)
+    return foreign_summary(*read_foreign(data))
+
+
+def foreign_summary(att: dict[str, Any], host: dict[str, Any]) -> Summary:
+    """The index columns and ``ledger`` row of the entry ``{attestation: att, host: host}``, for
+    a writer that has the checked attestation at hand (no file read back)."""
     row = foreign_row(att, host)
     key = LedgerKey(row["repoRemote"], row["manifestSha"], row["binding"], row["rangeSha"])
     # no requester session: a foreign entry was requested by no session of this host

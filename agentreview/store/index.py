@@ -33,7 +33,7 @@ from typing import Any
 
 from agentreview.host.files import MissingFileError, UnreadableFileError, read_regular_file
 from agentreview.model.digests import json_text
-from agentreview.store.entries import MAX_ENTRY_BYTES, summarize
+from agentreview.store.entries import MAX_ENTRY_BYTES, Summary, summarize
 from agentreview.store.layout import ENTRY_NAME, FOREIGN_DIR, INDEX_NAME, ledger_slug, valid_child
 
 INDEX_LOCK = ".index.lock"
@@ -115,6 +115,14 @@ def _is_corruption(exc: sqlite3.Error) -> bool:
 
 def _stat_sig(st: os.stat_result) -> tuple[int, int, int]:
     return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+def _row(rel: str, name: str, st: os.stat_result, summary: Summary, *, foreign: bool) -> tuple[Any, ...]:
+    """The index row of an ok entry file from its summary."""
+    key, row = summary.key, summary.row
+    return (rel, name, *_stat_sig(st), 1, key.repo_remote, key.manifest_sha, key.binding, key.range_sha,
+            summary.base_sha, summary.head_sha, summary.run_id, summary.requester_session, summary.created_at,
+            row.get("verdict"), int(row.get("dirty") is True), int(foreign), json_text(row, indent=None))
 
 
 def _is_foreign_dir(rel: str) -> bool:
@@ -233,6 +241,44 @@ class LedgerIndex:
             except (sqlite3.Error, OSError):
                 self._close()
                 self._mark_stale()
+
+    def begin_writes(self) -> bool:
+        """Say that entries are about to be written whose rows come later (:meth:`record_many`):
+        until then a reader that opens the index re-scans the files, so entries written by a
+        process that dies before it records them are found. True when this call left the marker
+        (then :meth:`record_many` removes it). The index is opened first: this process's own
+        connection must not take its marker for a reason to re-scan."""
+        with self._lock:
+            try:
+                self._connection()
+            except (sqlite3.Error, OSError):
+                self._close()
+                return False
+        try:
+            fd = os.open(self.root / INDEX_STALE, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        except OSError:
+            return False  # already marked (or the folder is unusable: the rows' write will say so)
+        os.close(fd)
+        return True
+
+    def record_many(self, entries: Sequence[tuple[Path, os.stat_result, Summary]], *, foreign: bool,
+                    marked: bool) -> None:  # fmt: skip
+        """Index entries just written, from summaries their writer already made, in one
+        transaction; ``marked``: :meth:`begin_writes` left the marker, removed once they are in."""
+        rows = [_row(path.parent.relative_to(self.root).as_posix(), path.name, st, summary, foreign=foreign)
+                for path, st, summary in entries]  # fmt: skip
+        with self._lock:
+            try:
+                conn = self._connection()
+                with _transaction(conn):
+                    conn.executemany(_UPSERT, rows)
+            except (sqlite3.Error, OSError):
+                self._close()
+                self._mark_stale()
+                return
+        if marked:
+            with contextlib.suppress(OSError):
+                os.unlink(self.root / INDEX_STALE)
 
     def rebuild(self) -> int:
         """Discard the index and rebuild it from the files; return how many entries it holds."""
@@ -513,7 +559,4 @@ class LedgerIndex:
         except (OSError, ValueError) as exc:  # json and UnicodeDecodeError are ValueErrors
             self._warn(f"ledger entry {path} is unusable ({exc}) — skipped; delete it or re-run the review")
             return not_ok
-        key, row = summary.key, summary.row
-        return (rel, name, *_stat_sig(st), 1, key.repo_remote, key.manifest_sha, key.binding, key.range_sha,
-                summary.base_sha, summary.head_sha, summary.run_id, summary.requester_session, summary.created_at,
-                row.get("verdict"), int(row.get("dirty") is True), int(foreign), json_text(row, indent=None))
+        return _row(rel, name, st, summary, foreign=foreign)
