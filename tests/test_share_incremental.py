@@ -143,6 +143,35 @@ def test_entries_written_by_a_fetch_that_died_before_its_sync_are_still_found(ho
     assert set(heads) <= listed and len(listed) == 4
 
 
+def test_an_entry_a_dead_fetch_left_unindexed_is_indexed_when_its_note_is_read_again(hosts: Hosts,
+                                                                                     tmp_path: Path) -> None:
+    """Another reader clears the re-scan marker while a fetch writes; the fetch then dies before its
+    rows go in. The entry is on disk, unlisted; the next fetch reads its note again (its state was
+    never saved), finds the file and indexes it instead of skipping it for good."""
+    from agentreview.store.foreign import ForeignStore
+
+    root = tmp_path / "ledger"
+    ForeignStore(root).add(hosts.a.attestation(), remote="shared", principal=None)  # the index exists
+    dying = ForeignStore(root)
+    first = hosts.a.attestation(head=hosts.a.commit("c 1", {"src/app.py": "n = 1\n"}))
+    assert dying.add(first, remote="shared", principal=None, durable=False)
+    early = ForeignStore(root)  # opens the index during the fetch: re-scans and clears the marker
+    assert len(list(early.all())) == 2
+    early.close()
+    late = hosts.a.attestation(head=hosts.a.commit("c 2", {"src/app.py": "n = 2\n"}))
+    assert dying.add(late, remote="shared", principal=None, durable=False)  # then the fetch dies
+    unhealed = ForeignStore(root)
+    assert late["target"]["headSha"] not in {att["target"]["headSha"] for att, _host in unhealed.all()}
+    unhealed.close()
+    again = ForeignStore(root)
+    try:
+        assert again.has(late)  # the next fetch meets the stored entry
+        listed = {att["target"]["headSha"] for att, _host in again.all()}
+    finally:
+        again.close()
+    assert late["target"]["headSha"] in listed and len(listed) == 3
+
+
 def fast_import_notes(hosts: Hosts, lines: dict[str, bytes]) -> None:
     """A notes commit holding ``lines[commit]`` as the note of each commit, made by one ``git
     fast-import`` in A and pushed to the shared remote."""

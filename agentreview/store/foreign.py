@@ -66,9 +66,21 @@ class ForeignStore:
         return Incoming(document, digest, self._dir(att.target.repoRemote) / f"{digest}.json")
 
     def has(self, attestation: dict[str, Any] | Incoming) -> bool:
-        """True when ``attestation`` is stored already; raises as :meth:`check` for one that is malformed."""
+        """True when ``attestation`` is stored already; raises as :meth:`check` for one that is malformed.
+
+        A stored entry the index lacks (written by a fetch that died before its rows went in, after
+        another reader had cleared the re-scan marker) is indexed now, so reading its note again heals it."""
         found = attestation if isinstance(attestation, Incoming) else self.check(attestation)
-        return found.path.is_file()
+        if not found.path.is_file():
+            return False
+        index = self._index()
+        if not index.has_entry(found.path):
+            try:
+                data = read_regular_file(found.path, limit=MAX_ENTRY_BYTES, follow_symlinks=False)
+                index.record(found.path, found.path.stat(), data, foreign=True)
+            except (UnreadableFileError, OSError) as exc:
+                self._warn(f"{found.path}: foreign entry not indexed: {exc}")
+        return True
 
     def add(self, attestation: dict[str, Any] | Incoming, *, remote: str, principal: str | None,
             durable: bool = True) -> bool:  # fmt: skip

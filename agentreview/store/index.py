@@ -280,6 +280,12 @@ class LedgerIndex:
             with contextlib.suppress(OSError):
                 os.unlink(self.root / INDEX_STALE)
 
+    def has_entry(self, entry: Path) -> bool:
+        """Whether the index holds a row for the entry file ``entry``."""
+        key = (entry.parent.relative_to(self.root).as_posix(), entry.name)
+        sql = "SELECT 1 FROM entries WHERE dir = ? AND name = ?"
+        return bool(self._read(lambda conn: conn.execute(sql, key).fetchone()))
+
     def rebuild(self) -> int:
         """Discard the index and rebuild it from the files; return how many entries it holds."""
         with self._lock:
