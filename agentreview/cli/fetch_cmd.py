@@ -1,14 +1,8 @@
-"""``agentreview fetch``: import the attestations other hosts published in git notes.
+"""``agentreview fetch``: import the attestations other hosts published in git notes, as foreign ledger entries.
 
-Fetches and merges the remote's ``refs/notes/agentreview`` and stores the attestations of its
-new notes as foreign ledger entries (never exported; listed by ``agentreview ledger``). With
-``[team] allowed_signers`` configured, each signature is verified and the principal recorded;
-else the principal is null. Malformed or oversized lines and notes are skipped with a note.
-
-A fetch reads only the notes changed since the remote's notes commit it imported last (kept in
-the home's cache), only those of commits this repository has, and at most ``--max-notes`` of
-them; the next fetch goes on where one stopped. An unchanged notes ref costs one ``git ls-remote``.
-Exit codes: 0, 3 a git failure or an unreadable config.toml, 64 usage.
+With ``[team] allowed_signers`` each signature is verified and its principal recorded. A fetch reads only the
+notes changed since the last import, of commits this repository has, at most ``--max-notes`` at a time, so an
+unchanged notes ref costs one ``git ls-remote``.
 """
 
 from __future__ import annotations
