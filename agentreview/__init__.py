@@ -1,9 +1,7 @@
 """agentreview: attested code reviews over a frozen git range (agentreview/v1, AIP-62).
 
-Only cheap names live here: the version, the names the project is installed and found by, and
-the ``hookimpl`` marker plugins use.
-Everything heavy (pydantic, typer, git) is imported by the modules that need it,
-so ``agentreview --version`` and plugin discovery stay fast.
+Only cheap names live here (the version, the distribution names, the ``hookimpl`` marker), so
+``agentreview --version`` and plugin discovery import nothing heavy.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
 """``agentreview cancel RUN_ID``: stop a running review as Ctrl-C does.
 
-Running lanes and reviewer sessions are killed, unstarted lanes never start, nothing is
-recorded. Prints ``{runId, cancelled, status}``; exit codes: 0 (cancelled, or the run had
-already ended: ``cancelled`` false and its status), 4 unknown run id (status ``not_found``), 64 usage.
+Running lanes and reviewer sessions are killed, unstarted lanes never start, nothing is recorded.
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
 """``agentreview check``: validate a REVIEW.md (or a review pack) and show what each binding would run.
 
-It is the cheap, side-effect-free way to see a manifest as the runner will: the
-bindings after the implied ``default`` and pack resolution, each binding's
-prepare steps and lanes, and the packs with their trust and digest. An invalid
-manifest exits 3 with every problem on stderr, one line each.
-
-Plugins are loaded only when the manifest needs them: for ``uses`` (pack loaders) or for a
-check kind a plugin contributes (its model validates the check). A lane of such a kind shows
-the plugin that provides it and the check's own fields.
+The cheap, side-effect-free view of a manifest as the runner resolves it; an invalid one exits 3 with every
+problem on stderr. Plugins load only when the manifest needs them (``uses``, or a plugin's check kind).
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
 """``agentreview demo``: the whole cycle on a throw-away repository, one visible step at a time.
 
-It builds a small repository with a REVIEW.md, commits a change on a branch,
-reviews it (signed, recorded, exported), verifies the export as a CI gate would,
-commits the export and verifies again, shows that a tampered export is refused,
-and shows the cache answering an unchanged range. Every step is the real command
-a user would type, run as a subprocess, with a private ``AGENTREVIEW_HOME`` so the
-demo leaves the user's own ledger and key untouched. The narration and each command's
-output (its progress on stderr included) share stdout, so they read in order whether
-stdout is a terminal or a pipe.
+Every step is the real command a user would type, run as a subprocess with a private ``AGENTREVIEW_HOME`` so the
+user's ledger and key stay untouched; narration and output share stdout so they read in order on a pipe too.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """Console entry point. ``--version`` is answered before anything heavy is imported.
 
-``console()`` is what the ``agentreview`` script and ``python -m agentreview`` run:
-after the command it runs the ``atexit`` handlers, flushes the standard streams and
-leaves with ``os._exit``: tearing down pydantic, typer and every other module is
-wasted time, since every file the commands write is closed by its own ``with`` block first.
+After the command, ``console()`` runs the ``atexit`` handlers, flushes the streams and leaves with ``os._exit``:
+tearing down every imported module is wasted work, since each file a command writes is closed by its own block.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """``agentreview export``: write a recorded attestation where a CI gate reads it.
 
-The entry is picked by RUN_ID, or by ``--range`` (in the repository at ``--cwd``
-when there is one) and ``--binding``. The file goes to ``--to`` (relative to
-``--cwd``, else the current directory) or to the manifest's ``verdict.exportDir``
-as recorded in the ledger. Exit codes: 0, 3 no such entry, 64 usage.
+The entry is picked by RUN_ID, or by ``--range`` and ``--binding``; the file goes to ``--to`` or to the
+manifest's ``verdict.exportDir`` as recorded.
 """
 
 from __future__ import annotations

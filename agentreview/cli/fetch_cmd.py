@@ -1,11 +1,8 @@
-"""``agentreview fetch``: import the attestations other hosts published in git notes.
+"""``agentreview fetch``: import the attestations other hosts published in git notes, as foreign ledger entries.
 
-Fetches and merges the remote's ``refs/notes/agentreview`` and stores the attestations of its
-new notes as foreign ledger entries (listed by ``ledger``, never exported), each signature
-checked against ``[team] allowed_signers`` when configured. Only the notes changed since the
-last fetch are read, up to ``--max-notes``; an unchanged ref costs one ``git ls-remote`` and
-loads neither the config, the plugins nor the ledger.
-Exit codes: 0, 3 a git failure or an unreadable config.toml, 64 usage.
+With ``[team] allowed_signers`` each signature is verified and its principal recorded. A fetch reads only the
+notes changed since the last import, of commits this repository has, at most ``--max-notes`` at a time; an
+unchanged notes ref costs one ``git ls-remote`` and loads neither the config, the plugins nor the ledger.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """What every command's ``--help`` ends with: examples and exit codes, rendered one way.
 
-The meaning of each exit code is declared here once (docs/cli.md "Exit codes" is the long
-form); a command names the codes it can return and, where the short meaning differs for it
-(``verify``'s 1 is "invalid", not "block"), says so. Blocks start with click's ``\\b`` marker
-so the lines are printed as written, not re-wrapped.
+Each exit code's meaning is declared here once (docs/cli.md "Exit codes" is the long form). Blocks start with
+click's ``\\b`` marker so they are printed as written.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """``agentreview init``: REVIEW.md, a rubric, allowed_signers, the pre-push hook and a CI gate.
 
-Exit codes: 0 (also when every file was already there: what was skipped is said), 3 when the
-directory is not inside a git repository or a file cannot be written, 64 usage (an unknown
-``--ci``, ``--hook`` or ``--reviewer`` preset, an ``--action-ref`` not pinned by a full commit
-id). The work is ``agentreview.setup``'s; this module
-parses options, reaches the plugin registry (reviewer providers, the configured signer) and prints.
+The work is :mod:`agentreview.setup`'s; this module parses options, reaches the plugin registry (reviewer
+providers, the configured signer) and prints.
 """
 
 from __future__ import annotations

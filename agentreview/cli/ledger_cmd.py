@@ -1,8 +1,6 @@
 """``agentreview ledger``: list recorded attestations, newest first.
 
-``--range`` takes ``BASE..HEAD`` (split at the first ``..``) or a 64-hex rangeSha.
-Two full commit shas or a rangeSha need no repository; refs are resolved in the
-repository at ``--cwd``. Exit codes: 0, 3 when a ref cannot be resolved, 64 usage.
+Two full commit shas or a rangeSha need no repository; refs are resolved in the repository at ``--cwd``.
 """
 
 from __future__ import annotations

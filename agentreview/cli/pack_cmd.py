@@ -1,9 +1,7 @@
 """``agentreview pack check DIR``: validate a review pack the way a consumer would load it.
 
-The pack's REVIEW.md is parsed strictly, every agent check's rubric is read
-through the same confined reader resolution uses (so an escaping symlink fails
-here first), and the ``agentproto-pack-digest/v1`` record over *all* checks is
-printed — the digest a consumer importing every check would record.
+Rubrics are read through the same confined reader resolution uses, so an escaping symlink fails here first; the
+printed ``agentproto-pack-digest/v1`` covers all checks, as a consumer importing every check would record.
 """
 
 from __future__ import annotations

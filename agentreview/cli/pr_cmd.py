@@ -1,11 +1,6 @@
 """``agentreview pr``: link a recorded review to its GitHub pull request and snapshot the PR's state.
 
-The entry is RUN_ID, else ``--range``, else the one linked to ``--pr``, else the newest entry
-whose head is HEAD of ``--cwd`` (default: the current directory). The PR's state is appended
-to the entry's annotations (never to the attestation). See :mod:`agentreview.pr.service`.
-
-Exit codes: 0 linked; 3 ``gh_unavailable``, ``gh_failed``, ``unsupported_remote`` or
-``ledger_failed``; 4 ``not_found`` (no entry) or ``no_pr``; 64 ``invalid_argument`` and usage.
+The state goes to the entry's annotations, never to the attestation; the work is :mod:`agentreview.pr.service`'s.
 """
 
 from __future__ import annotations

@@ -1,18 +1,8 @@
 """``agentreview run --pre-push``: review exactly what a ``git push`` sends, one range per pushed ref.
 
-git hands a pre-push hook one line per ref it is about to update, ``<local ref> <local sha>
-<remote ref> <remote sha>``, on stdin. The pre-commit framework reads those lines itself and hands
-its hooks the first ref that pushes commits in ``PRE_COMMIT_TO_REF`` (with ``PRE_COMMIT_FROM_REF``,
-``PRE_COMMIT_LOCAL_BRANCH`` and ``PRE_COMMIT_REMOTE_BRANCH``); a hook run by pre-commit reads
-those instead. Each pushed commit is reviewed as ``run --head <sha>`` would review it: the range
-``merge-base(target.base, sha)..sha``, the one ``run`` reviews at that commit and the gate
-verifies, so a review recorded by ``run`` (or by an earlier push) answers at once, and an export
-commit is answered by the review of its parent. The range holds every pushed commit that is not
-already on the base branch. When that merge-base cannot be computed here (``target.base`` not
-fetched) and the remote already holds an ancestor of the pushed commit, the range is
-``<remote sha>..sha``: exactly the commits the push adds. Not reviewed, and said so: a deletion
-(the local sha is all zeros), a tag, a note, and anything that is not a commit. Whatever ref
-blocks or cannot be reviewed stops the whole push.
+Each pushed commit is reviewed as ``run --head <sha>`` would, over ``merge-base(target.base, sha)..sha``, so an
+earlier review answers at once; git's stdin lines or pre-commit's ``PRE_COMMIT_*`` variables name the refs.
+Whatever ref blocks or cannot be reviewed stops the push. docs/cli.md (``--pre-push``) gives every case.
 """
 
 from __future__ import annotations

@@ -1,17 +1,8 @@
 """``agentreview presets``: every reviewer preset this host knows, and whether it can run.
 
-The rows are :func:`agentreview.reviewers.catalog.preset_rows` (what the MCP ``review_presets``
-answers too): the built-in presets (one per registered provider, even when its CLI is
-missing) and the user presets of ``$AGENTREVIEW_HOME/presets.toml``, with the status
-of the CLI each preset runs (its ``binary =`` option honoured): installed, usable
-(version found and every flag it needs listed by the CLI's help), the version and a
-detail line. Each distinct CLI is probed once, each probe bounded by the provider's
-own timeout.
-
-With ``--probe``, each preset's provider also runs its real admission without a paid
-model call where the CLI allows it (``probe(spec)``: the CLI started as a lane would,
-against a local server that refuses every request) and reports ``usable``,
-``would fall back: <reason>``, ``would stop: <reason>`` or ``missing: <fix>``.
+The rows are :func:`agentreview.reviewers.catalog.preset_rows` (as MCP ``review_presets`` answers), each distinct
+CLI probed once and bounded. ``--probe`` also runs each provider's admission against a local server that refuses
+every request, so no model call is paid.
 """
 
 from __future__ import annotations

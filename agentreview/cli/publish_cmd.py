@@ -1,9 +1,7 @@
 """``agentreview publish``: share a recorded attestation through git notes.
 
-The entry is picked as ``agentreview export`` picks it (RUN_ID, or ``--range`` and ``--binding``).
-Its canonical JSON is added to the note of its head commit under ``refs/notes/agentreview``
-(lines merge as a set), then that ref is pushed to ``--remote`` (default ``origin``) unless
-``--no-push``. Exit codes: 0, 3 no such entry or a git failure, 64 usage.
+Its canonical JSON joins the note of its head commit under ``refs/notes/agentreview`` (lines merge as a set),
+then that ref is pushed unless ``--no-push``.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """``agentreview status [RUN_ID]``: one run's view, or every running run of this host.
 
-The view is the run registry's (:mod:`agentreview.runs.registry`): ``running`` with each
-lane's status as it finishes, then ``done`` (its attestation from the ledger), ``cancelled``
-or ``failed`` (a run whose process died is ``failed``, never ``running`` forever).
-Exit codes: 0, 4 unknown run id, 64 usage.
+The view is the run registry's (:mod:`agentreview.runs.registry`); a run whose process died is ``failed``,
+never ``running`` forever.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
 """``agentreview verify``: decide, in CI, whether a range carries a valid attestation.
 
-Exit codes: 0 verified, 1 invalid, 3 could not run, 4 not found, 5 not exported
-(``--if-exported`` and no ``verdict.exportDir``), 6 signature required or invalid,
-64 usage. The report lists every check with its expected and actual value, so a
-failing gate says exactly what differed.
+The report lists every check with its expected and actual value, so a failing gate says exactly what differed.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """How a command shows a warning: one line on stderr, ``agentreview: warning: <message>``.
 
-Library layers (the ledger, the index) report problems through a ``warn`` callback instead of
-printing, so they stay usable from tests and plugins; commands pass :func:`print_warning`.
-Standard library only: it is imported on command paths that must start fast.
+Library layers report through a ``warn`` callback rather than printing, so they stay usable from tests and
+plugins. Standard library only: it sits on command paths that must start fast.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
-"""A deterministic stand-in reviewer for ``agentreview demo`` (the ``exec`` provider runs it).
+"""A deterministic stand-in reviewer for ``agentreview demo`` (the ``exec`` provider runs it), not an AI model.
 
-It is not an AI model: it reads the committed range's diff, reports a high finding
-for every added line that calls ``eval(``/``exec(`` and a low one for a new function
-without a test, and writes the verdict file the agent-lane contract defines. A real
-setup points a preset at Claude Code, Codex, OpenCode or Kimi instead.
+It flags added ``eval(``/``exec(`` calls (high) and new functions without a test (low) in the committed range,
+and writes the verdict file the agent-lane contract defines.
 """
 
 from __future__ import annotations

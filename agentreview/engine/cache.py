@@ -1,14 +1,8 @@
 """Step 8: serve the run from the ledger cache, or join an identical run in flight.
 
-The cache rule is the ledger's (:meth:`Ledger.lookup_cached`), applied to a teammate's signed
-attestation too when team trust is on (:func:`serve_foreign`); this module decides when
-to ask (not ``--no-cache``, not headless, not a dirty tree, not an unsigned entry when this host
-can sign now) and how to wait for an identical
-run: the per-request file lock of :mod:`agentreview.engine.coordination`, taken without
-waiting when free, else waited for (cancellable, bounded), after which the attestation one
-of the runs it waited for recorded is this run's result. Only those runs count: an entry
-another kind of request (say a ``--no-cache`` one) wrote under the same key meanwhile is
-never taken for the joined run's.
+The cache rule is the ledger's (and, under team trust, applied to a teammate's signed attestation); this module
+decides when to ask, and how to wait on the per-request lock of :mod:`agentreview.engine.coordination`. A joined
+run takes only the attestation one of the runs it waited for recorded, never another request's entry.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """Composition: an agent lane reuses a prior passing attestation and reviews only the delta.
 
-Candidates come from this host's own ledger (same repository, manifest and binding,
-newest first), then — only under team trust — from teammates' attestations whose
-signature verifies against the team file; the first that satisfies all six rules of the
-spec is used. Command lanes never compose.
+Candidates come from this host's ledger, then (under team trust only) from teammates' verified attestations;
+the first that satisfies the spec's six rules is used. Command lanes never compose.
 """
 
 from __future__ import annotations

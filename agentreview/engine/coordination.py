@@ -1,25 +1,9 @@
-"""Coordination between concurrent runs on one host.
+"""Coordination between concurrent runs on one host: joining identical requests and superseding older ones.
 
-* **Joining.** Identical requests serialize on a per-request file lock. The first
-  runs; a second one waits for the lock and, when a run it waited for recorded an
-  attestation meanwhile, returns that instead of running the lanes again. The join
-  key is the ledger key plus ``--no-cache`` (as the reference's request key
-  includes ``nocache``): a ``--no-cache`` run never joins a run that may answer from
-  cache, and the other way round. The key includes the head, so a new commit never
-  joins an old run. Headless runs never join (they record into a ledger of their own).
-* **Superseding.** Every run advertises itself in ``inflight/<runId>.json`` and
-  holds an exclusive lock on ``inflight/<runId>.lock`` while alive. ``--supersede``
-  cancels in-flight runs of the same repository, binding and base whose head
-  differs, when they are the same checkout or their head is an ancestor of the
-  new head: it records who superseded them and sends SIGTERM, which the victim
-  handles like Ctrl-C (kill lanes, record nothing, exit 2). A stale file (its
-  lock is free: the process died) is removed instead.
-
-Everything here lives under ``$AGENTREVIEW_HOME``, where another process may have planted a
-FIFO or a symlink: records and markers are read with the bounded regular-file reader and
-written atomically (never opened for writing in place), and a lock file that is not a
-regular file is never waited on. A run that died leaves its record, its lock and perhaps a
-temporary file of an interrupted write; the next run that lists in-flight runs removes them.
+Identical requests (the ledger key plus ``--no-cache``, as the reference's request key) serialize on a file
+lock, and a waiter returns what the run it waited for recorded. ``--supersede`` SIGTERMs in-flight runs of the
+same repository, binding and base at an older head. Everything under the home is read bounded and written
+atomically, since another process may plant a FIFO or a link there; a dead run's leftovers are swept.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """Running the compiled review: prepare steps in order, then every lane in parallel.
 
-Lane executors are plugins; the core only schedules them and decides status
-(``agentreview.model.lanes``). Each lane runs on a daemon thread so that an executor
-that breaks its contract and never returns cannot hold the run (or the
-process) hostage: the core gives it ``timeoutMs`` plus a grace period, then
-records the lane as ``timeout`` and moves on.
+Each lane runs on a daemon thread, so an executor that never returns cannot hold the run hostage: after
+``timeoutMs`` plus a grace period it is recorded as ``timeout``. Status is decided by ``agentreview.model.lanes``.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """Step 9, before the lanes: prepare steps, then freeze the range, then plan each lane.
 
-Prepare steps may change the tree (they are the only ``effects: true`` checks), so the
-head and the tree's dirtiness are read only after they finish; from then on the range
-is frozen and every lane sees the same ``{head}``. Prepare steps and lanes run in the
-:class:`~agentreview.engine.worktree.LaneTree` (the checkout, or a temporary worktree of the
-head when the checkout holds another commit), and the freeze refuses a head that is not the
-commit that tree holds: an attestation never names a commit its lanes did not run at. An
-agent lane may compose: reuse a prior passing attestation from this host's ledger (or, under
-team trust, a teammate's signed one: :mod:`agentreview.share.trust`) and review only the delta.
+Prepare steps may change the tree, so head and dirtiness are read after them and every lane then sees the same
+``{head}``. The freeze refuses a head that is not the commit the :class:`~agentreview.engine.worktree.LaneTree`
+holds: an attestation never names a commit its lanes did not run at.
 """
 
 from __future__ import annotations

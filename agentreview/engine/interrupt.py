@@ -1,14 +1,8 @@
 """SIGINT, SIGTERM and SIGHUP stop a run where it stands, whatever it is doing.
 
-Setting the run's cancel event is enough where the run waits on it (lanes, prepare steps, the
-wait for an identical run), but planning, the freeze, the search for a composition prior and
-signing run code and git processes that never look at it. So while a run is *armed* the signal
-handler, after setting the event, raises :class:`Interrupted` in the main thread: a git process
-being waited for is killed by :func:`subprocess.run` on the way out, and every ``finally`` and
-context manager cleans up as for any exception. Where stopping mid-way would be wrong the run is
-*shielded*: prepare steps and lanes (their processes are stopped through the cancel event and
-must be reaped before the run ends) and everything from the ledger write on (a recorded review
-is reported as recorded). The handler raises once; later signals only set the event.
+Planning, the freeze, the prior search and signing never look at the cancel event, so while a run is *armed*
+the handler also raises :class:`Interrupted` in the main thread. Lanes, prepare steps and everything from the
+ledger write on are *shielded*: their processes must be reaped, and a recorded review is reported as recorded.
 """
 
 from __future__ import annotations

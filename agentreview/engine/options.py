@@ -1,8 +1,6 @@
 """What a caller asks of a review run: the ``agentreview run`` options, before anything is resolved.
 
-Kept apart from the plan so that the CLI can build one without importing the engine's
-stages; :func:`agentreview.engine.plan.build_plan` turns it into a frozen
-:class:`~agentreview.engine.plan.RunPlan`.
+Apart from the plan so the CLI can build one without importing the engine's stages.
 """
 
 from __future__ import annotations

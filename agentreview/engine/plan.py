@@ -1,18 +1,8 @@
-"""Planning a run: everything decided before any prepare step or lane runs, frozen once.
+"""Planning a run: everything decided before any prepare step or lane runs, frozen once in a :class:`RunPlan`.
 
-:func:`build_plan` performs the spec's steps 1–5 and 7 in order — repository root and
-``repoRemote``; manifest bytes, ``manifestSha`` and the strict parse; packs resolved
-(on every run, cached ones too); the binding and its placeholder rules; base and the
-pre-prepare head; rubric digests — and returns a :class:`RunPlan`. The later stages
-(cache and joining, prepare and freeze, lanes, record) read the plan and never change
-it, so what a run attests is visibly what it decided up front.
-
-The head is the one value a plan holds "as known": the ledger key for the cache and for
-joining names the head before prepare; the attestation names the head frozen after
-prepare (:mod:`agentreview.engine.freeze`).
-
-Plugin discovery (pluggy) and the ledger (sqlite3) are imported on first use, so importing
-the engine stays free of them.
+:func:`build_plan` performs the spec's steps 1–5 and 7; the later stages read the plan and never change it, so
+what a run attests is what it decided up front. The head is the one value held "as known": the cache and join
+key name the head before prepare, the attestation the head frozen after it.
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
-"""Where composition looks for a prior: the nearest passing entries on the head's own line.
+"""Where composition looks for a prior: the nearest passing entries on the head's own first-parent line.
 
-A prior's head must be a strict ancestor of the new head (rule 6 of
-:func:`~agentreview.engine.compose.find_prior`). Instead of asking git about every earlier
-entry, one ``git rev-list --first-parent`` walks a bounded number of steps back from the head,
-and the ledger's index is asked only for passing entries (this host's own, then trusted
-teammates') whose head is on that walk and whose base is the run's. The cost is bounded by
-the walk, not by the ledger; a prior further back than the walk, or reached only through a
-merged-in branch, is not used (the lane then reviews the whole range).
+One bounded ``git rev-list --first-parent`` walk from the head, then one index query for passing entries on it,
+so the cost is bounded by the walk, not the ledger; a prior further back or off that line is not used.
 """
 
 from __future__ import annotations

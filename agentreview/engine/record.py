@@ -1,14 +1,8 @@
 """Step 9's end and step 10: fold the lanes into an attestation, sign it, record it, export it.
 
-Signing is best effort (an unsigned attestation carries ``signingError``, it never
-fails the review). A run cancelled while signing records nothing. Every attestation a
-run ends with — fresh, served from cache or joined — leaves through :func:`export_result`,
-so ``--export`` behaves the same for all three; a composed attestation is exported with
-the priors its ``composedFrom`` chain pins, taken from the ledger, so the set verifies
-(a teammate's prior, under team trust, from the foreign entries).
-
-Recording that fails (a full disk, a quota, a read-only file system) ends the run with one
-line naming the file and the fix (exit 3), and leaves no temporary file behind.
+Signing is best effort (an unsigned attestation carries ``signingError``). Every attestation a run ends with,
+fresh, cached or joined, leaves through :func:`export_result`, so ``--export`` behaves the same for all three.
+A recording failure is one line naming the file and the fix (exit 3).
 """
 
 from __future__ import annotations

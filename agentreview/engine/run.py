@@ -1,24 +1,8 @@
 """``run_review``: one review run — plan, then cache or join, then execute, then record.
 
-The spec's ten steps, and where each happens:
-
-1–5, 7. repository, manifest, packs, binding, base and pre-prepare head, rubric
-   digests: :func:`agentreview.engine.plan.build_plan`, into a frozen ``RunPlan``;
-6. supersede older in-flight runs: here, once this run is advertised;
-8. ledger cache, or join an identical run in flight: :mod:`agentreview.engine.cache`;
-9. prepare → freeze (head, dirty) → lanes in parallel, in the checkout or in a temporary
-   worktree of the head (:mod:`agentreview.engine.worktree`): :mod:`agentreview.engine.freeze`
-   and :mod:`agentreview.engine.execute`;
-10. fold, sign (best effort), record, export: :mod:`agentreview.engine.record`.
-
-A run ends as ``done`` (an attestation with a verdict), ``failed`` (could not
-run, or a prepare step failed: nothing attested) or ``cancelled`` (Ctrl-C,
-SIGTERM, superseded: nothing recorded, run directory removed).
-
-A headless run records into a temporary ledger of its own, removed when it ends, as the
-reference does: it is never answered from this host's ledger, never joins nor is joined,
-and never replaces a full run's entry. In-flight records stay in the real ledger, so
-``--supersede`` sees headless and full runs alike.
+Ends as ``done`` (an attestation with a verdict), ``failed`` (nothing attested) or ``cancelled`` (nothing
+recorded). docs/architecture.md maps the spec's ten steps to the modules. A headless run records into a
+temporary ledger of its own, as the reference does, so it never answers from, joins, or replaces a full run.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """A run's entries in the run registry (:mod:`agentreview.runs`): begun, planned, lanes, finished.
 
-Every run — CLI, detached, MCP — goes through here, so ``agentreview status`` and
-``cancel`` see it. Tracking is best effort for the review itself: a record that cannot be
-written (a full disk under the home) is one warning, never a failed review. The tracker also
-watches for a cancel request (the registry's marker), so a run on any thread of any process
-can be cancelled, not only one whose main thread handles SIGTERM.
+Every run goes through here so ``status`` and ``cancel`` see it; a record that cannot be written is a warning,
+never a failed review. It also watches for a cancel request, so a run on any thread of any process can be cancelled.
 """
 
 from __future__ import annotations

@@ -1,17 +1,8 @@
 """Where prepare steps and lanes run: the checkout when it holds the head, else a temporary worktree of it.
 
-An attestation says "these lanes passed at ``headSha``", so the lanes must see that commit. When
-the checkout's ``HEAD`` is the head to review (the usual case, and the default ``--head HEAD``),
-they run in the checkout, uncommitted changes and all (the attestation is then ``dirty``, as the
-spec says). When it is another commit (``run --head <sha>``, MCP ``review_run {head}``), prepare
-steps and lanes run in a fresh ``git worktree add --detach`` of the head under
-``$AGENTREVIEW_HOME/worktrees/<runId>``: never the checkout's tree, which holds other content.
-
-The worktree is made and removed through the host's hardened git (no hooks, no filters the
-repository defines). It lives as long as a lock (``<runId>.lock`` beside it) held by the run:
-removed at the end of the run whatever the outcome (cancel included), and a worktree whose run
-died (SIGKILL, a crash) is swept by the next run on this home, which also prunes it from its
-repository's worktree list (``git worktree prune``).
+Lanes must see the commit the attestation names. A worktree of another head lives under
+``$AGENTREVIEW_HOME/worktrees/<runId>``, made through the hardened git and held by a lock: removed when the run
+ends, and swept (and pruned) by the next run when its run died.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """What went wrong in a CI checkout, in one line with the fix: a shallow clone, a base ref not fetched.
 
-The range's base is the merge-base of ``target.base`` and the head. In CI the usual reasons it
-cannot be computed are the checkout's, not the change's: ``actions/checkout`` fetches one commit
-by default (``fetch-depth: 1``: a shallow clone, so the histories never meet) and only the pull
-request's ref (so ``origin/main`` does not exist), often on a detached HEAD. Each message names
-what happened and the workflow key or command that fixes it. Only consulted after resolution
-failed, so a working checkout never pays for it.
+Consulted only after the range's base could not be resolved, so that a checkout's fault (``fetch-depth: 1``,
+only the pull request's ref fetched) is never reported as the change's.
 """
 
 from __future__ import annotations

@@ -1,24 +1,9 @@
-"""The one way agentreview reads a file it did not write, and the one way it writes a file others read.
+"""The one bounded reader of files another party could plant, and the one atomic writer.
 
-Reading: every input that another party could have planted (a manifest, a rubric, an export, a
-ledger entry, a reviewer's verdict file, an allowed_signers file) goes through
-:func:`read_regular_file`. It opens with ``O_NONBLOCK`` (a FIFO cannot hang the open), checks
-with ``fstat`` on the open descriptor (no stat-then-open window), refuses anything that is not a
-regular file (FIFOs, devices such as ``/dev/zero``, directories) and reads at most ``limit``
-bytes, so a file that grows while it is read is refused too. ``follow_symlinks=False`` refuses a
-symlink as the final component (``O_NOFOLLOW``); ``plain_dir=True`` also refuses a parent
-directory that is a symlink.
-
-Writing: :func:`atomic_write_text` and :func:`atomic_write_bytes` write a temporary file in the
-same directory, fsync it, rename it over the target and fsync the directory, so a reader sees the
-old file or the new one, never a part, and a crash never leaves a half-written entry. Files that
-are only status or disposable caches (a run's progress record, an in-flight marker, the parse memo,
-the plugin listing) pass ``durable=False``: still atomic for every reader, without the two fsyncs
-that cost milliseconds each on a real disk, since losing one in a power cut loses nothing. Many
-files written at once (a fetch's imported entries) pass ``durable=False`` too and are then made
-durable together by :func:`sync_paths`. A write that
-fails (a full disk, a quota, a read-only file system, permissions) removes its temporary file and
-raises :class:`FileWriteError`, whose message is one line naming the file and what to do about it.
+:func:`read_regular_file` refuses anything but a regular file (checked on the open descriptor, opened without
+blocking) and reads at most ``limit`` bytes. The atomic writers rename a synced temporary file over the target;
+``durable=False`` skips the fsyncs for status records, caches and a fetch's batch (made durable at once by
+:func:`sync_paths`), whose loss in a power cut loses nothing.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """Git facts a review needs: root, remote identity, commits, ancestry, dirtiness.
 
-Plain ``git`` with fixed argument lists and a timeout, always through the hardened runner of
-:mod:`agentreview.host.gitrun` (no fsmonitor, hooks, pager, external diff, textconv, filters
-or prompts): cheap to start (GitPython's import is not needed for these reads) and never
-steered by user input into an option (refs are passed after
-``--end-of-options`` where git accepts it, and validated otherwise).
+Plain ``git`` with fixed argument lists through the hardened runner of :mod:`agentreview.host.gitrun`;
+no user input ever lands where git would read an option.
 """
 
 from __future__ import annotations

@@ -1,39 +1,9 @@
 """The one way the host starts ``git``: hardened configuration, a scrubbed environment, a timeout.
 
-Why: git runs programs that its configuration names, and the configuration is not ours. A
-checkout's ``.git/config`` can come from anywhere (a restored CI cache, an unpacked archive,
-another process of the same user) and the change under review writes ``.gitattributes``.
-Left alone, git would run ``core.fsmonitor`` on any command that reads the index (even
-``diff-tree``), hooks, a pager, ``diff.external`` and a diff driver's ``command`` or
-``textconv``, clean/smudge/process filters, ``gpg.program`` when ``log.showSignature`` is on,
-and askpass helpers. Every git the core, the demo and the shipped plugins start goes through
-:func:`run_git` (plugins get it from ``agentreview.api``), which switches each of them off:
-
-* fixed ``-c`` options (:data:`HARDENING`), placed after any the caller adds, so they win;
-* ``--no-ext-diff --no-textconv`` on every diff-like command, and ``--textconv``,
-  ``--filters`` and ``--ext-diff`` refused;
-* on commands that may run filters, every filter driver defined outside the user's own
-  global and system configuration is switched off (``clean``, ``smudge`` and ``process``
-  empty, ``required`` false), except the exact commands ``git lfs install`` writes;
-* the environment: ``GIT_*`` variables are dropped except :data:`KEEP_GIT_ENV`, and
-  ``GIT_TERMINAL_PROMPT=0``, ``GIT_PAGER=cat`` and ``GIT_OPTIONAL_LOCKS=0`` are set;
-* git itself is started by its absolute path, found on the absolute ``PATH`` entries
-  (:mod:`agentreview.host.programs`), and the ``PATH`` it gets has no empty or relative entry:
-  it runs in the reviewed repository, where such an entry would run the change's ``./git``
-  (or, for git, its ``./git-lfs`` or ``./ssh``).
-
-Kept from the environment, because agentreview is run from git hooks (``pre-push``,
-``pre-commit``) where git sets them to say which repository and index are meant: the
-repository's location (``GIT_DIR``, ``GIT_WORK_TREE``, ``GIT_INDEX_FILE``, ...), which
-configuration files the user chose (``GIT_CONFIG_GLOBAL``, ``GIT_CONFIG_SYSTEM``,
-``GIT_CONFIG_NOSYSTEM``), who commits (the demo's identity) and the CA files a lazy fetch of
-a partial clone needs. Dropped: everything that runs a program or changes what git prints
-(``GIT_EXTERNAL_DIFF``, ``GIT_PAGER``, ``GIT_SSH_COMMAND``, ``GIT_ASKPASS``,
-``GIT_CONFIG_PARAMETERS``/``GIT_CONFIG_COUNT``, ``GIT_EXEC_PATH``, ``GIT_TEMPLATE_DIR``,
-``GIT_TRACE*``, pathspec modes, ...).
-
-Not covered: a lazy fetch of a missing object in a partial clone still talks to the remote
-the way the repository's configuration says (that is how such a clone reads its history).
+Git runs programs its configuration names (fsmonitor, hooks, pager, diff drivers, filters, askpass), and neither
+the checkout's ``.git/config`` nor the change's ``.gitattributes`` is ours, so :func:`run_git` switches each off.
+The variables git hooks set to name the repository, index and chosen config files are kept
+(:data:`KEEP_GIT_ENV`); every other ``GIT_*`` variable is dropped. docs/security.md lists the attacks.
 """
 
 from __future__ import annotations

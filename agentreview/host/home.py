@@ -1,19 +1,6 @@
-"""Where this host keeps its state, and its small configuration file.
+"""Where this host keeps its state (``$AGENTREVIEW_HOME``, default ``~/.agentproto``), and its ``config.toml``.
 
-``$AGENTREVIEW_HOME`` (default ``~/.agentproto``) holds the ledger
-(``reviews/``), the run registry (``runs/``: every run's status record, its lock and a
-detached run's log, see :mod:`agentreview.runs.registry`), the signing key (``keys/``),
-the git pack cache (``review-packs/``), disposable caches (``cache/``: anything in it may be
-deleted at any time and is rebuilt), user presets (``presets.toml``) and ``config.toml``::
-
-    [signing]
-    principal = "ci@example.com"   # the identity the host key vouches for
-    signer = "ssh"                 # which registered signer to use
-
-    [team]                         # team trust (beyond v1, off by default; docs/sharing.md)
-    allowed_signers = "team_signers"  # relative to this home; never a path inside a repository
-
-Nothing here is ever read from the reviewed repository.
+Nothing here is ever read from the reviewed repository; docs/architecture.md ("State") lists what lives where.
 """
 
 from __future__ import annotations

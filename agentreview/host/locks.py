@@ -1,9 +1,7 @@
-"""Advisory file locks (``flock``) for the ledger, the key, the pack cache and joining runs.
+"""Advisory ``flock`` locks for the ledger, the key, the pack cache and joining runs.
 
-A small replacement for the ``filelock`` package, whose import is too slow for every
-command's path. The lock belongs to an open file description, so the kernel
-releases it when the process dies, even by SIGKILL: a crashed run never leaves a
-lock held. The lock file itself stays (removing it would race with a waiter).
+The lock belongs to an open file description, so the kernel releases it when the holder dies, even by SIGKILL;
+the lock file stays, since removing it would race with a waiter.
 """
 
 from __future__ import annotations

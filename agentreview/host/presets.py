@@ -1,31 +1,8 @@
-"""Host-local reviewer presets: which provider (and model, and options) a preset name means.
+"""Host-local reviewer presets: which provider, model and options a preset name means.
 
-A preset is never read from the reviewed repository — a change under review must not
-be able to choose or reconfigure its own reviewer. There are two sources:
-
-* built-in presets, one per registered reviewer provider, named after it
-  (``claude``, ``codex``, ``opencode``, ``kimi``, ...), listed even when that CLI is
-  missing (the lane then reports the provider unavailable);
-* user presets in ``$AGENTREVIEW_HOME/presets.toml``, one table each::
-
-      [presets.fast-claude]
-      provider = "claude"
-      model = "sonnet"
-
-      [presets.team-bot]
-      provider = "exec"
-      command = ["team-review", "--strict"]
-      env = ["TEAM_REVIEW_TOKEN"]   # host variables the reviewer may see (default: none beyond the basics)
-
-  Every key other than ``provider`` and ``model`` is a provider option. A user
-  preset may reuse a built-in name to give it a model or options.
-
-Which options a provider takes is the provider's business, not this module's: a
-provider that defines ``validate_options(options)`` (see
-:class:`~agentreview.model.contracts.ReviewerProvider`) is asked about every user
-preset naming it, and its first problem becomes the error, prefixed with the file
-and the preset's table. A preset naming a provider no plugin registers is not
-checked here (its lane reports the provider missing).
+A preset is never read from the reviewed repository, so a change cannot choose its own reviewer. Built-in
+presets are one per registered provider; user presets come from ``$AGENTREVIEW_HOME/presets.toml`` and are
+checked by their provider's ``validate_options``.
 """
 
 from __future__ import annotations

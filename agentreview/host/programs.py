@@ -1,10 +1,7 @@
-"""Finding the programs the host starts (``git``, ``ssh-keygen``, ``gh``, reviewer CLIs): by absolute path.
+"""Finding the programs the host starts (``git``, ``ssh-keygen``, ``gh``, reviewer CLIs) by absolute path.
 
-A ``PATH`` entry that is empty or relative names a folder relative to the working directory,
-and the host starts its programs in the reviewed repository: ``PATH=":$PATH"`` (an empty
-entry, as a careless ``PATH="$EXTRA:$PATH"`` leaves) would run the change author's ``./git``
-during ``verify``. So only absolute entries are searched, the program is started by the
-absolute path found, and that path is looked up once per process for a given ``PATH``.
+Only absolute ``PATH`` entries are searched: the host runs in the reviewed repository, where an empty or
+relative entry would start the change author's ``./git``.
 """
 
 from __future__ import annotations

@@ -1,21 +1,8 @@
 """Exact ref resolution: a name given for a security decision is one full ref or one object, never a guess.
 
-Why: git's own name lookup takes the first of ``refs/<name>``, ``refs/tags/<name>``,
-``refs/heads/<name>``, ``refs/remotes/<name>`` and ``refs/remotes/<name>/HEAD`` that exists and
-only warns on stderr when several do. A tag pushed as ``origin/main`` (fetched by any clone that
-fetches tags) would then choose the commit the review policy is read from and the base of the
-reviewed range. Every ref the run and the gate read goes through :func:`resolve`, which accepts:
-
-* ``HEAD`` (git reads ``.git/HEAD`` before any ref of that name);
-* a full object id (40 or 64 hex): git reads it as the object, whatever refs exist;
-* a full ref ``refs/...`` that exists, taken as itself;
-* a short name that exactly one of git's candidates above matches;
-* an abbreviated object id (4 or more hex) that names one object and matches no ref;
-
-each optionally followed by ``~N`` / ``^N`` steps, applied to the commit the name resolved to.
-Two candidates (a tag and a remote branch, a branch and a tag, an abbreviated id and a ref) are
-refused with one line naming both; so are reflog and upstream selectors (``@{...}``) and other
-pseudo-refs (``FETCH_HEAD``: pass the commit id instead).
+Git takes the first of several candidates and only warns, so a tag pushed as ``origin/main`` could choose the
+policy's commit. :func:`resolve` accepts ``HEAD``, full ids and refs, and a short name or abbreviated id only
+when exactly one candidate matches (plus ``~N`` / ``^N``); anything ambiguous is refused naming both.
 """
 
 from __future__ import annotations

@@ -1,17 +1,7 @@
 """The variables the host keeps for itself: no lane's process inherits them.
 
-A lane runs code the change's author wrote (a command check runs the change's tests; a reviewer
-reads text the author wrote), so a token the host holds for its own work must not reach it: the
-change's code would read it, and a failing lane's output would carry it into the signed export
-and the ledger. The host's own names are :data:`HOST_ENV` (the GitHub token ``agentreview pr`` and
-``review_pr`` read, and the ones ``gh auth token`` reads); ``config.toml`` adds names::
-
-    [lanes]
-    withhold_env = ["DEPLOY_KEY"]     # withheld from every lane, as GH_TOKEN is
-    pass_env = ["GITHUB_TOKEN"]       # the host owner's explicit grant: lanes get it after all
-
-Command checks declare no environment in a REVIEW.md (the format has no such field, and the
-change's author writes the REVIEW.md), so only the host owner's ``pass_env`` can hand one on.
+A lane runs the change author's code, which would read a host token and could carry it into the signed export.
+:data:`HOST_ENV` lists the host's own; ``config.toml`` adds ``[lanes] withhold_env`` and the owner's ``pass_env``.
 """
 
 from __future__ import annotations

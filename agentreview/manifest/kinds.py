@@ -1,9 +1,7 @@
 """Check kinds contributed by plugins: which model validates a check whose kind is not built in.
 
-``command`` and ``agent`` are the spec's kinds, validated by the built-in models; a manifest
-that uses only them never loads a plugin to be parsed. A check of any other kind is validated
-by the ``check_model`` of the lane executor a plugin registered for that kind, so the plugin
-registry is loaded only when such a check appears; the review record and the JSON Schema stay the spec's.
+A manifest of ``command`` and ``agent`` checks only never loads a plugin to be parsed; any other kind is read
+by the ``check_model`` of the lane executor registered for it.
 """
 
 from __future__ import annotations

@@ -1,26 +1,8 @@
-"""The parse memo: what a strict parse of some manifest bytes concluded, kept for the next command.
+"""The parse memo: what a strict parse of some manifest bytes concluded, kept under the home for the next command.
 
-The conclusion of a parse depends on nothing but the bytes and the code that read them, so it is
-stored under the home, content-addressed, and a later command on the same bytes rebuilds the
-records from a small JSON document through the same reader (:mod:`agentreview.model.reader`),
-without YAML or the cross-field rules.
-
-- Key: sha256 over :data:`FORMAT`, ``agentreview.__version__``, :func:`code_stamp` (the files
-  of the parsing code and the installed distributions: an edit or an upgrade that keeps the
-  version misses), the document kind and the exact source bytes.
-- Value: ``$AGENTREVIEW_HOME/cache/parsed/<key>.json`` holding the key again, the source's
-  sha256, and the records as documents (:func:`~agentreview.model.reader.to_json`) under a sha256
-  of their own. A document whose key, source digest or payload digest does not match, or that the
-  reader refuses, is not served.
-- Only successful parses are stored (errors are always derived again, with the caller's path);
-  a manifest that uses a check kind a plugin contributes is never stored (its validity depends
-  on the installed plugin).
-- Best effort both ways: a memo that is missing, unreadable (a FIFO, a symlink, too large),
-  corrupt, truncated, of another format or of the wrong shape is a miss, and the full parse
-  writes it again; a home that is read-only or full only means nothing is stored. A memo never
-  fails a command.
-
-The home is trusted like the signing key it holds: whoever can write there can already sign.
+Content-addressed (format, version, the parsing code's files, kind, bytes), self-checking, rebuilt through the
+same reader without YAML; errors and plugin check kinds are never stored, and any doubt is a miss that the full
+parse rewrites. docs/architecture.md ("State") gives the key, the checks and why the home may hold it.
 """
 
 from __future__ import annotations

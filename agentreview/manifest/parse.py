@@ -1,15 +1,8 @@
 """Parse a REVIEW.md (``kind: review``) or a pack's REVIEW.md (``kind: review-pack``).
 
-Parse loudly (AIP-62 design principle 6): every problem found is reported at once — each
-schema error translated (:mod:`agentreview.manifest.translate`) into a one-line message with
-its location, file line and fix, followed by every cross-field violation
-(:mod:`agentreview.manifest.rules`). A manifest is accepted only when there is no problem at
-all; nothing is defaulted around an error.
-
-Reading and splitting the file is :mod:`agentreview.manifest.read`; the records are read by
-:func:`agentreview.model.reader.read` from their one declaration (:mod:`agentreview.model.manifest`).
-A check whose kind a plugin contributes is read by that plugin's model (:mod:`agentreview.manifest.kinds`).
-The names other modules and tests use are importable from here.
+Parse loudly (AIP-62 design principle 6): every schema error (translated with location, line and fix) and every
+cross-field violation is reported at once, and nothing is defaulted around an error. The names other modules
+and tests use are importable from here.
 """
 
 from __future__ import annotations

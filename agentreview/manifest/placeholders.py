@@ -1,11 +1,7 @@
 """``{name}`` placeholders in a command check's ``run`` line (AIP-62 §Placeholders).
 
-One regex decides what is a placeholder, for the compile-time checks and for
-substitution alike, so the two can never disagree: ``{{name}}`` is an escape
-for the literal ``{name}``; ``{name}`` not preceded by ``$`` is a placeholder;
-``${VAR}``, ``{a,b}``, ``{1x}`` and ``{ base }`` are left as they are. An
-unbound placeholder is an error, never passed through as text: a silently
-literal ``{base}`` in a shell command would run something nobody wrote.
+One regex decides what is a placeholder for the checks and the substitution alike, so they never disagree. An
+unbound placeholder is an error: a silently literal ``{base}`` in a shell command would run something nobody wrote.
 """
 
 from __future__ import annotations

@@ -1,16 +1,8 @@
-"""The review policy as a commit REF has it, written out where the loaders can read it.
+"""The review policy as a commit REF has it, written out where the loaders can read it (``--policy-from REF``).
 
-``run --policy-from REF`` reviews a change under REF's policy, and ``verify --policy-from REF``
-checks its pack digests against REF's packs: the manifest, the rubrics its own agent checks
-name and the path packs ``uses[]`` names inside the repository are read from REF as git
-objects (bounded, never from the working tree, which the change controls) and written to a
-temporary folder at their repository paths. That folder is a git repository of its own with
-those files added, so a path pack there is trusted as a pack tracked in REF is (AIP-62 §Pack
-trust), and its rubrics resolve as they would in REF's checkout.
-
-What is not in REF's tree (a rubric or pack outside the repository, an npm or git pack) is
-resolved as the loaders always do; a rubric REF does not hold stays absent, and its lane is
-skipped as for any missing rubric.
+The manifest, its rubrics and its in-repository path packs are read from REF as git objects, never from the
+working tree the change controls, into a temporary git repository of their own, so a path pack there is trusted
+as one tracked in REF is. Anything outside REF's tree resolves as the loaders always do.
 """
 
 from __future__ import annotations

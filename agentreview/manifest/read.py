@@ -1,11 +1,7 @@
 """From a path to the frontmatter mapping: bounded bytes, strict UTF-8, the ``---`` split, safe YAML.
 
-The file is hostile until proven otherwise. It is read through the one bounded reader
-(:func:`agentreview.host.files.read_regular_file`): a REVIEW.md that is a FIFO, a device, or a
-link to one (``/dev/stdin``, ``/proc/self/fd/1``) is refused at once instead of blocking the
-command forever, and a file that grows while it is read is refused too. The YAML is read by
-:mod:`agentreview.manifest.yaml_safe` (YAML 1.2 scalars, no anchors, no duplicate keys, bounded
-depth), which also maps every key path to its file line for the messages.
+The file is hostile until proven otherwise: it is read through the one bounded reader (a FIFO or ``/dev/stdin``
+is refused at once) and its YAML by :mod:`agentreview.manifest.yaml_safe`, which also maps key paths to lines.
 """
 
 from __future__ import annotations

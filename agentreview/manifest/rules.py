@@ -1,14 +1,7 @@
 """The cross-field rules of AIP-62 (§Cross-field rules 1–11) that field shapes cannot express.
 
-A check kind a plugin contributes is held to the same rules as any check (unique ids,
-bindings reference it, a binding needs a blocking lane); it never has ``effects``, so it is
-never a prepare step, and placeholders are a command check's alone.
-
-Each rule returns :class:`~agentreview.manifest.parse.Problem` values instead of raising,
-so a parse reports every violation at once. :func:`finalize_bindings` is the
-one entry point that raises: the parser uses it for a manifest without
-``uses``, and pack resolution uses it again over the merged check list, where
-the rules are re-applied to the complete check set (AIP-62 §Resolution).
+Each rule returns problems rather than raising, so a parse reports every violation at once.
+:func:`finalize_bindings` is the one that raises: pack resolution applies it again to the merged check list.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """The reader's errors (and a plugin model's), translated into :class:`Problem` lines a person can act on.
 
-Parse loudly (AIP-62 design principle 6): each schema error becomes one line with its
-location in the manifest (``checks[2].timeoutMs``), the file line, and a fix, naming YAML
-shapes and what to write.
-:func:`fail` raises every problem at once, in file order, and caps what a hostile file can
-print.
+Each becomes one line with its location (``checks[2].timeoutMs``), file line and fix; :func:`fail` raises them
+all, in file order, capping what a hostile file can print.
 """
 
 from __future__ import annotations

@@ -1,25 +1,9 @@
 """Frontmatter YAML read with YAML 1.2 core-schema meaning, refusing what a manifest never needs.
 
-PyYAML resolves plain scalars by YAML 1.1 rules: ``on``/``yes``/``y`` become
-``True``, ``1:30`` is sexagesimal, ``2024-01-01`` a date, ``010`` octal. A
-manifest whose binding says ``on: pre-push`` must not silently grow a boolean
-key. So this module uses PyYAML (libyaml when present) only for its *event*
-stream and builds plain Python values itself, resolving every plain scalar by
-the 1.2 core schema: only ``true``/``false`` (three spellings) are booleans,
-only ``null``/``~``/empty is null, ints and floats by the 1.2 patterns, the
-rest are strings.
-
-It also refuses, each with a ``line:column`` message, what could hurt or
-mislead a strict parser: anchors and aliases (alias bombs, spooky sharing),
-merge keys ``<<``, tags other than the core ones, duplicate or non-string
-mapping keys, tabs used as indentation, integers longer than
-:data:`MAX_INT_DIGITS` digits, ``.inf``/``.nan``, and nesting deeper than
-:data:`MAX_DEPTH`. The builder is iterative, so hostile depth never meets
-Python's recursion limit. Plain scalars that YAML 1.1 readers (the reference
-host's) read otherwise are refused too, so one file means one thing on both:
-a number with a leading zero (``010``: octal 8 there), ``0o17`` (text there),
-``1_000``, ``1:30`` and ``0b11`` (numbers there), and a date (``2024-01-01``: a
-timestamp there). docs/concepts.md lists each of these choices and why.
+PyYAML gives only the event stream; values are built here, iteratively, so ``on: pre-push`` stays a string and
+hostile depth never meets the recursion limit. Refused with ``line:column``: anchors, aliases, merge keys,
+foreign tags, duplicate keys, over-long integers, ``.inf``/``.nan``, and plain scalars a YAML 1.1 reader (the
+reference host's) reads otherwise, so one file means one thing on both. docs/concepts.md lists each choice.
 """
 
 from __future__ import annotations

@@ -1,18 +1,8 @@
 """Where the MCP server may work: the client's roots, and the export file written without following a link.
 
-An agent host hands the server paths its model chose, and the model reads text the change's
-author wrote: a ``cwd`` elsewhere would run another repository's REVIEW.md, a ``manifestPath``
-another file's commands, an ``outPath`` would replace any file of the user (``~/.ssh/authorized_keys``).
-So every path a tool takes must lie inside :class:`Roots`:
-
-* the roots the client declares (MCP ``roots/list``, read again after
-  ``notifications/roots/list_changed``), when the client has the roots capability;
-* else the directory the server was started in, plus every ``--root DIR`` of its command line.
-
-A path is inside when its real path (links resolved) is a root's real path or below it. The
-export is written by :func:`write_below`: from its base folder down, every folder is opened
-with ``O_NOFOLLOW`` and the file is created and renamed relative to that folder, so a link
-planted anywhere on the way, before or during the write, is refused, never followed.
+The paths a tool takes are chosen by a model that reads the change author's text, so each must lie, links
+resolved, inside :class:`Roots` (the client's declared roots, else the start directory and ``--root``).
+:func:`write_below` opens every folder on the way with ``O_NOFOLLOW``, so a planted link is refused, never followed.
 """
 
 from __future__ import annotations

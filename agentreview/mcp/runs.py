@@ -1,13 +1,8 @@
 """``review_run``, ``review_status`` and ``review_cancel`` over this host's run registry.
 
-A run asked for through MCP is an ordinary detached ``agentreview run`` (the run registry's
-``start_detached``): it gets its runId at once, its status record is readable by every other
-process (``agentreview status``, another MCP server), it outlives this server, and
-``review_cancel`` stops it exactly as ``agentreview cancel`` does. ``wait: true`` polls that
-record until the run settles, telling the caller each step (:class:`Steps`): the runId first,
-then each lane started and finished, as progress and as log messages. A waiting call belongs
-to its request: when the request is cancelled or its client goes away, :func:`abandon` cancels
-the run (nothing is recorded), unless the call asked to ``detach``.
+A run asked for through MCP is an ordinary detached ``agentreview run``: it has its runId at once, every process
+sees its status, it outlives the server. ``wait: true`` polls it and reports each step as progress; a waiting
+call belongs to its request, so :func:`abandon` cancels the run when the request goes away, unless ``detach``.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
-"""The JSON Schemas of the tools: what each tool's ``structuredContent`` is (``outputSchema``), and
-the input schemas made as strict as the tools are.
+"""The JSON Schemas of the tools: each tool's ``outputSchema``, and input schemas as strict as the tools.
 
-Output schemas name the fields a reply always has as ``required`` and type the others; they leave
-``additionalProperties`` open, so a new field is added in one place (its view below) without
-breaking a client that validates. Input schemas are closed (``additionalProperties: false``):
-an argument the tool does not know is refused, never ignored.
+Output schemas leave ``additionalProperties`` open, so a new field never breaks a validating client; input
+schemas are closed, so an unknown argument is refused, never ignored.
 """
 
 from __future__ import annotations

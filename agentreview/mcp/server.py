@@ -1,12 +1,7 @@
 """The MCP server: the review's tools for agents, on the official SDK's ``MCPServer`` over stdio.
 
-Every tool runs its blocking work in a worker thread, so a long ``review_run`` never holds up
-``review_status`` or ``review_cancel``; every failure is an error result (``isError``) with
-one line of text, never a crash of the server (arguments are checked against the advertised
-input schema at the edge, :mod:`agentreview.mcp.wire`, then by :mod:`agentreview.mcp.args`);
-each tool declares its title, hints and schemas (:mod:`~agentreview.mcp.descriptions`,
-:mod:`~agentreview.mcp.schemas`); the imports are done once, when the server starts, so calls
-after the first pay no start-up.
+Each tool's blocking work runs in a worker thread, so a long ``review_run`` never holds up ``review_status`` or
+``review_cancel``; every failure is a one-line error result, never a crash; imports happen once at start.
 """
 
 from __future__ import annotations

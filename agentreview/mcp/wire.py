@@ -1,30 +1,9 @@
 """The server's edge on the wire: a thin filter between the client's stdio and the MCP SDK's.
 
-The SDK serves the protocol; this filter makes what it does not do exactly as JSON-RPC and MCP
-say, on the bytes, without forking it:
-
-- a line that is not JSON is answered ``-32700`` (``id: null``); a line that is JSON but not one
-  request object (``[1,2,3]``, a batch array, a number) ``-32600`` (``id: null``): the SDK
-  answered neither, so the client waited for its own timeout;
-- a method this server does not serve is ``-32601`` (the SDK also serves empty prompts and
-  resources, which this server does not offer);
-- in the handshake era (protocol <= 2025-11-25), a request before ``initialize`` and a second
-  ``initialize`` are ``-32600`` saying so (the SDK answered "Invalid request parameters" and
-  accepted the second); a request carrying the 2026-07-28 envelope needs no handshake;
-- ``tools/call`` of an unknown tool is ``-32602`` (the SDK answered an error result); arguments
-  that break the tool's advertised input schema are an error result (``isError``) with one line
-  naming the argument and the fix (the SDK coerced ``"yes"`` to true and ignored unknown
-  arguments, and its refusals were many lines with a URL). Input validation errors are tool
-  execution errors, not protocol errors, since MCP 2025-11-25 (SEP-1303): the model reads them
-  and corrects the call;
-- the capabilities are :data:`CAPABILITIES` under every protocol version, in ``initialize`` and
-  ``server/discover`` alike (the SDK advertised empty prompts and resources, and ``listChanged``
-  only in ``server/discover``), ``logging`` among them: a waiting ``review_run`` logs;
-- ``logging/setLevel`` is served here, holding back the log messages below its level (gone at
-  2026-07-28, where a request's ``_meta`` opts in: ``-32601``).
-
-The filter sits outside the SDK at the file-descriptor level: the SDK's ``stdio_server`` reads
-one pipe and writes another, and this module relays between them and the real stdin and stdout.
+It makes exactly as JSON-RPC and MCP say what the SDK does not (parse and request errors, unknown methods and
+tools, the handshake, schema-checked arguments as one-line tool errors, one set of capabilities, ``logging/setLevel``),
+on the bytes, without forking the SDK; docs/cli.md tables each answer. It relays at the file-descriptor level
+between the real stdio and the pipes the SDK's ``stdio_server`` uses.
 """
 
 from __future__ import annotations

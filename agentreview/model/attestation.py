@@ -1,29 +1,9 @@
-"""The attestation document, ``agentproto.review.attestation/v1``.
+"""The attestation document, ``agentproto.review.attestation/v1``: its JSON members seen through read-only views.
 
-A document is its JSON members, read strictly (:mod:`agentreview.model.attestation_read`) into a
-private copy, seen through read-only typed views: ``att.lanes[0].findings[0].severity``,
-``att.attestor.signature.keyFingerprint``. Plain Python: building, reading, signing bytes and
-digests import no validation library, so a ``verify`` or a cache hit does not pay for one.
-
-Two invariants are enforced by construction:
-
-* ``verdict`` is always the fold of ``lanes`` and ``rangeSha`` always the digest of
-  ``target``. :meth:`Attestation.build` computes both, and every other way to make a
-  document (:meth:`Attestation.from_json`, the constructor, :meth:`~Attestation.replace`,
-  :meth:`~Attestation.with_signature`, unpickling) raises when its derived members disagree,
-  unless the caller reads it for verification (:meth:`Attestation.read`), where the mismatch
-  is reported as a problem instead. Nothing can be changed in place: every view is immutable
-  and its lists are tuples. Serializing (``to_json_dict``, ``signed_bytes``,
-  ``attestation_sha256``, ``export_text``) a document that was not read for verification
-  re-checks anyway, so a verdict forged by reaching into a private member can never be
-  signed or exported.
-* The signed bytes and the attestation digest are methods of the document, so no
-  caller can hash a different serialization.
-
-Reading tolerates members this version does not know (later v1 revisions add optional
-members) and keeps them, with any explicit ``null``, so canonical bytes and digests of a
-document written by another host are computed over what that host signed. A document this
-host builds omits unset members (never ``"x": null``).
+Plain Python, so a ``verify`` or a cache hit imports no validation library. By construction ``verdict`` is
+the fold of ``lanes`` and ``rangeSha`` the digest of ``target``: every way to make or serialize a document
+re-checks them, so a forged verdict is never signed or exported. Unknown members and explicit nulls read from
+another host are kept, since they are signed; a document this host builds omits unset members.
 """
 
 from __future__ import annotations

@@ -1,32 +1,9 @@
 """The strict reader of an attestation document, ``agentproto.review.attestation/v1``.
 
-It accepts exactly the documents the committed JSON Schema (``docs/schemas/attestation.schema.json``,
-draft 2020-12, also shipped as ``agentreview/model/attestation.schema.json``) accepts, plus the rules
-a schema cannot state, and refuses everything else:
-
-* patterns have their ECMA-262 meaning, as the schema's dialect says: ``$`` ends the text (a
-  trailing newline does not match) and ``.`` matches no line terminator (``\\n \\r \\u2028 \\u2029``);
-* ``createdAt`` and ``signedAt`` are ISO 8601 date-times with a zone, the spec's "offset allowed"
-  (``Z``, ``+02:00``, ``+0200`` or ``+02``), that :meth:`datetime.fromisoformat` reads;
-* an integer member (``line``, ``exitCode``, ``pr.number``) is a JSON integer: ``3.0`` is refused
-  (a reader keeping it would re-export ``3.0`` where canonical JSON writes ``3``);
-* ``durationMs`` is an integer or a finite float and keeps which one it is;
-* a boolean is never a number, nor a number a boolean; nothing is coerced (``"5"`` is not ``5``,
-  ``"true"`` is not ``true``);
-* every value, unknown members included, is JSON: objects with string keys, lists, strings,
-  integers, finite floats, booleans, null (``NaN`` and infinities are refused).
-
-The members are declared in the vocabulary the manifest reader uses (:mod:`agentreview.model.reader`),
-as open objects (:class:`~agentreview.model.reader.Obj`), with the rules a pattern cannot state
-(:class:`~agentreview.model.reader.Rule`); :func:`_words` says each problem the attestation's way.
-
-What a read gives back is a private copy (the caller's object is never kept, so mutating it later
-changes nothing): the schema's members in the schema's order, then unknown members in the order
-read. With ``drop_nulls`` (a document this host builds) a member whose value is null is left out
-at every level the schema describes, so such a document never writes ``"x": null``; without it
-(a document read for verification) explicit nulls are kept, because they are signed.
-
-Every problem is reported, each with its location: :class:`AttestationShapeError`.
+It accepts exactly what ``docs/schemas/attestation.schema.json`` accepts plus the rules a schema cannot state
+(docs/architecture.md, "Reading rules a schema cannot state"), coerces nothing, and reports every problem with
+its location (:class:`AttestationShapeError`). The members are declared as open objects in the vocabulary of
+:mod:`agentreview.model.reader`; a read returns a private copy.
 """
 
 from __future__ import annotations

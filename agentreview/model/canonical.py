@@ -1,27 +1,9 @@
 """Canonical JSON exactly as the spec defines it, byte for byte what a JavaScript host writes.
 
-The spec (§Canonical JSON, reference-notes 2.8): keys sorted by UTF-16 code units, no
-whitespace, array order kept, members whose value is *undefined* omitted, and every key
-and primitive written as ``JSON.stringify`` writes it. Signatures made by any conforming
-host must check here, so this is not RFC 8785, which differs at the edges (it refuses
-lone surrogates and integers beyond 2**53; JavaScript writes both):
-
-* ``None`` is JSON ``null`` and is *kept*, in objects too; :data:`UNDEFINED` is the
-  JavaScript ``undefined`` (an omitted member; ``null`` in an array or at the top).
-* strings are escaped as ES2019 ``JSON.stringify`` does: ``"``, ``\\``, ``\\b \\f \\n \\r \\t``,
-  other controls as ``\\u00xx``; everything else literal UTF-8, except a lone surrogate,
-  written ``\\udxxx`` (lowercase). Two adjacent surrogates that form a pair are one
-  character to JavaScript, and are written as that character.
-* numbers are JavaScript's ``Number.prototype.toString``: the shortest round-trip digits
-  (Python's ``repr`` finds the same), fixed notation for 1e-7 < |x| < 1e21, else ``1e+21``
-  style. An integer beyond 2**53 is first rounded to the nearest double, as JavaScript
-  reads it (2**53 + 1 is written 9007199254740992, 10**21 as 1e+21).
-
-Refused (:class:`CanonicalJsonError`): NaN, infinities and integers too large for any
-double. ``JSON.stringify`` would write ``null`` for them, but no conforming host writes
-such a document (JavaScript cannot), and writing ``null`` would let one signature cover
-two different documents. Also refused: non-string keys, two keys that are one JavaScript
-string, types JSON has no form for, and nesting too deep to walk.
+Keys sorted by UTF-16 code units, no whitespace, every key and primitive as ``JSON.stringify`` writes it
+(lone surrogates escaped, integers beyond 2**53 rounded to a double), so a signature made by any conforming
+host checks here; this is why it is not RFC 8785. :data:`UNDEFINED` is an omitted member, ``None`` a kept
+``null``. NaN, infinities and integers beyond any double are refused, so one signature never covers two documents.
 """
 
 from __future__ import annotations

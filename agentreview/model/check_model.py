@@ -1,9 +1,7 @@
-"""The base of a check kind a plugin contributes (``agentreview.api.CheckModel``).
+"""The base of a check kind a plugin contributes (``agentreview.api.CheckModel``): a pydantic model.
 
-A pydantic model, unlike the built-in records of :mod:`agentreview.model.manifest`: plugins
-subclass it and declare their fields the pydantic way, and the parser checks that a subclass
-is as strict as the built-in kinds (``strict=True``) before it reads a check with it. Only a
-manifest that uses a plugin's check kind, or a plugin that declares one, imports pydantic.
+The parser checks that a subclass is as strict as the built-in kinds before reading a check with it; only a
+manifest using a plugin's check kind, or a plugin declaring one, imports pydantic.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
-"""Canonical JSON and every digest agentreview/v1 defines.
+"""Canonical JSON (:mod:`agentreview.model.canonical`) and every digest agentreview/v1 defines.
 
-* ``canonical_json``: the spec's canonical form, byte for byte what a JavaScript host
-  writes (``model/canonical.py``): ``None`` is ``null`` and kept, :data:`UNDEFINED` is
-  the omitted member, lone surrogates and integers beyond 2**53 written as
-  ``JSON.stringify`` writes them; ``json_text`` the readable form of a document written
-  to a file or a reader, with a lone surrogate escaped as the canonical form writes it.
-* ``manifest_sha``, ``range_sha``, rubric digests and ``agentproto-pack-digest/v1``.
+``json_text`` is the readable form written to a file or a reader, escaping a lone surrogate as the canonical
+form does.
 """
 
 from __future__ import annotations

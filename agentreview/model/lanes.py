@@ -1,13 +1,7 @@
 """The one place a lane's status is decided: executor outcome → ``LaneResult``.
 
-Executors (plugins) report what happened; this module applies the spec's rules,
-so a plugin cannot turn a lane into ``pass``: a command lane passes only on exit
-code 0, an agent lane only when no finding reaches the check's ``blockOn``.
-
-A check kind a plugin contributes is folded by the same two rules, whichever way its
-executor reports: ``exited`` passes only on code 0; ``reported`` passes only when no
-finding reaches the check's ``blockOn`` when its model declares one, and only with no
-finding at all when it does not (a finding the plugin reports is a problem it found).
+A plugin cannot declare a lane ``pass``: an ``exited`` outcome passes only on code 0, a ``reported`` one only
+when no finding reaches the check's ``blockOn`` (or, for a plugin's kind without ``blockOn``, no finding at all).
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """The manifest's one declaration: the records of ``kind: review`` and ``kind: review-pack`` and each field's meaning.
 
-Plain frozen dataclasses whose fields carry their meaning (:func:`~agentreview.model.reader.spec`):
-:func:`agentreview.model.reader.read` builds them from a frontmatter mapping, strictly (an unknown
-key is an error, ``"true"`` is not a boolean) and reporting every problem at once; the JSON Schema
-in ``docs/schemas`` is generated from the same fields. Cross-field rules live in
-``agentreview.manifest.rules``. Constructing a record directly (pack resolution, tests) does not
-validate: only reading does.
+Frozen dataclasses whose fields carry their meaning (:func:`~agentreview.model.reader.spec`); reading them
+(:func:`agentreview.model.reader.read`) validates and the JSON Schemas are generated from the same fields.
+Constructing a record directly does not validate. Cross-field rules live in ``agentreview.manifest.rules``.
 """
 
 from __future__ import annotations

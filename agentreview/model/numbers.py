@@ -1,10 +1,7 @@
 """The one rule for an integer field in a document a person or a reviewer writes.
 
-A manifest's ``timeoutMs`` and a verdict file's ``line`` are read by JavaScript on the
-reference host, where ``1000``, ``1000.0`` and ``1e3`` are the same number. So an integral
-number is a whole number here too, whatever its spelling; a fraction, a boolean, infinity and
-text are not. (A leading-zero spelling such as ``010`` never reaches this rule: the YAML
-reader refuses it as ambiguous, and JSON has no such spelling.)
+As on the JavaScript reference host, ``1000``, ``1000.0`` and ``1e3`` are the same whole number; a fraction,
+a boolean, infinity and text are not. (A leading-zero ``010`` is refused earlier, by the YAML reader.)
 """
 
 from __future__ import annotations

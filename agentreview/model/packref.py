@@ -1,7 +1,6 @@
 """The grammar of a review-pack reference, shared by the manifest schema, the parser and the git loader.
 
-One module decides what a ``git+https://<url>#<sha>`` reference is, so the schema, the
-parser's message and the loader that fetches it can never split a reference differently.
+One module decides what a ``git+https://<url>#<sha>`` reference is, so none of them can split it differently.
 """
 
 from __future__ import annotations

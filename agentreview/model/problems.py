@@ -1,8 +1,7 @@
 """What is wrong with a manifest: one :class:`Problem` per finding, and the error that carries them all.
 
-These small types sit in the model layer because every manifest step (YAML reading, schema
-translation, cross-field rules, placeholders, pack resolution) reports through them; keeping
-them here is what lets those steps import each other in one direction only.
+In the model layer so that every manifest step can report through them while importing each other in one
+direction only.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """The strict reader of both documents: one vocabulary of field meanings, every problem at once.
 
-A manifest record is a frozen dataclass whose fields carry their meaning (a :class:`Spec`, see
-:func:`spec`); :func:`read` builds it from a parsed YAML or JSON value, and the same specs give its
-JSON Schema (:func:`json_schema`). The attestation is open objects (:class:`Obj`) read into private
-copies (:func:`read_json`). A refusal is :class:`ReadError` listing every problem with its location,
-as pydantic-shaped error dicts (``type``, ``loc``, ``input``, ``ctx``, ``msg``): the manifest's
-translator words these and a plugin model's alike; the attestation words its own. Nothing is
-coerced: ``"true"`` is not a boolean, ``5.0`` is not an integer.
+Manifest records are frozen dataclasses whose fields carry a :class:`Spec` (:func:`spec`), read by :func:`read`
+and turned into JSON Schema by :func:`json_schema`; the attestation is open objects (:class:`Obj`) read by
+:func:`read_json`. A refusal is :class:`ReadError` with pydantic-shaped error dicts, so the manifest's
+translator words these and a plugin model's alike. Nothing is coerced.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """JSON Schemas of the three agentreview/v1 documents, for editors, other hosts and CI linters.
 
-The manifests' schemas are generated from their one declaration (:mod:`agentreview.model.manifest`),
-so they cannot say something the reader does not enforce; ``docs/schemas/`` holds the committed
-copies and a test fails when they drift. The attestation's schema is the spec's contract, shipped
-as package data (``model/attestation.schema.json``, equal to ``docs/schemas/``'s copy) and held to
-its reader by a differential test; that ``verdict`` is the fold of ``lanes`` is stated in its
-description and enforced by the verifier.
+The manifests' schemas are generated from their one declaration; the attestation's is the spec's contract,
+shipped as package data. ``docs/schemas/`` holds the committed copies, and tests hold both to the readers.
 """
 
 from __future__ import annotations

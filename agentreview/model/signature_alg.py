@@ -1,11 +1,7 @@
 """The shape of a signature ``alg`` name (``attestor.signature.alg``, ``Signer.algorithms``).
 
-A signature alg names the scheme a signer plugin writes and verifies; the built-in ``ssh``
-signer's is ``ssh-ed25519``. Any short name of ASCII letters, digits and ``. _ + -`` is
-accepted, so a verifier can say which alg it has no signer for instead of refusing the
-document's shape, while a name that could smuggle whitespace or control characters into
-a one-line message is still refused. Kept apart from the pydantic model so plugin
-discovery can check a signer's declared algorithms without importing pydantic.
+Any short name of ASCII letters, digits and ``. _ + -``, so a verifier can say which alg it has no signer for
+rather than refuse the shape, while nothing can smuggle whitespace or controls into a message. Free of pydantic.
 """
 
 from __future__ import annotations

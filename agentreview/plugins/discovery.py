@@ -1,11 +1,8 @@
 """Which plugins are installed: the core's built-ins, and the ``agentreview`` entry points.
 
-Scanning entry points means importing importlib.metadata and reading every distribution's
-metadata, so the answer is kept in ``$AGENTREVIEW_HOME/cache/plugins-<interpreter>.json`` under a
-key made of exactly what that scan reads: the interpreter, each ``sys.path`` entry, the
-distribution folders it lists, and the ``stat`` of each one's ``entry_points.txt`` and
-``METADATA``/``PKG-INFO``. The key is taken before and after a scan, and the scan is kept only when
-both agree. The cache is best effort: unreadable, foreign or planted, it costs one scan.
+A scan of the entry points is kept in ``$AGENTREVIEW_HOME/cache/`` under a key made of exactly what the scan
+reads (the interpreter, each ``sys.path`` entry and the ``stat`` of each distribution's metadata files), taken
+before and after the scan. Best effort: an unreadable, foreign or planted cache costs one scan.
 """
 
 from __future__ import annotations
@@ -134,7 +131,7 @@ def cache_path() -> Path | None:
 
 
 def _scan() -> tuple[PluginEntry, ...]:
-    from importlib.metadata import entry_points  # ~20 ms of imports, paid only on a scan
+    from importlib.metadata import entry_points  # paid only on a scan
 
     entries = []
     for ep in entry_points(group=GROUP):

@@ -1,26 +1,8 @@
 """The four extension points of agentreview, as pluggy hook specifications.
 
-Every hook follows the *register callback* pattern: the core calls the hook with
-a ``register`` function, and the plugin calls ``register(obj)`` once per object it
-provides. The core calls each plugin's implementation separately, so it always
-knows which distribution registered what; two plugins that claim the same lane
-kind, pack reference form, provider name or signer name are a configuration
-error naming both, never a silent override.
-
-A plugin module implements hooks with the marker::
-
-    from agentreview import hookimpl
-
-    @hookimpl
-    def agentreview_register_lane_executors(register):
-        register(MyExecutor())
-
-and declares itself in its ``pyproject.toml``::
-
-    [project.entry-points.agentreview]
-    my-plugin = "my_package.plugin"
-
-``docs/plugins.md`` documents each hook; a test keeps it in sync with this file.
+Every hook follows the *register callback* pattern: the plugin calls ``register(obj)`` once per object, and the
+core calls each plugin separately, so it knows which distribution registered what and two claims on one name
+are an error naming both. docs/plugins.md documents each hook, generated from this file.
 """
 
 from __future__ import annotations

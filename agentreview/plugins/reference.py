@@ -1,12 +1,7 @@
 """The hook reference of docs/plugins.md, rendered from the hook specifications and their contracts.
 
-The reference is generated, never hand-written, so it cannot drift from the code: each hook's
-section shows its exact signature and docstring (``agentreview/plugins/hookspecs.py``), the
-registry key, and every member of the contract it registers (the protocol's attributes and
-methods with their signatures and docstrings, from ``agentreview/model/contracts/``). A test
-renders it and compares it with the text between the markers in docs/plugins.md.
-
-Update the page with ``python -m agentreview.plugins.reference docs/plugins.md``.
+Generated so it cannot drift from the code; a test compares it with the page. Update the page with
+``python -m agentreview.plugins.reference docs/plugins.md``.
 """
 
 from __future__ import annotations

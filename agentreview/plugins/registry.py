@@ -1,18 +1,8 @@
 """Plugin discovery: a plugin manager made per call, never a global one at import.
 
-Plugins are distributions that declare modules in the ``agentreview`` entry-point
-group. ``AGENTREVIEW_PLUGINS=a,b`` loads only those distributions (or entry-point
-names); ``AGENTREVIEW_DISABLE_PLUGINS=x`` blocks some. A plugin that fails to
-import becomes one warning and the rest still work. Nothing wrong with a plugin is
-silent: an entry-point name two distributions declare (only the first is loaded) and a
-hook implementation no hook specification knows (a misspelt hook name, never called)
-are one warning each. Two plugins registering the same lane kind, pack form, provider
-or signer name, or two signers declaring the same signature alg, is a
-:class:`PluginConflictError`.
-
-Which plugins exist comes from :mod:`agentreview.plugins.discovery`. A listing from its cache
-that names a module that cannot be imported may be one installed no longer: the real scan is
-asked once, and only what fails on its listing is a warning.
+``AGENTREVIEW_PLUGINS`` and ``AGENTREVIEW_DISABLE_PLUGINS`` choose distributions. Nothing wrong with a plugin is
+silent: a failed import, a duplicate entry-point name or an unknown hook is a warning, and two plugins claiming
+one name (or one signature alg) are a :class:`PluginConflictError`.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """Which detected commands run here, and what stands in for one that cannot.
 
-``detect`` says what the repository uses; this module keeps only commands whose program is on PATH
-(a check that cannot start on day one teaches people to bypass the hook) and says why for each.
-tox is kept only when tox, every plugin its configuration needs and the interpreter of every
-environment a bare ``tox`` runs are here: otherwise tox skips what it cannot build and exits 0
-with nothing tested. In its place (and for nox that is not installed) comes what those tools run,
-pytest, with a Python of this host that has it, over the checkout's own sources. Whatever is
-missing becomes a warning with the command that installs it.
+Only commands whose program is here are kept, since a check that cannot start on day one teaches people to bypass
+the hook. tox is kept only when its plugins and interpreters are here (else it skips everything and exits 0);
+pytest stands in for it, and each missing piece becomes a warning with its install command.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """What the repository already runs, so REVIEW.md's command checks are the team's own.
 
-Only files are read (bounded, through ``host.files``), nothing is executed: a repository that
-``init`` inspects is not yet trusted with anything. Each rule looks for the usual sign of a tool
-being *in use* (a configuration section or a script), not merely installed, because a command
-check that fails on day one teaches people to bypass the hook.
+Only files are read, nothing is executed: the repository is not yet trusted. Each rule looks for a tool *in use*
+(a configuration section or a script), not merely installed.
 """
 
 from __future__ import annotations

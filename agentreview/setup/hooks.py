@@ -1,18 +1,8 @@
 """The pre-push hook, where git runs hooks, chaining whatever hook was already there.
 
-Where: ``core.hooksPath`` when the user's configuration sets it (read with ``git config
---show-scope --type=path``, so includes, ``~`` and every scope count exactly as git counts them;
-the hardened runner's own ``core.hooksPath=/dev/null`` is the ``command`` scope and is ignored;
-a relative value is relative to the work tree's root, as git runs hooks there), else the hooks
-folder of the common git directory (shared by every worktree). Plain hardened git rather than
-GitPython: no new dependency in the core, and git's own answer includes what GitPython's config
-reader does not evaluate (``includeIf`` conditions, worktree configuration).
-
-Never replacing a hook it did not write: an existing ``pre-push`` moves aside to
-``pre-push.local`` (its mode kept) and the new hook runs it first with the same arguments and
-stdin; when ``pre-push.local`` is taken too, nothing is touched and the user is told how to
-chain by hand. ``init``'s hook is recognised by its marker line: identical bytes are left alone
-(a second run changes nothing), an edited copy is rewritten only with ``--force``.
+The folder is git's own answer (``git config --show-scope`` for ``core.hooksPath``, ignoring the hardened
+runner's ``command`` scope, else the common hooks folder), so includes and ``includeIf`` count as git counts them.
+An existing hook moves aside to ``pre-push.local`` and runs first; ``init``'s own is recognised by its marker line.
 """
 
 from __future__ import annotations

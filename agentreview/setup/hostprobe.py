@@ -1,10 +1,7 @@
 """What this host can run: programs on PATH, interpreters that start, what an interpreter has installed.
 
-Programs are found with the core's :func:`~agentreview.host.programs.find_program` (absolute PATH
-entries only). Being on PATH is not enough for an interpreter: a pyenv shim for a version that is
-not installed is on PATH and exits 127, so an interpreter is asked for its version (isolated mode,
-``-I``: nothing from the repository's folder or the environment is imported), bounded by a
-timeout. Nothing of the repository is executed; answers are kept for the probe's lifetime.
+Being on PATH is not enough (a pyenv shim of a missing version exits 127), so an interpreter is asked its version
+in isolated mode, with a timeout. Nothing of the repository is executed.
 """
 
 from __future__ import annotations

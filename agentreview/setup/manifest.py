@@ -1,11 +1,7 @@
 """The REVIEW.md and rubric ``init`` writes: the repository's own commands, one agent check, one binding.
 
-The text is rendered by hand, not dumped from a model, so it reads like a file a person wrote
-(comments, the usual key order) and is byte-for-byte stable: a second ``init`` compares equal
-and writes nothing. ``agentreview check`` accepts it (tested). The reviewer preset is the first
-usable preset of this host; with none, the agent check is left out and init says what to set up
-(or, when no command check runs either, it names ``claude`` so the review has a blocking check). The
-base is the remote's default branch, asked of git with fixed arguments through the hardened runner.
+Rendered by hand, so it reads like a file a person wrote and is byte-for-byte stable (a second ``init`` writes
+nothing). The reviewer is the first usable preset; the base is the remote's default branch.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """What a valid REVIEW.md needs that this host lacks: a command's program, a preset, a reviewer CLI.
 
-``agentreview check`` reports these as warnings (the manifest stays valid: another host may have
-what this one lacks), so a misspelt preset or a missing ``tox`` is found before a run, not after
-every other lane has run. Only programs a command starts first are looked up (``VAR=value`` words
-skipped); a command line whose first program is not plain (a substitution, a pipeline start) is
-not guessed at. Reviewer CLIs are asked through their provider's own bounded status.
+Warnings, not errors (another host may have what this one lacks), so a misspelt preset is found before a run.
+Only a command's plain first program is looked up; reviewer CLIs through their provider's bounded status.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
-"""``.agentproto/allowed_signers``: this host's key, trusted for reviews only.
+"""``.agentproto/allowed_signers``: this host's key, trusted for reviews only (``namespaces="agentproto-review"``).
 
-The line is the signer's own ``key_info().allowed_signers_line`` (``<principal>
-namespaces="agentproto-review" <key>``), so the key is accepted for review signatures and for
-nothing else ssh-keygen might verify with the same file. A file that already holds the line is
-left alone; one without it is not rewritten: ``--force`` appends the line and keeps every key
-already trusted there (dropping another signer's key would be a silent loss of trust).
+A file already holding the line is left alone; ``--force`` appends it to one without it and keeps every key
+already there, since dropping another signer's key would silently lose trust.
 """
 
 from __future__ import annotations

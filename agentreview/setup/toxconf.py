@@ -1,10 +1,7 @@
 """What a repository's tox configuration needs: its default environments, their interpreters, its plugins.
 
-Read from files only (tox.ini, tox.toml, pyproject's ``[tool.tox]`` in TOML or ``legacy_tox_ini``
-form, setup.cfg's ``[tox:tox]``), never by running tox: ``init`` decides whether the plain ``tox``
-a command check would run can work on this host, and a configuration that needs interpreters or
-plugins that are not here makes tox skip every environment (``NOT AVAILABLE``) and exit 0 with no
-test run, a pass that tested nothing.
+Read from the configuration files, never by running tox: a configuration needing what this host lacks makes a
+plain ``tox`` skip every environment and exit 0, a pass that tested nothing.
 """
 
 from __future__ import annotations

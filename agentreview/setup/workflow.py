@@ -1,23 +1,8 @@
 """``.github/workflows/agentreview.yml``: the gate on pull requests, one the pull request cannot edit.
 
-The design (docs/security.md, "A gate the pull request cannot edit"):
-
-* ``pull_request_target``: GitHub runs the workflow file as the *base* branch has it, so a pull
-  request that weakens this file is still gated by the base's copy;
-* nothing of the pull request runs: its head is checked out as data only (``persist-credentials:
-  false``, ``fetch-depth: 0`` for the merge-base), and the agentreview that reads it is the
-  project's own GitHub Action, pinned by full commit id, which installs from its own checkout
-  into a venv of its own and calls that venv's binary by path. agentreview starts git and
-  ssh-keygen hardened (:mod:`agentreview.host.gitrun`): no program the checkout names runs;
-* the only shell step fetches the published reviews (``refs/notes/agentreview``) with a git
-  that ignores the checkout's hooks, fsmonitor and credential helpers; every value reaches it
-  through ``env:``, never spliced into the script;
-* the verdict is read under the base's policy (``policy-ref``), signed (``require-signed``), and
-  the SARIF log goes to code scanning (``security-events: write`` on that job only).
-
-Every action is pinned by a full commit id with its release in a comment: :data:`CHECKOUT`,
-:data:`UPLOAD_SARIF` and the project's own Action (:data:`DEFAULT_ACTION_REF`, or ``init
---action-ref``). docs/cli.md, "CI gate (GitHub Actions)", says how each pin is chosen and updated.
+``pull_request_target`` runs the base's copy, nothing of the pull request runs, and every action is pinned by a
+full commit id (:data:`CHECKOUT`, :data:`UPLOAD_SARIF`, :data:`DEFAULT_ACTION_REF`). docs/security.md ("A gate the
+pull request cannot edit") gives the design, docs/cli.md ("CI gate (GitHub Actions)") how each pin is chosen.
 """
 
 from __future__ import annotations

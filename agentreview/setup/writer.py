@@ -1,10 +1,7 @@
 """The one rule every file ``init`` writes obeys: a user's file is never overwritten without --force.
 
-A file that already holds exactly the bytes ``init`` would write is left alone (so a second run
-changes no byte, not even a modification time); a different file is skipped unless ``force``;
-a symbolic link or anything but a regular file is never replaced, even with ``force``; a path
-whose folder leads out of the repository through a symbolic link is refused. Writes are atomic
-(``host.files``), so an interrupted ``init`` leaves the old file or the new one.
+Identical bytes are left alone (a second run changes nothing); a link or a non-regular file is never replaced,
+even with ``force``, nor written through a folder that leads out of the repository. Writes are atomic.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """The annotations sidecar of an entry, ``<rangeSha>.annotations.json`` = ``{pr?, prStatus?}``.
 
-An attestation is immutable once recorded (it may be signed), but what happened to it later
-is not: the pull request it was linked to, and snapshots of that PR's status, oldest first.
-Those live beside the entry, written atomically under the entry's lock, and are merged into
-listed rows. An unreadable sidecar is ignored with a warning, never a crash.
+An attestation is immutable once recorded; what happened to it later (its PR, snapshots of the PR's status)
+lives beside it, written under the entry's lock and merged into listed rows. An unreadable sidecar is a warning.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """The verdict cache rule (AIP-62 §Cache rule): when a recorded attestation may be served instead of a run.
 
-A recorded attestation for the same ledger key is served only when its verdict is not
-``incomplete``, it is not dirty, and its rubric and pack digests equal the current ones as
-multisets — packs including ``alg``. Anything else runs the review again.
+Only an entry of the same key that is not ``incomplete``, not dirty, and whose rubric and pack digests equal the
+current ones as multisets (packs including ``alg``). Anything else runs the review again.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """One ledger entry file, ``{attestation, host}``: writing it, reading it back, and summarizing it for the index.
 
-Two readers, on purpose:
-
-* :func:`parse_entry` validates the whole attestation with the document model; ``get``,
-  ``lookup_cached`` and ``candidates`` serve nothing it has not accepted.
-* :func:`summarize` checks only the fields the index stores and lists, by hand, so building
-  the index of a large ledger and ``agentreview ledger`` never pay for a full read of every
-  member (docs/performance.md). It still recomputes rangeSha and re-folds the verdict, so a
-  listed row is never one a full read would reject for those.
+Two readers on purpose: :func:`parse_entry` validates the whole attestation and is all that is ever served;
+:func:`summarize` checks only what the index lists (still recomputing rangeSha and the verdict), so listing a
+large ledger never pays for a full read of every entry.
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
 """Export: the attestation file a CI gate reads (AIP-62 §Export, reference-notes 2.14).
 
-The default name is ``<exportDir>/<reviewId>-<binding>-<headSha[:12]>.json``; the
-content is the attestation with two-space indent and a trailing newline, key order
-as built (not canonical). Ledger host data is never part of an export.
-
-A composed attestation verifies only beside the priors its lanes' ``composedFrom`` pin
-(AIP-62 verification step 5, and every link with ``verify --full-chain``), so
-:func:`composition_priors` finds the whole chain in the ledger and :func:`write_prior`
-writes each prior next to the export under its own export name.
+Two-space indent, key order as built, no ledger host data. A composed attestation verifies only beside the priors
+its ``composedFrom`` pins, so :func:`composition_priors` and :func:`write_prior` write the whole chain beside it.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
-"""The "commit the export" rule, shared by ``verify`` and ``run``: a HEAD that only adds exports.
+"""The "commit the export" rule, shared by ``verify`` and ``run``: a HEAD that only adds exports reuses HEAD^'s review.
 
-A commit that changes nothing but regular ``*.json`` files directly inside the export folder
-attests nothing new: ``verify`` looks for the attestation of its parent, and ``run`` (and the
-pre-push hook) answer from the review of its parent, so the documented flow (run, export,
-commit, push) runs each lane once. The rule is held to its literal meaning so an unreviewed
-commit can never pass through it: the export folder is a proper sub-folder of the repository,
-normalized as written and never resolved through the file system, and no folder on its way may
-be a symlink in HEAD, in HEAD^ or on disk (a reviewed ``.reviews -> config`` must not let the
-unreviewed HEAD change ``config/*.json``).
+Held to its literal meaning so an unreviewed commit never passes through it: only regular ``*.json`` files
+directly in the export folder, a proper sub-folder normalized as written and never resolved, with no symlink on
+its way in HEAD, HEAD^ or on disk (a reviewed ``.reviews -> config`` must not let HEAD change ``config/*.json``).
 """
 
 from __future__ import annotations

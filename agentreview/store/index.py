@@ -1,20 +1,9 @@
 """The ledger's sqlite index: every listing and lookup answered by a query bounded by what it returns.
 
-The JSON files are the source of truth; this index can always be thrown away. Writers keep it
-current: :meth:`LedgerIndex.record` indexes each entry as it is written (this host's own entries
-and the foreign ones ``agentreview fetch`` imports). Reads never re-list directories, so a read
-costs what it returns, not what the ledger holds. The whole tree is scanned only when the index
-is missing or corrupt, when a write could not be indexed (a stale marker says so), or when asked
-(``agentreview ledger --reindex``). An index that cannot be used at all is replaced by an
-in-memory one built from the files (same answers, only slower).
-
-Each returned row is checked against its file's (mtime, size, inode), so a replaced or vanished
-file is re-read or dropped rather than served stale. A file that cannot be read as an entry
-(corrupt, a FIFO or symlink where an entry belongs, or filed under a key its content does not
-name) gets a row marked not-ok, warned about once, and is never listed.
-
-One module, on purpose: the scan, the row checks and the recovery from a corrupt or unusable
-file all work on one connection under one lock, and each needs the others' state.
+Disposable: the JSON files are the truth. Writers index each entry as they write it; the tree is scanned only
+when the index is missing, corrupt or marked stale, or on ``--reindex``. Each returned row is checked against
+its file's (mtime, size, inode), and an unreadable or misfiled entry is marked not-ok and never listed. One
+module, since the scan, the row checks and recovery share one connection under one lock.
 """
 
 from __future__ import annotations

@@ -1,15 +1,7 @@
 """The ledger's layout: the key of an entry, the checks that let it name directories, and the paths it names.
 
-Layout (AIP-62 §The ledger, reference-notes 2.13)::
-
-    <root>/<repoSlug>/<manifestSha>/<binding>/<rangeSha>.json              {attestation, host}
-    <root>/<repoSlug>/<manifestSha>/<binding>/<rangeSha>.annotations.json  {pr?, prStatus?}
-    <root>/<repoSlug>/<manifestSha>/<binding>/<rangeSha>.lock              the per-entry write lock
-    <root>/<repoSlug>/runs/<runId>/                                        run scratch
-    <root>/index.sqlite                                                    a disposable index
-
-Every segment of a key becomes a directory or file name, so a key is checked before it names
-anything: a crafted binding or sha must never climb out of the root.
+Every segment of a key becomes a directory or file name, so a key is checked before it names anything: a crafted
+binding or sha never climbs out of the root. docs/architecture.md ("State") draws the layout.
 """
 
 from __future__ import annotations

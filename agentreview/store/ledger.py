@@ -1,20 +1,9 @@
 """The ledger: this host's record of every attestation, and the source of the verdict cache.
 
-This module is the facade; each concern lives in its own module:
-
-* :mod:`~agentreview.store.layout` — keys and the paths they name;
-* :mod:`~agentreview.store.entries` — one entry file ``{attestation, host}``, read and summarized;
-* :mod:`~agentreview.store.annotations` — the ``{pr?, prStatus?}`` sidecar;
-* :mod:`~agentreview.store.cache` — the AIP-62 cache rule;
-* :mod:`~agentreview.store.index` — the disposable sqlite index behind ``list`` and ``candidates``.
-
-The JSON files are the source of truth. They are written atomically (temp file in the same
-directory, fsync, rename, fsync of the directory) under a per-entry file lock, so a reader
-never sees half an entry and concurrent writers of one key leave one whole file. A file that
-cannot be read as an entry, or that sits under a key its content does not name, is skipped
-with a warning, never a crash, and never served from cache. A write that fails (a full disk, a
-quota, a read-only file system) raises :class:`~agentreview.host.files.FileWriteError`: one
-line naming the file and the fix, and no temporary file left behind.
+The facade over :mod:`~agentreview.store.layout`, :mod:`~agentreview.store.entries`,
+:mod:`~agentreview.store.annotations`, :mod:`~agentreview.store.cache` and :mod:`~agentreview.store.index`.
+Entries are written atomically and durably under a per-entry lock; one that cannot be read, or sits under a key
+it does not name, is skipped with a warning and never served.
 """
 
 from __future__ import annotations

@@ -1,15 +1,7 @@
 """Bounded output buffers: a child that prints gigabytes costs at most twice the limit in memory.
 
-Two shapes, because the two kinds of children need different ends of their output:
-
-* :class:`TailBuffer` keeps the *last* bytes — a command lane's log, where the error
-  is at the end;
-* :class:`HeadBuffer` keeps the *first* bytes — a reviewer's event stream, which is
-  audited in order, so what is kept must be a prefix (a truncated stream is reported
-  as such, never audited from the middle).
-
-Bytes are kept, not text, so a multi-byte character split across two reads is
-decoded whole; decoding happens once, at the end, with ``errors="replace"``.
+:class:`TailBuffer` keeps the last bytes (a command's error is at the end); :class:`HeadBuffer` keeps the
+first (a reviewer's event stream is audited in order, so only a prefix is meaningful).
 """
 
 from __future__ import annotations

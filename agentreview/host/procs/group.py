@@ -1,40 +1,9 @@
 """Run one child in its own process group, bounded in time, output and lifetime.
 
-Every child the host starts for a lane goes through :func:`run_process_group`: a
-command lane's ``sh -c``, a reviewer CLI, its ``--help`` probe. One child, start to end:
-
-* It starts in a new session, so in its own process group (pgid = its pid) with no
-  controlling terminal: a Ctrl-C at the host's terminal reaches the host, which
-  cancels, and never the child directly. Its group is registered with the host's
-  watchdog (:mod:`agentreview.host.procs.watchdog`) before anything else happens,
-  so it dies with the host even when the host is SIGKILLed.
-* Its stdin is the given bytes (fed without blocking) or ``/dev/null``; stdout and
-  stderr are read as output arrives, separately or merged, keeping a bounded head or
-  tail (:mod:`agentreview.host.procs.buffers`). One thread does all of it with
-  ``poll``, and bounds the reads per tick so a flood of output cannot starve the
-  deadline check.
-* With ``idle_s``, a child whose stdout went quiet for that long after its first
-  output is stopped as ``stalled``: a reviewer CLI whose model stream broke mid-answer
-  may wait forever on a dead connection, and an idle watchdog shorter than the lane's
-  budget turns that into a failure the lane can fall back from.
-* At the deadline, on cancel, on a stall, and as soon as the leader exits: SIGTERM to the whole
-  group (and to any marked process that left it), SIGKILL to whatever is still alive
-  after the grace period. Reviewer CLIs retry forever when the network is down and
-  spawn helpers, and shells leave background jobs; the only safe stop is a signal to
-  the whole group, and nothing a child started may outlive it.
-
-Why an optional marker (``mark=True``): a process that leaves the group (``setsid``)
-escapes a group kill. A marked child gets ``AGENTREVIEW_LANE_<host token>=<n>`` in
-its environment, which its descendants inherit, and the end-of-run sweep and the
-watchdog find such escapees by it (:mod:`agentreview.host.procs.table`). Command
-lanes are marked. Reviewers are not: their environment is an exact allow-list
-(docs/providers.md), and their group is what the watchdog kills. What stays open: a
-process that both leaves its session and scrubs its environment cannot be found, and
-a child running as the host's user can kill the watchdog itself; confining hostile
-code is the job of a sandbox, not of this module.
-
-``run_process_group`` never raises for a process problem (a spawn failure is a result),
-and its ``finally`` path SIGKILLs the group before the child is forgotten.
+The child starts in a new session and is registered with the watchdog before anything else; at the deadline,
+on cancel, on a stall (``idle_s``) or when the leader exits, the whole group gets SIGTERM, then SIGKILL.
+With ``mark=True`` its environment carries the host's marker so descendants that leave the group are found.
+A process problem is a result, never an exception.
 """
 
 from __future__ import annotations

@@ -1,19 +1,6 @@
-"""Reading the process table to find what is still alive of a process group, and signalling it.
+"""Reading ``/proc`` to find what is still alive of a process group (zombies excluded), and signalling it.
 
-Why /proc and not only ``kill(-pgid, 0)``: that probe succeeds for a group whose
-only members are zombies, and on hosts whose init never reaps orphans (many
-containers and microVMs) such zombies linger forever. A zombie holds no resources
-and runs no code, so "alive" here means a member that is not a zombie.
-
-Why an environment marker: a child can leave its process group (``setsid``,
-``setpgid``) and so escape a group kill. A marked child is started with
-``AGENTREVIEW_LANE_<host token>=<number>`` in its environment, which its
-descendants inherit; a scan of ``/proc/<pid>/environ`` finds those escapees
-unless they scrubbed their environment. The scan only ever matches processes
-started by this host's marked children: the host and its watchdog never carry
-their own marker.
-
-Stdlib only: the watchdog process imports this module too, and starts in milliseconds.
+Also finds marked processes that left the group. Standard library only: the watchdog imports it.
 """
 
 from __future__ import annotations

@@ -1,27 +1,8 @@
 """The host side of the process watchdog: one small process per host, started with the first child.
 
-Every child the host starts through :func:`agentreview.host.procs.group.run_process_group`
-registers its process group here as it starts and unregisters it once the group
-is empty. Registration is one short write to a pipe, so it costs a child
-microseconds; the watchdog itself (see :mod:`agentreview.host.procs.watchdog_main`)
-is a separate Python started once, in the background, and never waited for.
-
-Why a watchdog process, and why not only PR_SET_PDEATHSIG. A child must not outlive
-the host even when the host is SIGKILLed, which no code in the host can react to.
-PDEATHSIG would not do: it fires when the *thread* that forked the child exits
-(lanes run in a thread pool whose threads come and go), it reaches only the leader
-and not the rest of its group, and setting it needs ``preexec_fn``, which is unsafe
-in a threaded host and forces the slow fork path for every child. Instead the
-watchdog holds the read end of a pipe whose write end only the host holds; however
-the host dies, the kernel closes the pipe and the watchdog kills every registered
-group (and every process carrying the host's marker). It lives in its own session,
-so killing the host's whole process group does not take it down first.
-
-If the watchdog dies while the host lives (someone killed it), the next
-registration notices the broken pipe, starts a new one and replays the groups
-still running. If it cannot be started at all, children still run and are still
-killed on timeout and cancel; only the host-killed case loses its guarantee, and
-:attr:`Watchdog.error` says why.
+Children register their groups through a pipe whose write end only the host holds; when the host dies, even
+by SIGKILL, the pipe closes and the watchdog kills every registered group. A dead watchdog is restarted and
+the live groups replayed; docs/architecture.md ("Processes") says why not ``PR_SET_PDEATHSIG``.
 """
 
 from __future__ import annotations

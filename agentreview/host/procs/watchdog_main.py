@@ -1,23 +1,7 @@
 """The watchdog process: outlives the host only long enough to kill the children the host left behind.
 
-Started by :mod:`agentreview.host.procs.watchdog` as
-``python -I -S -c <bootstrap> <host pid> <host token>`` in its own session, with a
-pipe from the host as its stdin. The host writes ``+<pgid>`` when a child's group
-starts and ``-<pgid>`` when it is gone. The watchdog decides the host is dead when
-
-* its stdin reaches EOF: the kernel closes the host's end of the pipe however the
-  host ends, SIGKILL included; or
-* its parent pid is no longer the host (a backstop, checked every second, for the
-  case where a forked copy of the host kept the pipe open); or
-* it receives SIGTERM (someone is shutting it down on purpose).
-
-Then it SIGTERMs every registered group and every live process carrying the
-host's marker, waits up to five seconds for them to go, SIGKILLs what is left,
-and exits. It ignores SIGINT and SIGHUP and lives in its own session, so a
-Ctrl-C, a closed terminal or a kill of the host's process group does not take it
-down before it has done its job.
-
-Stdlib only (with :mod:`agentreview.host.procs.table`), so it starts in milliseconds.
+The host writes ``+<pgid>`` / ``-<pgid>`` on its stdin; EOF, a changed parent or SIGTERM means the host is
+gone. It ignores SIGINT and SIGHUP and lives in its own session. Standard library only, to start quickly.
 """
 
 from __future__ import annotations

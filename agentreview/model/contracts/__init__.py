@@ -1,23 +1,8 @@
 """The plain data that crosses the boundary between the core and its plugins.
 
-A plugin receives everything it needs as arguments and returns plain results; it
-never reaches into the core's internals, and the core never imports a plugin.
-These dataclasses and protocols are that boundary. They are deliberately free of
-pydantic so a plugin module can be imported cheaply, and split by plugin kind
-(:mod:`.lanes`, :mod:`.packs`, :mod:`.reviewers`, :mod:`.signing`, and the shared
-:mod:`.errors`) so a command imports only the contracts it uses: a run answered from the
-cache imports none. Every name is importable from this package (on first access).
-
-Who decides what:
-
-* A lane executor returns a :class:`LaneOutcome` (what happened). The core alone
-  turns it into a ``LaneResult`` status (``agentreview.model.lanes.to_lane_result``),
-  so no plugin can declare a lane ``pass``: an agent lane passes only when the
-  core finds no finding at or above ``blockOn``.
-* A pack loader returns the bytes and the trust decision for one reference form.
-  The core computes the digest and confines rubrics.
-* A reviewer-session provider runs one reviewer attempt and reports how it ended.
-* A signer signs canonical bytes and verifies a signature against allowed_signers.
+Free of pydantic and split by plugin kind, so a command imports only the contracts it uses (every name is
+importable from this package on first access). Plugins report what happened; the core alone decides a lane's
+status (:mod:`agentreview.model.lanes`), computes pack digests and confines rubrics.
 """
 
 from __future__ import annotations
