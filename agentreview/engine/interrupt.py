@@ -15,6 +15,7 @@ from types import FrameType
 from typing import Any
 
 from agentreview.engine.errors import Cancelled
+from agentreview.host.procs import spawn
 
 __all__ = ["Interrupted", "armed", "disarm", "handle_signals", "shielded"]
 
@@ -34,7 +35,7 @@ class _State:
         self.cancel.set()
         if self.armed:
             self.armed = False
-            raise Interrupted()
+            spawn.raise_now_or_after_start(Interrupted())
 
 
 _current: _State | None = None

@@ -14,6 +14,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
+from agentreview.host.procs import spawn
 from agentreview.host.programs import ProgramNotFoundError, program, safe_path
 
 __all__ = ["GIT_TIMEOUT_S", "HARDENING", "KEEP_GIT_ENV", "GitError", "hardened_env", "run_git"]
@@ -181,7 +182,7 @@ def _spawn(
     except ProgramNotFoundError as exc:
         raise GitError(str(exc)) from exc
     try:
-        return subprocess.run(
+        return spawn.run(
             [executable, *argv[1:]],
             cwd=cwd,
             input=(input_bytes.decode() if text else input_bytes) if input_bytes is not None else None,

@@ -20,6 +20,7 @@ from typing import Any
 from agentreview import hookimpl
 from agentreview.host.files import atomic_write_bytes, read_regular_file
 from agentreview.host.home import hostname, keys_dir, load_config
+from agentreview.host.procs import spawn
 from agentreview.host.programs import find_program
 from agentreview.model.contracts.errors import SignatureInvalidError, SigningError
 from agentreview.model.contracts.signing import KeyInfo, SignerContext
@@ -45,13 +46,13 @@ def _run(args: Sequence[str], *, timeout: float, stdin: bytes | None = None) -> 
     executable = _keygen()
     if executable is None:
         raise FileNotFoundError(errno.ENOENT, NOT_FOUND, "ssh-keygen")
-    return subprocess.run(
+    return spawn.run(
         [executable, *args],
         input=stdin,
         stdin=None if stdin is not None else subprocess.DEVNULL,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         timeout=timeout,
-        check=False,
     )
 
 

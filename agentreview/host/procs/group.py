@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Literal, Protocol
 
-from agentreview.host.procs import table, watchdog
+from agentreview.host.procs import spawn, table, watchdog
 from agentreview.host.procs.buffers import HeadBuffer, TailBuffer
 
 MAX_CAPTURE = 8 * 1024 * 1024  # default bytes kept per stream
@@ -91,6 +91,8 @@ def run_process_group(
         number = next(_numbers)
         child_env[guard.marker] = str(number)
         needle = table.lane_needle(guard.token, number)
+    out, err = _buffer(keep, max_output), _buffer(keep, max_output)
+    spawn.begin()  # a signal's exception waits until the child is registered and can be ended
     try:
         proc = subprocess.Popen(
             list(argv),
@@ -103,16 +105,24 @@ def run_process_group(
             close_fds=True,
         )
     except (OSError, ValueError, subprocess.SubprocessError) as exc:
+        spawn.end()
         return ProcessResult(spawn_error=str(exc), elapsed_s=time.monotonic() - started)
-    out, err = _buffer(keep, max_output), _buffer(keep, max_output)
+    except BaseException:
+        spawn.end()
+        raise
+    ended = False
     try:
         guard.register(proc.pid)
         supervisor = _Supervisor(proc, stdin or b"", needle, out, err, kill_grace_s, idle_s)
+        ended = True
+        spawn.end()
     except BaseException:
         with contextlib.suppress(OSError, subprocess.TimeoutExpired):
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=_KILL_WAIT_S)
         guard.unregister(proc.pid)
+        if not ended:
+            spawn.end()  # a signal's exception that waited is raised instead
         raise
     try:
         stop = supervisor.wait(deadline, events)
