@@ -1,13 +1,8 @@
 """action.yml, the gate as a composite GitHub Action: its shape, its steps run as a runner runs them,
 and the hardening checks (zizmor, ShellCheck) with no finding.
 
-The steps run for real, as the runner runs a composite action: the action's files are copied to
-their own folder (the runner's ``_actions/<owner>/<repo>/<sha>``: ``github.action_path``), each
-step's ``run:`` script goes to ``bash --noprofile --norc -eo pipefail`` with its ``env:`` and every
-``${{ }}`` expression replaced by the value the runner would give it (the inputs, their defaults
-themselves expressions, the ``github`` context, an earlier step's outputs), with ``RUNNER_TEMP``,
-``GITHUB_OUTPUT``, ``GITHUB_STEP_SUMMARY``, ``GITHUB_PATH`` and ``GITHUB_ENV`` files of its own
-and the caller's checkout as the working directory. The install step makes a fresh virtualenv
+The steps run for real, as the runner runs a composite action (tests/action_runner.py), with the
+caller's checkout as the working directory. The install step makes a fresh virtualenv
 with the runner's python3 and installs the action's checkout into it (pip, from PyPI for the
 dependencies); the verify step then runs that venv's agentreview on real repositories whose main
 is pushed to a real bare remote, with real signed exports, a forged one and one of another
@@ -24,18 +19,15 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from action_runner import ACTION, EXPR, ActionRunner, copy_action, load_action, step
 from report_helpers import MANIFEST, GateRepo, forge_unsigned_pass, git, validate_sarif
 
-ROOT = Path(__file__).resolve().parents[1]
-ACTION = ROOT / "action.yml"
 CACHE_COMMIT = "55cc8345863c7cc4c66a329aec7e433d2d1c52a9"  # actions/cache v6.1.0
-EXPR = re.compile(r"\$\{\{\s*([^}]+?)\s*\}\}")
 VENV_BIN = Path(sys.executable).parent
 IN_CI = bool(os.environ.get("CI"))
 TWO_BINDINGS = MANIFEST.replace(
@@ -52,31 +44,6 @@ PLANTED_MODULE = (
 PLANTED_PROGRAM = '#!/bin/sh\necho "$0" > "$PLANTED_MARK"\nexit 97\n'
 
 
-def load_action() -> dict[str, Any]:
-    return yaml.safe_load(ACTION.read_text())
-
-
-def step(action: dict[str, Any], name_or_id: str) -> dict[str, Any]:
-    (found,) = [s for s in action["runs"]["steps"] if name_or_id in (s.get("id"), s.get("name"))]
-    return found
-
-
-def evaluate(text: str, contexts: dict[str, dict[str, str]]) -> str:
-    """``text`` with each ``${{ inputs.X }}`` / ``${{ github.X }}`` / ``${{ steps.ID.outputs.X }}``
-    replaced as the runner would; any other expression fails the test."""
-
-    def value(match: re.Match[str]) -> str:
-        scope, _, name = match.group(1).partition(".")
-        if scope == "steps":
-            sid, _, output = name.partition(".outputs.")
-            scope, name = f"steps.{sid}", output
-        table = contexts.get(scope)
-        assert table is not None and name in table, f"unexpected expression {match.group(0)}"
-        return table[name]
-
-    return EXPR.sub(value, text)
-
-
 def tool(name: str) -> Path:
     """A lint tool the test extras install; missing is a failure in CI, a skip elsewhere."""
     found = VENV_BIN / name
@@ -88,56 +55,24 @@ def tool(name: str) -> Path:
     return found
 
 
-@dataclass
-class Runner:
-    """One job's runner: its temp folder, the action's folder, and a PATH with planted programs first."""
+class Runner(ActionRunner):
+    """One job's runner whose PATH has planted programs first (each leaves a mark if it runs)."""
 
-    tmp: Path
-    action_path: Path
-    temp: Path
-    planted_bin: Path
-    mark: Path
-
-    def path(self) -> str:
+    def __init__(self, tmp: Path, action_path: Path, temp: Path, planted_bin: Path, mark: Path):
         # The caller's PATH as a runner has it: the project's own venv is not on it, the planted
         # programs come first; python3 is the runner's.
         rest = [p for p in os.environ.get("PATH", "").split(os.pathsep) if p and Path(p) != VENV_BIN]
-        return os.pathsep.join([str(self.planted_bin), *rest])
+        path = os.pathsep.join([str(planted_bin), *rest])
+        super().__init__(tmp, action_path, temp, path, {"PLANTED_MARK": str(mark)})
+        self.planted_bin, self.mark = planted_bin, mark
 
-    def run_step(
+    def run(
         self, which: str, cwd: Path, inputs: dict[str, str], base_env: dict[str, str], steps: dict[str, dict[str, str]]
     ) -> tuple[subprocess.CompletedProcess[str], dict[str, str], Path]:
-        action = load_action()
-        github = {"base_ref": "main", "action_path": str(self.action_path), "workspace": str(cwd)}
-        contexts: dict[str, dict[str, str]] = {"github": github}
-        defaults = {n: evaluate(str(s.get("default", "")), contexts) for n, s in action["inputs"].items()}
-        contexts["inputs"] = {**defaults, **inputs}
-        contexts.update({f"steps.{sid}": out for sid, out in steps.items()})
-        spec = step(action, which)
-        work = self.tmp / f"step-{which}-{len(list(self.tmp.glob('step-*')))}"
-        work.mkdir()
-        files = {k: work / k.lower() for k in ("GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY", "GITHUB_PATH", "GITHUB_ENV")}
-        for file in files.values():
-            file.write_text("")
-        script = work / "step.sh"
-        script.write_text(evaluate(spec["run"], contexts))
-        env = {
-            **base_env,
-            **{k: evaluate(str(v), contexts) for k, v in spec.get("env", {}).items()},
-            **{k: str(v) for k, v in files.items()},
-            "PATH": self.path(),
-            "RUNNER_TEMP": str(self.temp),
-            "PLANTED_MARK": str(self.mark),
-            "CI": "true",
-            "GITHUB_ACTIONS": "true",
-        }
-        proc = subprocess.run(
-            ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
-            cwd=cwd, env=env, capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
-        assert files["GITHUB_PATH"].read_text() == "" and files["GITHUB_ENV"].read_text() == ""
-        outputs = dict(line.split("=", 1) for line in files["GITHUB_OUTPUT"].read_text().splitlines() if "=" in line)
-        return proc, outputs, files["GITHUB_STEP_SUMMARY"]
+        """The step's process, its outputs and its job summary; it wrote nothing to GITHUB_PATH or GITHUB_ENV."""
+        ran = self.run_step(which, cwd, inputs, base_env, steps)
+        assert ran.files["GITHUB_PATH"].read_text() == "" and ran.files["GITHUB_ENV"].read_text() == ""
+        return ran.proc, ran.outputs, ran.files["GITHUB_STEP_SUMMARY"]
 
 
 def plant(folder: Path) -> list[Path]:
@@ -152,15 +87,6 @@ def plant(folder: Path) -> list[Path]:
         (folder / f"{name}.py").write_text(PLANTED_MODULE)
         planted.append(folder / f"{name}.py")
     return planted
-
-
-def copy_action(dest: Path) -> None:
-    """The action's repository as the runner checks it out: every tracked file, as it is now."""
-    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True, timeout=60)
-    for rel in listed.stdout.decode().split("\0"):
-        if rel and (ROOT / rel).is_file():
-            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / rel, dest / rel)
 
 
 @pytest.fixture(scope="module")
@@ -179,9 +105,9 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Runner
     checkout.mkdir()
     plant(checkout)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTREVIEW_", "GITHUB_", "VIRTUAL_ENV"))}
-    keyed, key, _ = runner.run_step("key", checkout, {}, env, {})
+    keyed, key, _ = runner.run("key", checkout, {}, env, {})
     assert keyed.returncode == 0, keyed.stdout + keyed.stderr
-    proc, outputs, _ = runner.run_step("install", checkout, {}, env, {"key": key, "restore": {"cache-hit": ""}})
+    proc, outputs, _ = runner.run("install", checkout, {}, env, {"key": key, "restore": {"cache-hit": ""}})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     yield runner, outputs, proc.stdout
 
@@ -193,7 +119,7 @@ def run_gate(
     runner.mark.unlink(missing_ok=True)
     planted = plant(gate.root)
     try:
-        proc, outputs, summary = runner.run_step(
+        proc, outputs, summary = runner.run(
             "verify", gate.root, inputs or {}, gate.env, {"install": install_outputs}
         )
     finally:
@@ -347,7 +273,7 @@ def test_a_venv_restored_from_the_cache_is_used_as_it_is(installed: tuple[Runner
     runner, first, _ = installed
     compiled = list(Path(first["venv"]).glob("lib/python3*/site-packages/agentreview/__pycache__/*.pyc"))
     assert compiled, "uv installed without compiling bytecode"
-    proc, outputs, _ = runner.run_step("install", runner.tmp, {}, dict(os.environ), {"restore": {"cache-hit": "true"}})
+    proc, outputs, _ = runner.run("install", runner.tmp, {}, dict(os.environ), {"restore": {"cache-hit": "true"}})
     assert proc.returncode == 0, proc.stderr
     assert outputs == {"venv": first["venv"]} and proc.stdout.strip().startswith("agentreview 0.1.0")
 
@@ -367,7 +293,7 @@ def test_a_broken_restored_venv_is_installed_again_and_pip_is_the_fallback_when_
         program.write_text("#!/bin/sh\nexit 1\n")
         program.chmod(0o755)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTREVIEW_", "GITHUB_", "VIRTUAL_ENV"))}
-    proc, outputs, _ = runner.run_step("install", tmp_path, {}, env, {"restore": {"cache-hit": "true"}})
+    proc, outputs, _ = runner.run("install", tmp_path, {}, env, {"restore": {"cache-hit": "true"}})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert outputs["installed"] == "true" and "installed with" not in proc.stdout
     assert proc.stdout.strip().startswith("agentreview 0.1.0")
@@ -382,7 +308,7 @@ def test_install_refuses_a_python_older_than_the_core_needs(
     old = tmp_path / "python-old"
     old.write_text("#!/bin/sh\nexit 1\n")  # what `sys.exit(sys.version_info < (3, 11))` answers on 3.10
     old.chmod(0o755)
-    proc, outputs, _ = runner.run_step("install", tmp_path, {"python": str(old)}, dict(os.environ),
+    proc, outputs, _ = runner.run("install", tmp_path, {"python": str(old)}, dict(os.environ),
                                        {"restore": {"cache-hit": ""}})  # fmt: skip
     assert proc.returncode == 3 and "venv" not in outputs
     assert "is not Python 3.11 or newer — name one with the python input" in proc.stderr
