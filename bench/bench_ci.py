@@ -17,7 +17,8 @@ gate repository: ``main`` with REVIEW.md and the trusted key pushed to a bare ``
   --target`` of uv from PyPI, ``uv venv``, ``uv pip install --compile-bytecode``), the verify step;
 * **warm**: the cache holds the venv the uv path made: restoring it (``tar -x`` of the archive
   actions/cache would have saved; the download itself is not simulated, its size is printed),
-  the key step, the install step finding the restored venv, the verify step.
+  the key step, the install step checking the restored venv against the action's checkout, the
+  verify step. Every path runs as a ``pull_request_target`` job, the event the cache serves.
 
 Every path starts empty: a fresh ``RUNNER_TEMP``, pip's and uv's caches empty, a fresh home. The
 phases of the install step come from bash's trace (``set -x``, ``PS4`` carrying ``$EPOCHREALTIME``). Runs are
@@ -65,6 +66,7 @@ checks:
 """
 # Which command of the install step's trace starts which phase (the first match wins).
 PHASE_OF = (
+    (" -I - ", "restored venv check"),
     ("--target", "uv from PyPI"),
     (" venv ", "venv"),
     (" -m venv ", "venv"),
@@ -125,9 +127,11 @@ class Runner:
         # the runner's PATH: no virtualenv of this project on it, and no uv
         path = [p for p in base.get("PATH", "").split(os.pathsep) if p and not (Path(p) / "uv").exists()]
         path = [p for p in path if Path(p) != Path(sys.executable).parent]
+        # a pull_request_target job: the event the Action's cache serves
         self.env = {**base, "PATH": os.pathsep.join(path), "RUNNER_OS": "Linux",
                     "PIP_CACHE_DIR": str(tmp / "pip-cache"), "UV_CACHE_DIR": str(tmp / "uv-cache"),
-                    "AGENTREVIEW_HOME": str(tmp / "home")}  # fmt: skip
+                    "AGENTREVIEW_HOME": str(tmp / "home"),
+                    "GITHUB_EVENT_NAME": "pull_request_target"}  # fmt: skip
         self.runner = ActionRunner(tmp, action_path, self.temp, self.env["PATH"])
 
     def step(self, sid: str, *, trace: bool = False) -> tuple[float, list[tuple[float, str]]]:
@@ -210,7 +214,7 @@ def warm_path(tmp: Path, action_path: Path, gate: Path, archive: Path) -> dict[s
     return out
 
 
-ORDER = ("key", "restore", "setup", "uv from PyPI", "venv", "install", "check", "verify")
+ORDER = ("key", "restore", "setup", "restored venv check", "uv from PyPI", "venv", "install", "check", "verify")
 
 
 def main(argv: list[str] | None = None) -> int:

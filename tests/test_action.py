@@ -159,13 +159,19 @@ def test_action_shape() -> None:
     assert used == [f"actions/cache/{how}@{CACHE_COMMIT}" for how in ("restore", "save")], used
     assert step(action, "restore")["with"]["key"] == "${{ steps.key.outputs.key }}"
     assert step(action, "install")["env"]["AGENTREVIEW_RESTORED"] == "${{ steps.restore.outputs.cache-hit }}"
+    # the cache only where no pull request's code shares its scope
+    assert step(action, "install")["env"]["AGENTREVIEW_CACHE"] == "${{ steps.key.outputs.cache }}"
+    assert step(action, "restore")["if"] == "steps.key.outputs.cache == 'true'"
+    save = [each for each in action["runs"]["steps"] if each.get("uses", "").startswith("actions/cache/save@")]
+    assert save[0]["if"].startswith("steps.key.outputs.cache == 'true' && ")
     steps = [each for each in steps if "run" in each]
     install = step(action, "install")
     assert install["env"]["AGENTREVIEW_ACTION_PATH"] == "${{ github.action_path }}"
     assert '-m pip install --disable-pip-version-check --no-input -q "$AGENTREVIEW_ACTION_PATH"' in install["run"]
     verify = step(action, "verify")
     assert verify["env"]["AGENTREVIEW_VENV"] == "${{ steps.install.outputs.venv }}"
-    assert '"$AGENTREVIEW_VENV/bin/agentreview" "${args[@]}"' in verify["run"] and "--ci-binding" in verify["run"]
+    assert '"$AGENTREVIEW_VENV/bin/python" -I -m agentreview "${args[@]}"' in verify["run"]
+    assert "--ci-binding" in verify["run"]
     assert set(action["outputs"]) == {"verdict", "verified", "exit-code", "sarif"}
     for output in action["outputs"].values():
         assert output["value"].startswith("${{ steps.verify.outputs.")
@@ -273,7 +279,8 @@ def test_a_venv_restored_from_the_cache_is_used_as_it_is(installed: tuple[Runner
     runner, first, _ = installed
     compiled = list(Path(first["venv"]).glob("lib/python3*/site-packages/agentreview/__pycache__/*.pyc"))
     assert compiled, "uv installed without compiling bytecode"
-    proc, outputs, _ = runner.run("install", runner.tmp, {}, dict(os.environ), {"restore": {"cache-hit": "true"}})
+    restored = {"key": {"cache": "true"}, "restore": {"cache-hit": "true"}}
+    proc, outputs, _ = runner.run("install", runner.tmp, {}, dict(os.environ), restored)
     assert proc.returncode == 0, proc.stderr
     assert outputs == {"venv": first["venv"]} and proc.stdout.strip().startswith("agentreview 0.1.0")
 
@@ -293,11 +300,103 @@ def test_a_broken_restored_venv_is_installed_again_and_pip_is_the_fallback_when_
         program.write_text("#!/bin/sh\nexit 1\n")
         program.chmod(0o755)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTREVIEW_", "GITHUB_", "VIRTUAL_ENV"))}
-    proc, outputs, _ = runner.run("install", tmp_path, {}, env, {"restore": {"cache-hit": "true"}})
+    restored = {"key": {"cache": "true"}, "restore": {"cache-hit": "true"}}
+    proc, outputs, _ = runner.run("install", tmp_path, {}, env, restored)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert outputs["installed"] == "true" and "installed with" not in proc.stdout
     assert proc.stdout.strip().startswith("agentreview 0.1.0")
     assert (runner.temp / "agentreview-action-venv" / "bin" / "pip").exists()  # pip's venv, not uv's
+
+
+TAMPERED = "import os, pathlib\npathlib.Path(os.environ['PLANTED_MARK']).write_text('tampered')\nos._exit(0)\n"
+# Bytecode for a module's place: the header of the real .pyc (so it matches the source's mtime and
+# size and Python loads it) followed by the tampered code.
+FORGE_PYC = """import importlib.util, marshal, py_compile, sys
+source, code = sys.argv[1], sys.argv[2]
+pyc = py_compile.compile(source, cfile=importlib.util.cache_from_source(source))
+with open(pyc, "rb") as fh:
+    header = fh.read(16)
+with open(pyc, "wb") as fh:
+    fh.write(header + marshal.dumps(compile(code, source, "exec")))
+"""
+
+
+def restored_runner(installed: tuple[Runner, dict[str, str], str], tmp_path: Path) -> tuple[Runner, Path]:
+    """A second runner whose RUNNER_TEMP holds a copy of the installed venv, as a cache restore
+    leaves it (its scripts naming the venv where it now is, as on a runner whose RUNNER_TEMP is
+    the same path every job), and the first runner's uv on PATH (installing again needs no download)."""
+    first, outputs, _ = installed
+    runner = Runner(tmp_path, first.action_path, tmp_path / "temp", tmp_path / "bin", tmp_path / "mark")
+    runner.planted_bin.mkdir()
+    (runner.planted_bin / "uv").symlink_to(first.temp / "agentreview-action-uv" / "bin" / "uv")
+    venv = runner.temp / "agentreview-action-venv"
+    shutil.copytree(outputs["venv"], venv, symlinks=True)
+    for script in (venv / "bin").iterdir():  # restored where it was made: its scripts name this path
+        if script.is_file() and not script.is_symlink() and script.read_bytes().startswith(b"#!"):
+            script.write_text(script.read_text().replace(outputs["venv"], str(venv)))
+    return runner, venv
+
+
+def gate_after_restore(
+    runner: Runner, event: str, tmp_path: Path
+) -> tuple[subprocess.CompletedProcess[str], dict[str, str], int, dict[str, str]]:
+    """The key, install and verify steps of a job on ``event`` whose restore step hit; verify runs
+    on a branch with no export, which the real agentreview fails (exit 4)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTREVIEW_", "GITHUB_", "VIRTUAL_ENV"))}
+    env["GITHUB_EVENT_NAME"] = event
+    keyed, key, _ = runner.run("key", tmp_path, {}, env, {})
+    assert keyed.returncode == 0, keyed.stderr
+    proc, outputs, _ = runner.run("install", tmp_path, {}, env, {"key": key, "restore": {"cache-hit": "true"}})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    code, verified, _ = run_gate((runner, outputs, proc.stdout), GateRepo(tmp_path / "w"))
+    return proc, outputs, code, verified
+
+
+@pytest.mark.slow
+def test_a_restored_venv_with_tampered_agentreview_code_is_installed_again(
+    installed: tuple[Runner, dict[str, str], str], tmp_path: Path
+) -> None:
+    """A cache entry under the action's key whose agentreview always passes: the install step finds
+    its code is not the action's checkout and installs again; the gate runs the real verify."""
+    runner, venv = restored_runner(installed, tmp_path)
+    (init,) = venv.glob("lib/python3*/site-packages/agentreview/__init__.py")
+    init.write_text(TAMPERED + init.read_text())
+    proc, outputs, code, verified = gate_after_restore(runner, "pull_request_target", tmp_path)
+    assert "holds agentreview code that is not the action's checkout: installing it again" in proc.stderr
+    assert outputs["installed"] == "true"
+    assert code == 4 and verified["verified"] == "false"  # run_gate asserts the tampered code left no mark
+
+
+@pytest.mark.slow
+def test_bytecode_forged_over_a_checked_module_of_a_restored_venv_never_runs(
+    installed: tuple[Runner, dict[str, str], str], tmp_path: Path
+) -> None:
+    """Every source file matches the checkout, but agentreview/__init__'s .pyc holds other code
+    behind the real header: the restored venv is used, without its bytecode."""
+    runner, venv = restored_runner(installed, tmp_path)
+    (init,) = venv.glob("lib/python3*/site-packages/agentreview/__init__.py")
+    subprocess.run([str(venv / "bin" / "python"), "-I", "-c", FORGE_PYC, str(init), TAMPERED],
+                   check=True, timeout=60, env={**os.environ, "PLANTED_MARK": str(runner.mark)})  # fmt: skip
+    shown = subprocess.run([str(venv / "bin" / "python"), "-I", "-c", "import agentreview"], timeout=60,
+                           env={**os.environ, "PLANTED_MARK": str(runner.mark)})  # fmt: skip
+    assert shown.returncode == 0 and runner.mark.read_text() == "tampered"  # the forged .pyc does run
+    runner.mark.unlink()
+    proc, outputs, code, verified = gate_after_restore(runner, "pull_request_target", tmp_path)
+    assert "installed" not in outputs and proc.stdout.strip().startswith("agentreview 0.1.0")  # used as restored
+    assert code == 4 and verified["verified"] == "false"
+
+
+@pytest.mark.slow
+def test_a_pull_request_run_uses_no_cache_entry(installed: tuple[Runner, dict[str, str], str], tmp_path: Path) -> None:
+    """On pull_request the cache scope is one the pull request's own jobs can save to: an entry
+    there, even one whose agentreview matches (here a dependency of it is tampered, which the
+    install step does not check), is never used."""
+    runner, venv = restored_runner(installed, tmp_path)
+    (typer,) = venv.glob("lib/python3*/site-packages/typer/__init__.py")
+    typer.write_text(TAMPERED + typer.read_text())
+    proc, outputs, code, verified = gate_after_restore(runner, "pull_request", tmp_path)
+    assert outputs["installed"] == "true" and "installing it again" not in proc.stderr
+    assert code == 4 and verified["verified"] == "false"
 
 
 @pytest.mark.slow
@@ -309,7 +408,7 @@ def test_install_refuses_a_python_older_than_the_core_needs(
     old.write_text("#!/bin/sh\nexit 1\n")  # what `sys.exit(sys.version_info < (3, 11))` answers on 3.10
     old.chmod(0o755)
     proc, outputs, _ = runner.run("install", tmp_path, {"python": str(old)}, dict(os.environ),
-                                       {"restore": {"cache-hit": ""}})  # fmt: skip
+                                       {"key": {"cache": ""}, "restore": {"cache-hit": ""}})  # fmt: skip
     assert proc.returncode == 3 and "venv" not in outputs
     assert "is not Python 3.11 or newer — name one with the python input" in proc.stderr
 
