@@ -68,7 +68,7 @@ def copy_action(dest: Path) -> None:
 
 
 @dataclass
-class StepRun:
+class RanStep:
     """One step's process, the outputs it wrote to GITHUB_OUTPUT, and the runner's files it had."""
 
     proc: subprocess.CompletedProcess[str]
@@ -97,7 +97,7 @@ class ActionRunner:
         *,
         prelude: str = "",
         timeout: float = 900,
-    ) -> StepRun:
+    ) -> RanStep:
         """Run the step ``which`` in ``cwd`` with the given inputs (the rest at their defaults) and
         earlier steps' outputs; ``prelude`` goes before its script (bash options, say)."""
         action = load_action(self.action_path / "action.yml")
@@ -129,4 +129,4 @@ class ActionRunner:
             cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
         )  # fmt: skip
         outputs = dict(line.split("=", 1) for line in files["GITHUB_OUTPUT"].read_text().splitlines() if "=" in line)
-        return StepRun(proc, outputs, files)
+        return RanStep(proc, outputs, files)
