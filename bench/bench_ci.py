@@ -11,10 +11,11 @@ gate repository: ``main`` with REVIEW.md and the trusted key pushed to a bare ``
 ``feature`` branch with a signed export committed. No GitHub: the cache service is simulated
 (see "warm").
 
-* **pip**: the plain path, the Action's fallback: ``python -m venv`` then ``pip install`` of the
-  action's checkout, then the verify step;
+* **pip**: the plain path: ``python -m venv`` then ``pip install`` of the action's checkout (the
+  Action's fallback does the same with its dependencies pinned by hash), then the verify step;
 * **uv**: the Action as it is with no uv on PATH: the key step, the install step (``pip install
-  --target`` of uv from PyPI, ``uv venv``, ``uv pip install --compile-bytecode``), the verify step;
+  --target`` of uv from PyPI, ``uv venv``, ``uv pip install --compile-bytecode`` of the pinned
+  dependencies and of the checkout), the verify step;
 * **warm**: the cache holds the venv the uv path made: restoring it (``tar -x`` of the archive
   actions/cache would have saved; the download itself is not simulated, its size is printed),
   the key step, the install step checking the restored venv against the action's checkout, the

@@ -18,13 +18,17 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from collections.abc import Iterator
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from action_runner import ACTION, EXPR, ActionRunner, copy_action, load_action, step
+from action_runner import ACTION, EXPR, ROOT, ActionRunner, copy_action, load_action, step
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 from report_helpers import MANIFEST, GateRepo, forge_unsigned_pass, git, validate_sarif
 
 CACHE_COMMIT = "55cc8345863c7cc4c66a329aec7e433d2d1c52a9"  # actions/cache v6.1.0
@@ -167,7 +171,11 @@ def test_action_shape() -> None:
     steps = [each for each in steps if "run" in each]
     install = step(action, "install")
     assert install["env"]["AGENTREVIEW_ACTION_PATH"] == "${{ github.action_path }}"
-    assert '-m pip install --disable-pip-version-check --no-input -q "$AGENTREVIEW_ACTION_PATH"' in install["run"]
+    # every file from PyPI checked against the committed hashes; the checkout adds no dependency
+    assert 'requirements="$AGENTREVIEW_ACTION_PATH/action-requirements.txt"' in install["run"]
+    assert install["run"].count('--require-hashes -r "$requirements"') == 2
+    assert install["run"].count("--no-deps --no-build-isolation") == 2
+    assert install["run"].count('pip install') == 5  # uv from PyPI, then two with uv and two with pip
     verify = step(action, "verify")
     assert verify["env"]["AGENTREVIEW_VENV"] == "${{ steps.install.outputs.venv }}"
     assert '"$AGENTREVIEW_VENV/bin/python" -I -m agentreview "${args[@]}"' in verify["run"]
@@ -189,6 +197,43 @@ def test_action_shape() -> None:
         uses = [(s["id"], k) for s in steps for k, v in s.get("env", {}).items() if f"inputs.{name} " in f"{v} "]
         expected = 2 if name == "python" else 1  # the python names the cache key and makes the venv
         assert len(uses) == expected and len({sid for sid, _ in uses}) == expected, (name, uses)
+
+
+def pinned_requirements() -> dict[str, tuple[str, list[str]]]:
+    """action-requirements.txt as {name: (version, hashes)}."""
+    text = (ROOT / "action-requirements.txt").read_text().replace("\\\n", " ")
+    pinned: dict[str, tuple[str, list[str]]] = {}
+    for line in text.splitlines():
+        if line.strip() and not line.startswith("#"):
+            spec, *options = line.split()
+            name, version = spec.split("==")
+            assert canonicalize_name(name) not in pinned, name
+            assert all(re.fullmatch(r"--hash=sha256:[0-9a-f]{64}", each) for each in options), line
+            pinned[canonicalize_name(name)] = (version, [each.removeprefix("--hash=sha256:") for each in options])
+    return pinned
+
+
+def test_action_requirements_pin_every_runtime_dependency_of_the_core_by_hash() -> None:
+    """Every requirement of agentreview-core, and of those in turn (markers as this Python takes
+    them), is pinned at a version inside every range that names it, with its hashes; so is the
+    setuptools pyproject's build-system asks for. A dependency added to pyproject and not here
+    fails, as the Action's --require-hashes install would."""
+    pinned = pinned_requirements()
+    assert all(hashes for _, hashes in pinned.values())
+    build = tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"]
+    todo = [Requirement(each) for each in [*(metadata.requires("agentreview-core") or []), *build]]
+    seen: set[str] = set()
+    while todo:
+        requirement = todo.pop()
+        if requirement.marker is not None and not requirement.marker.evaluate({"extra": ""}):
+            continue
+        name = canonicalize_name(requirement.name)
+        assert name in pinned, f"{name} is not in action-requirements.txt: regenerate it (see its header)"
+        assert requirement.specifier.contains(pinned[name][0], prereleases=True), (str(requirement), pinned[name][0])
+        if name not in seen:
+            seen.add(name)
+            todo += [Requirement(each) for each in metadata.requires(name) or []] if name != "setuptools" else []
+    assert {"pydantic-core", "typing-extensions", "setuptools"} <= seen  # the closure, not just pyproject's list
 
 
 def test_zizmor_finds_nothing_in_action_yml() -> None:
@@ -397,6 +442,33 @@ def test_a_pull_request_run_uses_no_cache_entry(installed: tuple[Runner, dict[st
     proc, outputs, code, verified = gate_after_restore(runner, "pull_request", tmp_path)
     assert outputs["installed"] == "true" and "installing it again" not in proc.stderr
     assert code == 4 and verified["verified"] == "false"
+
+
+@pytest.mark.slow
+def test_a_dependency_whose_files_do_not_match_the_pinned_hashes_is_never_installed(
+    installed: tuple[Runner, dict[str, str], str], tmp_path: Path
+) -> None:
+    """PyYAML's files as the index serves them are not the ones action-requirements.txt pins (here
+    the pins are changed, standing for a changed upload): uv refuses, the pip fallback refuses,
+    and the step fails before anything is checked by the gate."""
+    first = installed[0]
+    action_path = tmp_path / "action"
+    shutil.copytree(first.action_path, action_path)
+    requirements = action_path / "action-requirements.txt"
+    version, hashes = pinned_requirements()["pyyaml"]
+    text = requirements.read_text()
+    for each in hashes:
+        text = text.replace(each, "0" * 64)
+    requirements.write_text(text)
+    runner = Runner(tmp_path, action_path, tmp_path / "temp", tmp_path / "bin", tmp_path / "mark")
+    for folder in (runner.temp, runner.planted_bin):
+        folder.mkdir()
+    (runner.planted_bin / "uv").symlink_to(first.temp / "agentreview-action-uv" / "bin" / "uv")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTREVIEW_", "GITHUB_", "VIRTUAL_ENV"))}
+    proc, outputs, _ = runner.run("install", tmp_path, {}, env, {"key": {"cache": ""}, "restore": {"cache-hit": ""}})
+    assert proc.returncode != 0 and "venv" not in outputs and "installed" not in outputs
+    assert "installed with" not in proc.stdout
+    assert "DO NOT MATCH THE HASHES" in proc.stderr and f"pyyaml=={version}" in proc.stderr.lower()
 
 
 @pytest.mark.slow
