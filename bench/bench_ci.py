@@ -3,20 +3,23 @@
     .venv/bin/python bench/bench_ci.py [--runs 1] [--json FILE]
 
 What a pull request waits for is the Action's install, then one ``verify``. This runs the steps of
-action.yml as a runner runs a composite action (each ``run:`` script through ``bash -eo
-pipefail`` with its ``env:``, the expressions replaced by their values, ``RUNNER_TEMP`` and
-``GITHUB_OUTPUT`` of its own) against a copy of this checkout's tracked files (the runner's
-``github.action_path``), on a local gate repository: ``main`` with REVIEW.md and the trusted key
-pushed to a bare ``origin``, a ``feature`` branch with a signed export committed. No GitHub: the
-cache service is simulated (see "warm").
+action.yml as a runner runs a composite action (tests/action_runner.py, the simulation
+tests/test_action.py checks: each ``run:`` script through ``bash -eo pipefail`` with its ``env:``,
+the expressions replaced by their values, ``RUNNER_TEMP`` and ``GITHUB_OUTPUT`` of its own)
+against a copy of this checkout's tracked files (the runner's ``github.action_path``), on a local
+gate repository: ``main`` with REVIEW.md and the trusted key pushed to a bare ``origin``, a
+``feature`` branch with a signed export committed. No GitHub: the cache service is simulated
+(see "warm").
 
-* **pip**: the plain path, the Action's fallback: ``python -m venv`` then ``pip install`` of the
-  action's checkout, then the verify step;
+* **pip**: the plain path: ``python -m venv`` then ``pip install`` of the action's checkout (the
+  Action's fallback does the same with its dependencies pinned by hash), then the verify step;
 * **uv**: the Action as it is with no uv on PATH: the key step, the install step (``pip install
-  --target`` of uv from PyPI, ``uv venv``, ``uv pip install --compile-bytecode``), the verify step;
+  --target`` of uv from PyPI, ``uv venv``, ``uv pip install --compile-bytecode`` of the pinned
+  dependencies and of the checkout), the verify step;
 * **warm**: the cache holds the venv the uv path made: restoring it (``tar -x`` of the archive
   actions/cache would have saved; the download itself is not simulated, its size is printed),
-  the key step, the install step finding the restored venv, the verify step.
+  the key step, the install step checking the restored venv against the action's checkout, the
+  verify step. Every path runs as a ``pull_request_target`` job, the event the cache serves.
 
 Every path starts empty: a fresh ``RUNNER_TEMP``, pip's and uv's caches empty, a fresh home. The
 phases of the install step come from bash's trace (``set -x``, ``PS4`` carrying ``$EPOCHREALTIME``). Runs are
@@ -40,14 +43,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from action_runner import ActionRunner, copy_action  # noqa: E402
 
 from bench.run import machine_line, venv_script  # noqa: E402
 
-EXPR = re.compile(r"\$\{\{\s*([^}]+?)\s*\}\}")
 TARGETS = {"uv": 0.5, "warm": 0.2}
 MANIFEST = """---
 kind: review
@@ -64,6 +67,7 @@ checks:
 """
 # Which command of the install step's trace starts which phase (the first match wins).
 PHASE_OF = (
+    (" -I - ", "restored venv check"),
     ("--target", "uv from PyPI"),
     (" venv ", "venv"),
     (" -m venv ", "venv"),
@@ -75,15 +79,6 @@ PHASE_OF = (
 def git(cwd: Path, *args: str) -> None:
     env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
     subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, timeout=60)
-
-
-def copy_action(dest: Path) -> None:
-    """The action's repository as the runner downloads it: every tracked file, as it is now."""
-    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True, timeout=60)
-    for rel in listed.stdout.decode().split("\0"):
-        if rel and (ROOT / rel).is_file():
-            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / rel, dest / rel)
 
 
 def gate_repo(tmp: Path) -> Path:
@@ -121,10 +116,11 @@ def gate_repo(tmp: Path) -> Path:
 
 
 class Runner:
-    """One empty runner: its temp folder, empty pip and uv caches, a fresh home; runs action.yml's steps."""
+    """One empty runner: its temp folder, empty pip and uv caches, a fresh home; runs action.yml's
+    steps (tests/action_runner.py), keeps their outputs, and stops the bench when one fails."""
 
     def __init__(self, tmp: Path, action_path: Path, gate: Path):
-        self.tmp, self.action_path, self.gate = tmp, action_path, gate
+        self.tmp, self.gate = tmp, gate
         self.temp = tmp / "runner-temp"
         self.temp.mkdir(parents=True)
         self.outputs: dict[str, dict[str, str]] = {}
@@ -132,44 +128,24 @@ class Runner:
         # the runner's PATH: no virtualenv of this project on it, and no uv
         path = [p for p in base.get("PATH", "").split(os.pathsep) if p and not (Path(p) / "uv").exists()]
         path = [p for p in path if Path(p) != Path(sys.executable).parent]
-        self.env = {**base, "PATH": os.pathsep.join(path), "RUNNER_TEMP": str(self.temp), "RUNNER_OS": "Linux",
+        # a pull_request_target job: the event the Action's cache serves
+        self.env = {**base, "PATH": os.pathsep.join(path), "RUNNER_OS": "Linux",
                     "PIP_CACHE_DIR": str(tmp / "pip-cache"), "UV_CACHE_DIR": str(tmp / "uv-cache"),
-                    "AGENTREVIEW_HOME": str(tmp / "home"), "CI": "true", "GITHUB_ACTIONS": "true"}  # fmt: skip
-        self.action = yaml.safe_load((action_path / "action.yml").read_text())
-
-    def _evaluate(self, text: str) -> str:
-        inputs = {n: str(s.get("default", "")) for n, s in self.action["inputs"].items()}
-        inputs["policy-ref"] = "refs/remotes/origin/main"
-
-        def value(match: re.Match[str]) -> str:
-            expr = match.group(1)
-            if expr == "github.action_path":
-                return str(self.action_path)
-            if expr.startswith("inputs."):
-                return inputs[expr.removeprefix("inputs.")]
-            sid, _, name = expr.removeprefix("steps.").partition(".outputs.")
-            return self.outputs.get(sid, {}).get(name, "")
-
-        return EXPR.sub(value, text)
+                    "AGENTREVIEW_HOME": str(tmp / "home"),
+                    "GITHUB_EVENT_NAME": "pull_request_target"}  # fmt: skip
+        self.runner = ActionRunner(tmp, action_path, self.temp, self.env["PATH"])
 
     def step(self, sid: str, *, trace: bool = False) -> tuple[float, list[tuple[float, str]]]:
         """Run the step ``sid``; its seconds, and with ``trace`` each command's start time and text."""
-        (spec,) = [s for s in self.action["runs"]["steps"] if s.get("id") == sid]
-        out = self.tmp / f"output-{sid}"
-        out.write_text("")
-        script = self.tmp / f"step-{sid}.sh"
         trace_on = "PS4='+@$EPOCHREALTIME '\nset -x\n" if trace else ""  # bash takes no PS4 from root's environment
-        script.write_text(trace_on + self._evaluate(spec["run"]))
-        env = {**self.env, **{k: self._evaluate(str(v)) for k, v in spec.get("env", {}).items()},
-               "GITHUB_OUTPUT": str(out), "GITHUB_STEP_SUMMARY": str(self.tmp / "summary.md")}  # fmt: skip
-        argv = ["bash", "--noprofile", "--norc", "-eo", "pipefail"]
         started = time.perf_counter()
-        proc = subprocess.run([*argv, str(script)], cwd=self.gate if sid == "verify" else self.temp, env=env,
-                              capture_output=True, text=True, timeout=1800)  # fmt: skip
+        ran = self.runner.run_step(sid, self.gate if sid == "verify" else self.temp, {}, self.env, self.outputs,
+                                   prelude=trace_on, timeout=1800)  # fmt: skip
         elapsed = time.perf_counter() - started
+        proc = ran.proc
         if proc.returncode != 0:
             raise SystemExit(f"bench: step {sid} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr[-4000:]}")
-        self.outputs[sid] = dict(ln.split("=", 1) for ln in out.read_text().splitlines() if "=" in ln)
+        self.outputs[sid] = ran.outputs
         marks = [(float(m[1]), m[2]) for m in re.finditer(r"^\++@([\d.]+) (.*)$", proc.stderr, re.M)]
         return elapsed, marks
 
@@ -239,7 +215,7 @@ def warm_path(tmp: Path, action_path: Path, gate: Path, archive: Path) -> dict[s
     return out
 
 
-ORDER = ("key", "restore", "setup", "uv from PyPI", "venv", "install", "check", "verify")
+ORDER = ("key", "restore", "setup", "restored venv check", "uv from PyPI", "venv", "install", "check", "verify")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,13 +1,8 @@
 """action.yml, the gate as a composite GitHub Action: its shape, its steps run as a runner runs them,
 and the hardening checks (zizmor, ShellCheck) with no finding.
 
-The steps run for real, as the runner runs a composite action: the action's files are copied to
-their own folder (the runner's ``_actions/<owner>/<repo>/<sha>``: ``github.action_path``), each
-step's ``run:`` script goes to ``bash --noprofile --norc -eo pipefail`` with its ``env:`` and every
-``${{ }}`` expression replaced by the value the runner would give it (the inputs, their defaults
-themselves expressions, the ``github`` context, an earlier step's outputs), with ``RUNNER_TEMP``,
-``GITHUB_OUTPUT``, ``GITHUB_STEP_SUMMARY``, ``GITHUB_PATH`` and ``GITHUB_ENV`` files of its own
-and the caller's checkout as the working directory. The install step makes a fresh virtualenv
+The steps run for real, as the runner runs a composite action (tests/action_runner.py), with the
+caller's checkout as the working directory. The install step makes a fresh virtualenv
 with the runner's python3 and installs the action's checkout into it (pip, from PyPI for the
 dependencies); the verify step then runs that venv's agentreview on real repositories whose main
 is pushed to a real bare remote, with real signed exports, a forged one and one of another
@@ -23,19 +18,20 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from action_runner import ACTION, EXPR, ROOT, ActionRunner, copy_action, load_action, step
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 from report_helpers import MANIFEST, GateRepo, forge_unsigned_pass, git, validate_sarif
 
-ROOT = Path(__file__).resolve().parents[1]
-ACTION = ROOT / "action.yml"
 CACHE_COMMIT = "55cc8345863c7cc4c66a329aec7e433d2d1c52a9"  # actions/cache v6.1.0
-EXPR = re.compile(r"\$\{\{\s*([^}]+?)\s*\}\}")
 VENV_BIN = Path(sys.executable).parent
 IN_CI = bool(os.environ.get("CI"))
 TWO_BINDINGS = MANIFEST.replace(
@@ -52,31 +48,6 @@ PLANTED_MODULE = (
 PLANTED_PROGRAM = '#!/bin/sh\necho "$0" > "$PLANTED_MARK"\nexit 97\n'
 
 
-def load_action() -> dict[str, Any]:
-    return yaml.safe_load(ACTION.read_text())
-
-
-def step(action: dict[str, Any], name_or_id: str) -> dict[str, Any]:
-    (found,) = [s for s in action["runs"]["steps"] if name_or_id in (s.get("id"), s.get("name"))]
-    return found
-
-
-def evaluate(text: str, contexts: dict[str, dict[str, str]]) -> str:
-    """``text`` with each ``${{ inputs.X }}`` / ``${{ github.X }}`` / ``${{ steps.ID.outputs.X }}``
-    replaced as the runner would; any other expression fails the test."""
-
-    def value(match: re.Match[str]) -> str:
-        scope, _, name = match.group(1).partition(".")
-        if scope == "steps":
-            sid, _, output = name.partition(".outputs.")
-            scope, name = f"steps.{sid}", output
-        table = contexts.get(scope)
-        assert table is not None and name in table, f"unexpected expression {match.group(0)}"
-        return table[name]
-
-    return EXPR.sub(value, text)
-
-
 def tool(name: str) -> Path:
     """A lint tool the test extras install; missing is a failure in CI, a skip elsewhere."""
     found = VENV_BIN / name
@@ -88,56 +59,24 @@ def tool(name: str) -> Path:
     return found
 
 
-@dataclass
-class Runner:
-    """One job's runner: its temp folder, the action's folder, and a PATH with planted programs first."""
+class Runner(ActionRunner):
+    """One job's runner whose PATH has planted programs first (each leaves a mark if it runs)."""
 
-    tmp: Path
-    action_path: Path
-    temp: Path
-    planted_bin: Path
-    mark: Path
-
-    def path(self) -> str:
+    def __init__(self, tmp: Path, action_path: Path, temp: Path, planted_bin: Path, mark: Path):
         # The caller's PATH as a runner has it: the project's own venv is not on it, the planted
         # programs come first; python3 is the runner's.
         rest = [p for p in os.environ.get("PATH", "").split(os.pathsep) if p and Path(p) != VENV_BIN]
-        return os.pathsep.join([str(self.planted_bin), *rest])
+        path = os.pathsep.join([str(planted_bin), *rest])
+        super().__init__(tmp, action_path, temp, path, {"PLANTED_MARK": str(mark)})
+        self.planted_bin, self.mark = planted_bin, mark
 
-    def run_step(
+    def run(
         self, which: str, cwd: Path, inputs: dict[str, str], base_env: dict[str, str], steps: dict[str, dict[str, str]]
     ) -> tuple[subprocess.CompletedProcess[str], dict[str, str], Path]:
-        action = load_action()
-        github = {"base_ref": "main", "action_path": str(self.action_path), "workspace": str(cwd)}
-        contexts: dict[str, dict[str, str]] = {"github": github}
-        defaults = {n: evaluate(str(s.get("default", "")), contexts) for n, s in action["inputs"].items()}
-        contexts["inputs"] = {**defaults, **inputs}
-        contexts.update({f"steps.{sid}": out for sid, out in steps.items()})
-        spec = step(action, which)
-        work = self.tmp / f"step-{which}-{len(list(self.tmp.glob('step-*')))}"
-        work.mkdir()
-        files = {k: work / k.lower() for k in ("GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY", "GITHUB_PATH", "GITHUB_ENV")}
-        for file in files.values():
-            file.write_text("")
-        script = work / "step.sh"
-        script.write_text(evaluate(spec["run"], contexts))
-        env = {
-            **base_env,
-            **{k: evaluate(str(v), contexts) for k, v in spec.get("env", {}).items()},
-            **{k: str(v) for k, v in files.items()},
-            "PATH": self.path(),
-            "RUNNER_TEMP": str(self.temp),
-            "PLANTED_MARK": str(self.mark),
-            "CI": "true",
-            "GITHUB_ACTIONS": "true",
-        }
-        proc = subprocess.run(
-            ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
-            cwd=cwd, env=env, capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
-        assert files["GITHUB_PATH"].read_text() == "" and files["GITHUB_ENV"].read_text() == ""
-        outputs = dict(line.split("=", 1) for line in files["GITHUB_OUTPUT"].read_text().splitlines() if "=" in line)
-        return proc, outputs, files["GITHUB_STEP_SUMMARY"]
+        """The step's process, its outputs and its job summary; it wrote nothing to GITHUB_PATH or GITHUB_ENV."""
+        ran = self.run_step(which, cwd, inputs, base_env, steps)
+        assert ran.files["GITHUB_PATH"].read_text() == "" and ran.files["GITHUB_ENV"].read_text() == ""
+        return ran.proc, ran.outputs, ran.files["GITHUB_STEP_SUMMARY"]
 
 
 def plant(folder: Path) -> list[Path]:
@@ -152,15 +91,6 @@ def plant(folder: Path) -> list[Path]:
         (folder / f"{name}.py").write_text(PLANTED_MODULE)
         planted.append(folder / f"{name}.py")
     return planted
-
-
-def copy_action(dest: Path) -> None:
-    """The action's repository as the runner checks it out: every tracked file, as it is now."""
-    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True, timeout=60)
-    for rel in listed.stdout.decode().split("\0"):
-        if rel and (ROOT / rel).is_file():
-            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / rel, dest / rel)
 
 
 @pytest.fixture(scope="module")
@@ -179,9 +109,9 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Runner
     checkout.mkdir()
     plant(checkout)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTREVIEW_", "GITHUB_", "VIRTUAL_ENV"))}
-    keyed, key, _ = runner.run_step("key", checkout, {}, env, {})
+    keyed, key, _ = runner.run("key", checkout, {}, env, {})
     assert keyed.returncode == 0, keyed.stdout + keyed.stderr
-    proc, outputs, _ = runner.run_step("install", checkout, {}, env, {"key": key, "restore": {"cache-hit": ""}})
+    proc, outputs, _ = runner.run("install", checkout, {}, env, {"key": key, "restore": {"cache-hit": ""}})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     yield runner, outputs, proc.stdout
 
@@ -193,7 +123,7 @@ def run_gate(
     runner.mark.unlink(missing_ok=True)
     planted = plant(gate.root)
     try:
-        proc, outputs, summary = runner.run_step(
+        proc, outputs, summary = runner.run(
             "verify", gate.root, inputs or {}, gate.env, {"install": install_outputs}
         )
     finally:
@@ -233,13 +163,23 @@ def test_action_shape() -> None:
     assert used == [f"actions/cache/{how}@{CACHE_COMMIT}" for how in ("restore", "save")], used
     assert step(action, "restore")["with"]["key"] == "${{ steps.key.outputs.key }}"
     assert step(action, "install")["env"]["AGENTREVIEW_RESTORED"] == "${{ steps.restore.outputs.cache-hit }}"
+    # the cache only where no pull request's code shares its scope
+    assert step(action, "install")["env"]["AGENTREVIEW_CACHE"] == "${{ steps.key.outputs.cache }}"
+    assert step(action, "restore")["if"] == "steps.key.outputs.cache == 'true'"
+    save = [each for each in action["runs"]["steps"] if each.get("uses", "").startswith("actions/cache/save@")]
+    assert save[0]["if"].startswith("steps.key.outputs.cache == 'true' && ")
     steps = [each for each in steps if "run" in each]
     install = step(action, "install")
     assert install["env"]["AGENTREVIEW_ACTION_PATH"] == "${{ github.action_path }}"
-    assert '-m pip install --disable-pip-version-check --no-input -q "$AGENTREVIEW_ACTION_PATH"' in install["run"]
+    # every file from PyPI checked against the committed hashes; the checkout adds no dependency
+    assert 'requirements="$AGENTREVIEW_ACTION_PATH/action-requirements.txt"' in install["run"]
+    assert install["run"].count('--require-hashes -r "$requirements"') == 2
+    assert install["run"].count("--no-deps --no-build-isolation") == 2
+    assert install["run"].count('pip install') == 5  # uv from PyPI, then two with uv and two with pip
     verify = step(action, "verify")
     assert verify["env"]["AGENTREVIEW_VENV"] == "${{ steps.install.outputs.venv }}"
-    assert '"$AGENTREVIEW_VENV/bin/agentreview" "${args[@]}"' in verify["run"] and "--ci-binding" in verify["run"]
+    assert '"$AGENTREVIEW_VENV/bin/python" -I -m agentreview "${args[@]}"' in verify["run"]
+    assert "--ci-binding" in verify["run"]
     assert set(action["outputs"]) == {"verdict", "verified", "exit-code", "sarif"}
     for output in action["outputs"].values():
         assert output["value"].startswith("${{ steps.verify.outputs.")
@@ -257,6 +197,43 @@ def test_action_shape() -> None:
         uses = [(s["id"], k) for s in steps for k, v in s.get("env", {}).items() if f"inputs.{name} " in f"{v} "]
         expected = 2 if name == "python" else 1  # the python names the cache key and makes the venv
         assert len(uses) == expected and len({sid for sid, _ in uses}) == expected, (name, uses)
+
+
+def pinned_requirements() -> dict[str, tuple[str, list[str]]]:
+    """action-requirements.txt as {name: (version, hashes)}."""
+    text = (ROOT / "action-requirements.txt").read_text().replace("\\\n", " ")
+    pinned: dict[str, tuple[str, list[str]]] = {}
+    for line in text.splitlines():
+        if line.strip() and not line.startswith("#"):
+            spec, *options = line.split()
+            name, version = spec.split("==")
+            assert canonicalize_name(name) not in pinned, name
+            assert all(re.fullmatch(r"--hash=sha256:[0-9a-f]{64}", each) for each in options), line
+            pinned[canonicalize_name(name)] = (version, [each.removeprefix("--hash=sha256:") for each in options])
+    return pinned
+
+
+def test_action_requirements_pin_every_runtime_dependency_of_the_core_by_hash() -> None:
+    """Every requirement of agentreview-core, and of those in turn (markers as this Python takes
+    them), is pinned at a version inside every range that names it, with its hashes; so is the
+    setuptools pyproject's build-system asks for. A dependency added to pyproject and not here
+    fails, as the Action's --require-hashes install would."""
+    pinned = pinned_requirements()
+    assert all(hashes for _, hashes in pinned.values())
+    build = tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"]
+    todo = [Requirement(each) for each in [*(metadata.requires("agentreview-core") or []), *build]]
+    seen: set[str] = set()
+    while todo:
+        requirement = todo.pop()
+        if requirement.marker is not None and not requirement.marker.evaluate({"extra": ""}):
+            continue
+        name = canonicalize_name(requirement.name)
+        assert name in pinned, f"{name} is not in action-requirements.txt: regenerate it (see its header)"
+        assert requirement.specifier.contains(pinned[name][0], prereleases=True), (str(requirement), pinned[name][0])
+        if name not in seen:
+            seen.add(name)
+            todo += [Requirement(each) for each in metadata.requires(name) or []] if name != "setuptools" else []
+    assert {"pydantic-core", "typing-extensions", "setuptools"} <= seen  # the closure, not just pyproject's list
 
 
 def test_zizmor_finds_nothing_in_action_yml() -> None:
@@ -347,7 +324,8 @@ def test_a_venv_restored_from_the_cache_is_used_as_it_is(installed: tuple[Runner
     runner, first, _ = installed
     compiled = list(Path(first["venv"]).glob("lib/python3*/site-packages/agentreview/__pycache__/*.pyc"))
     assert compiled, "uv installed without compiling bytecode"
-    proc, outputs, _ = runner.run_step("install", runner.tmp, {}, dict(os.environ), {"restore": {"cache-hit": "true"}})
+    restored = {"key": {"cache": "true"}, "restore": {"cache-hit": "true"}}
+    proc, outputs, _ = runner.run("install", runner.tmp, {}, dict(os.environ), restored)
     assert proc.returncode == 0, proc.stderr
     assert outputs == {"venv": first["venv"]} and proc.stdout.strip().startswith("agentreview 0.1.0")
 
@@ -367,11 +345,130 @@ def test_a_broken_restored_venv_is_installed_again_and_pip_is_the_fallback_when_
         program.write_text("#!/bin/sh\nexit 1\n")
         program.chmod(0o755)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTREVIEW_", "GITHUB_", "VIRTUAL_ENV"))}
-    proc, outputs, _ = runner.run_step("install", tmp_path, {}, env, {"restore": {"cache-hit": "true"}})
+    restored = {"key": {"cache": "true"}, "restore": {"cache-hit": "true"}}
+    proc, outputs, _ = runner.run("install", tmp_path, {}, env, restored)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert outputs["installed"] == "true" and "installed with" not in proc.stdout
     assert proc.stdout.strip().startswith("agentreview 0.1.0")
     assert (runner.temp / "agentreview-action-venv" / "bin" / "pip").exists()  # pip's venv, not uv's
+
+
+TAMPERED = "import os, pathlib\npathlib.Path(os.environ['PLANTED_MARK']).write_text('tampered')\nos._exit(0)\n"
+# Bytecode for a module's place: the header of the real .pyc (so it matches the source's mtime and
+# size and Python loads it) followed by the tampered code.
+FORGE_PYC = """import importlib.util, marshal, py_compile, sys
+source, code = sys.argv[1], sys.argv[2]
+pyc = py_compile.compile(source, cfile=importlib.util.cache_from_source(source))
+with open(pyc, "rb") as fh:
+    header = fh.read(16)
+with open(pyc, "wb") as fh:
+    fh.write(header + marshal.dumps(compile(code, source, "exec")))
+"""
+
+
+def restored_runner(installed: tuple[Runner, dict[str, str], str], tmp_path: Path) -> tuple[Runner, Path]:
+    """A second runner whose RUNNER_TEMP holds a copy of the installed venv, as a cache restore
+    leaves it (its scripts naming the venv where it now is, as on a runner whose RUNNER_TEMP is
+    the same path every job), and the first runner's uv on PATH (installing again needs no download)."""
+    first, outputs, _ = installed
+    runner = Runner(tmp_path, first.action_path, tmp_path / "temp", tmp_path / "bin", tmp_path / "mark")
+    runner.planted_bin.mkdir()
+    (runner.planted_bin / "uv").symlink_to(first.temp / "agentreview-action-uv" / "bin" / "uv")
+    venv = runner.temp / "agentreview-action-venv"
+    shutil.copytree(outputs["venv"], venv, symlinks=True)
+    for script in (venv / "bin").iterdir():  # restored where it was made: its scripts name this path
+        if script.is_file() and not script.is_symlink() and script.read_bytes().startswith(b"#!"):
+            script.write_text(script.read_text().replace(outputs["venv"], str(venv)))
+    return runner, venv
+
+
+def gate_after_restore(
+    runner: Runner, event: str, tmp_path: Path
+) -> tuple[subprocess.CompletedProcess[str], dict[str, str], int, dict[str, str]]:
+    """The key, install and verify steps of a job on ``event`` whose restore step hit; verify runs
+    on a branch with no export, which the real agentreview fails (exit 4)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTREVIEW_", "GITHUB_", "VIRTUAL_ENV"))}
+    env["GITHUB_EVENT_NAME"] = event
+    keyed, key, _ = runner.run("key", tmp_path, {}, env, {})
+    assert keyed.returncode == 0, keyed.stderr
+    proc, outputs, _ = runner.run("install", tmp_path, {}, env, {"key": key, "restore": {"cache-hit": "true"}})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    code, verified, _ = run_gate((runner, outputs, proc.stdout), GateRepo(tmp_path / "w"))
+    return proc, outputs, code, verified
+
+
+@pytest.mark.slow
+def test_a_restored_venv_with_tampered_agentreview_code_is_installed_again(
+    installed: tuple[Runner, dict[str, str], str], tmp_path: Path
+) -> None:
+    """A cache entry under the action's key whose agentreview always passes: the install step finds
+    its code is not the action's checkout and installs again; the gate runs the real verify."""
+    runner, venv = restored_runner(installed, tmp_path)
+    (init,) = venv.glob("lib/python3*/site-packages/agentreview/__init__.py")
+    init.write_text(TAMPERED + init.read_text())
+    proc, outputs, code, verified = gate_after_restore(runner, "pull_request_target", tmp_path)
+    assert "holds agentreview code that is not the action's checkout: installing it again" in proc.stderr
+    assert outputs["installed"] == "true"
+    assert code == 4 and verified["verified"] == "false"  # run_gate asserts the tampered code left no mark
+
+
+@pytest.mark.slow
+def test_bytecode_forged_over_a_checked_module_of_a_restored_venv_never_runs(
+    installed: tuple[Runner, dict[str, str], str], tmp_path: Path
+) -> None:
+    """Every source file matches the checkout, but agentreview/__init__'s .pyc holds other code
+    behind the real header: the restored venv is used, without its bytecode."""
+    runner, venv = restored_runner(installed, tmp_path)
+    (init,) = venv.glob("lib/python3*/site-packages/agentreview/__init__.py")
+    subprocess.run([str(venv / "bin" / "python"), "-I", "-c", FORGE_PYC, str(init), TAMPERED],
+                   check=True, timeout=60, env={**os.environ, "PLANTED_MARK": str(runner.mark)})  # fmt: skip
+    shown = subprocess.run([str(venv / "bin" / "python"), "-I", "-c", "import agentreview"], timeout=60,
+                           env={**os.environ, "PLANTED_MARK": str(runner.mark)})  # fmt: skip
+    assert shown.returncode == 0 and runner.mark.read_text() == "tampered"  # the forged .pyc does run
+    runner.mark.unlink()
+    proc, outputs, code, verified = gate_after_restore(runner, "pull_request_target", tmp_path)
+    assert "installed" not in outputs and proc.stdout.strip().startswith("agentreview 0.1.0")  # used as restored
+    assert code == 4 and verified["verified"] == "false"
+
+
+@pytest.mark.slow
+def test_a_pull_request_run_uses_no_cache_entry(installed: tuple[Runner, dict[str, str], str], tmp_path: Path) -> None:
+    """On pull_request the cache scope is one the pull request's own jobs can save to: an entry
+    there, even one whose agentreview matches (here a dependency of it is tampered, which the
+    install step does not check), is never used."""
+    runner, venv = restored_runner(installed, tmp_path)
+    (typer,) = venv.glob("lib/python3*/site-packages/typer/__init__.py")
+    typer.write_text(TAMPERED + typer.read_text())
+    proc, outputs, code, verified = gate_after_restore(runner, "pull_request", tmp_path)
+    assert outputs["installed"] == "true" and "installing it again" not in proc.stderr
+    assert code == 4 and verified["verified"] == "false"
+
+
+@pytest.mark.slow
+def test_a_dependency_whose_files_do_not_match_the_pinned_hashes_is_never_installed(
+    installed: tuple[Runner, dict[str, str], str], tmp_path: Path
+) -> None:
+    """PyYAML's files as the index serves them are not the ones action-requirements.txt pins (here
+    the pins are changed, standing for a changed upload): uv refuses, the pip fallback refuses,
+    and the step fails before anything is checked by the gate."""
+    first = installed[0]
+    action_path = tmp_path / "action"
+    shutil.copytree(first.action_path, action_path)
+    requirements = action_path / "action-requirements.txt"
+    version, hashes = pinned_requirements()["pyyaml"]
+    text = requirements.read_text()
+    for each in hashes:
+        text = text.replace(each, "0" * 64)
+    requirements.write_text(text)
+    runner = Runner(tmp_path, action_path, tmp_path / "temp", tmp_path / "bin", tmp_path / "mark")
+    for folder in (runner.temp, runner.planted_bin):
+        folder.mkdir()
+    (runner.planted_bin / "uv").symlink_to(first.temp / "agentreview-action-uv" / "bin" / "uv")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTREVIEW_", "GITHUB_", "VIRTUAL_ENV"))}
+    proc, outputs, _ = runner.run("install", tmp_path, {}, env, {"key": {"cache": ""}, "restore": {"cache-hit": ""}})
+    assert proc.returncode != 0 and "venv" not in outputs and "installed" not in outputs
+    assert "installed with" not in proc.stdout
+    assert "DO NOT MATCH THE HASHES" in proc.stderr and f"pyyaml=={version}" in proc.stderr.lower()
 
 
 @pytest.mark.slow
@@ -382,8 +479,8 @@ def test_install_refuses_a_python_older_than_the_core_needs(
     old = tmp_path / "python-old"
     old.write_text("#!/bin/sh\nexit 1\n")  # what `sys.exit(sys.version_info < (3, 11))` answers on 3.10
     old.chmod(0o755)
-    proc, outputs, _ = runner.run_step("install", tmp_path, {"python": str(old)}, dict(os.environ),
-                                       {"restore": {"cache-hit": ""}})  # fmt: skip
+    proc, outputs, _ = runner.run("install", tmp_path, {"python": str(old)}, dict(os.environ),
+                                       {"key": {"cache": ""}, "restore": {"cache-hit": ""}})  # fmt: skip
     assert proc.returncode == 3 and "venv" not in outputs
     assert "is not Python 3.11 or newer — name one with the python input" in proc.stderr
 
