@@ -264,7 +264,7 @@ def one_round(site: Site) -> None:
     site.step("`ledger --repo`").run(run("ledger", "--repo", site.repo), cwd, env)
     site.step("MCP review_ledger(cwd), one process").run(
         [sys.executable, "-c", "import sys; from agentreview.mcp.queries import review_ledger; "
-         "review_ledger(cwd=sys.argv[1], include_running=True, running=lambda repo: [])", str(cwd)], cwd, env)
+         "review_ledger(cwd=sys.argv[1], include_running=True, running=lambda repo, inside: [])", str(cwd)], cwd, env)
     site.step("git floor: `git status`").run(["git", "status", "--porcelain"], cwd, env)
     site.step("git floor: `git rev-list --first-parent -n 1000`").run(
         ["git", "rev-list", "--first-parent", "-n", "1000", "HEAD"], cwd, env)
