@@ -7,6 +7,8 @@ so while a child starts the exception waits, and :func:`end` raises it where the
 
 from __future__ import annotations
 
+import os
+import select
 import subprocess
 import threading
 from collections.abc import Sequence
@@ -37,6 +39,31 @@ def end() -> None:
         raise exc
 
 
+class _Popen(subprocess.Popen[Any]):
+    """A child whose bounded wait wakes when it exits: ``Popen.wait(timeout)`` polls with doubling
+    sleeps (1, 2, 4 ms, ...), a delay every git command of a hook or gate would pay."""
+
+    def wait(self, timeout: float | None = None) -> int:
+        if timeout is not None and self.returncode is None:
+            _until_exit(self.pid, timeout)
+        return super().wait(timeout)
+
+
+def _until_exit(pid: int, timeout: float) -> None:
+    """Return when ``pid`` has exited (still unreaped) or ``timeout`` has passed; at once where the
+    system has no pidfd, leaving the wait to ``Popen``'s own polling."""
+    try:
+        fd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        poller.poll(max(0.0, timeout) * 1000)
+    finally:
+        os.close(fd)
+
+
 def run(argv: Sequence[str], *, input: Any = None, timeout: float, **popen: Any) -> subprocess.CompletedProcess[Any]:
     """:func:`subprocess.run` (unchecked) whose child is killed whatever ends the wait, a signal
     that came while it started included."""
@@ -44,7 +71,7 @@ def run(argv: Sequence[str], *, input: Any = None, timeout: float, **popen: Any)
         popen["stdin"] = subprocess.PIPE
     begin()
     try:
-        proc = subprocess.Popen(list(argv), **popen)
+        proc = _Popen(list(argv), **popen)
     except BaseException:
         end()
         raise
