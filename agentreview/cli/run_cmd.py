@@ -3,7 +3,8 @@
 Exit codes: 0 pass, 1 block, 2 incomplete or cancelled, 3 could not run, 64 usage.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: typer reads the command's parameters from their
+# annotations, and written as strings each would be compiled again on every start (docs/performance.md).
 
 import json
 import os
@@ -36,7 +37,7 @@ def parse_pr_url(url: str) -> dict[str, Any]:
     return {"provider": "github", "repo": repo, "number": number, "url": f"https://github.com/{repo}/pull/{number}"}
 
 
-def render_summary(result: RunResult, *, lanes_shown: bool = False) -> str:
+def render_summary(result: "RunResult", *, lanes_shown: bool = False) -> str:
     """The final table of lanes with status and duration, and the verdict line.
 
     After a live display (``lanes_shown``) the table is already on screen, so only each
@@ -335,7 +336,7 @@ def register(app: typer.Typer) -> None:
         return EXIT_ERROR if publish_error is not None and code == 0 else code
 
 
-def _report(result: RunResult, reporter: object) -> int:
+def _report(result: "RunResult", reporter: object) -> int:
     """Print the summary of one run (the error line to stderr when it could not run); its exit code."""
     from agentreview.report.neutral import neutralize
     from agentreview.report.progress import LiveReporter
@@ -348,7 +349,7 @@ def _report(result: RunResult, reporter: object) -> int:
     return result.exit_code
 
 
-def _publish(result: RunResult, cwd: Path) -> tuple[dict[str, object] | None, str | None]:
+def _publish(result: "RunResult", cwd: Path) -> tuple[dict[str, object] | None, str | None]:
     """``--publish``: share a recorded attestation through git notes; ``(report, error)``.
 
     A failure (no ``origin``, a push refused every time) is reported and turns a passing run's
@@ -365,7 +366,9 @@ def _publish(result: RunResult, cwd: Path) -> tuple[dict[str, object] | None, st
         return None, f"{exc} — the attestation is recorded; publish it later with 'agentreview publish'"
 
 
-def _write_reports(result: RunResult, cwd: Path, sarif: Path | None, summary: Path | None, *, background: bool) -> int:
+def _write_reports(
+    result: "RunResult", cwd: Path, sarif: Path | None, summary: Path | None, *, background: bool
+) -> int:
     """``--sarif`` and the job summary (``--summary``, else ``$GITHUB_STEP_SUMMARY``, which a
     background run of ``--detach`` leaves alone: its step is over). The exit code stays the
     verdict's unless a named report could not be written after a pass (3; see report.outputs)."""

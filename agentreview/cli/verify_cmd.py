@@ -3,7 +3,8 @@
 The report lists every check with its expected and actual value, so a failing gate says exactly what differed.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: typer reads the command's parameters from their
+# annotations, and written as strings each would be compiled again on every start (docs/performance.md).
 
 import sys
 from pathlib import Path
@@ -148,7 +149,7 @@ def register(app: typer.Typer) -> None:
         return _write_reports(result, base_dir, sarif, summary_to)
 
 
-def _write_reports(result: VerifyResult, base_dir: Path, sarif: Path | None, summary: Path | None) -> int:
+def _write_reports(result: "VerifyResult", base_dir: Path, sarif: Path | None, summary: Path | None) -> int:
     """``--sarif`` and the job summary (``--summary``, else ``$GITHUB_STEP_SUMMARY``). The exit
     code stays the verification's unless a named report could not be written after a pass (3)."""
     from agentreview.report.outputs import ReportTargets, write_reports
@@ -172,7 +173,7 @@ def _write_reports(result: VerifyResult, base_dir: Path, sarif: Path | None, sum
     )
 
 
-def _anchor(result: VerifyResult, base_dir: Path) -> str | None:
+def _anchor(result: "VerifyResult", base_dir: Path) -> str | None:
     """Where code scanning shows verify's results: the export, when it lies in the repository
     (else REVIEW.md, the policy that asked for it)."""
     if result.path is not None and not result.path.as_posix().startswith("refs/notes/"):
