@@ -164,11 +164,13 @@ class RunRegistry:
                 "lanes": previous.get("lanes") or [],
                 "startedAt": previous.get("startedAt") or _now(),
             }
+            first = run_id not in self._records
             self._records[run_id] = record
             self._write(run_id, record)
         if cancel_event is not None and pid == os.getpid():
             _local_cancels[run_id] = cancel_event
-        self.prune()
+        if first:  # once per run, not again when the plan is known
+            self.prune()
 
     def lanes_started(self, run_id: str, lane_ids: list[str], head_sha: str | None = None) -> None:
         """Every lane is running (and the head is frozen): the view lists them before any finishes."""
