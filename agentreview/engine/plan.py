@@ -213,11 +213,7 @@ def build_plan(
     if options.export and not options.export_to:
         check_export_dir(root, manifest.verdict.exportDir)
     # 5. base and the pre-prepare head, every name resolved to exactly one full ref or commit
-    head = (
-        ResolvedRef(head_ref, "HEAD", "", pre_head_or_none, role="head")
-        if head_ref == "HEAD" and pre_head_or_none
-        else refs.head_ref(root, head_ref)
-    )
+    head = refs.head_ref(root, head_ref, pre_head_or_none)
     export_commit = None
     checkout = git.CheckoutStatus(root)
     if _follows_export_commit(root, options, manifest.verdict.exportDir, head.commit, checkout):

@@ -182,8 +182,11 @@ class RangeRefs:
         return self.base, self.head
 
 
-def head_ref(root: Path, name: str) -> ResolvedRef:
-    """The head of a range (``--head``, default ``HEAD``), resolved exactly."""
+def head_ref(root: Path, name: str, commit: str | None = None) -> ResolvedRef:
+    """The head of a range (``--head``, default ``HEAD``), resolved exactly; ``commit`` is HEAD's
+    commit when the caller has already read it (:func:`agentreview.host.git.root_and_commit`)."""
+    if name == "HEAD" and commit is not None:
+        return ResolvedRef(name, "HEAD", "", commit, role="head")
     return resolve(root, name, role="head" if name == "HEAD" else "--head")
 
 

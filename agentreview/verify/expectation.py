@@ -33,13 +33,16 @@ class Expectation:
     verdict: str = "pass"
 
 
-def resolve_expectation(root: Path, manifest_base: str, base: str | None, head_ref: str) -> RangeRefs:
+def resolve_expectation(
+    root: Path, manifest_base: str, base: str | None, head_ref: str, head_commit: str | None = None
+) -> RangeRefs:
     """The range: ``head_ref`` as a commit, and ``base`` or else ``merge-base(manifest_base, head)``,
-    every name resolved exactly (an ambiguous one is refused, never guessed). Raises ``GitError``."""
+    every name resolved exactly (an ambiguous one is refused, never guessed); ``head_commit`` is
+    HEAD's commit when already read. Raises ``GitError``."""
     from agentreview.host.refs import head_ref as resolve_head
     from agentreview.host.refs import resolve_range
 
-    return resolve_range(root, resolve_head(root, head_ref), base, manifest_base)
+    return resolve_range(root, resolve_head(root, head_ref, head_commit), base, manifest_base)
 
 
 def resolve_expectation_shas(root: Path, manifest_base: str, base: str | None, head_ref: str) -> tuple[str, str]:

@@ -143,7 +143,7 @@ class _Verifier:
         return self.result
 
     def _run(self) -> None:
-        from agentreview.host.git import GitError, repo_remote, repo_root
+        from agentreview.host.git import GitError, repo_remote, repo_root, root_and_commit
 
         result, o = self.result, self.o
         if o.verdict not in VERDICT_CHOICES:
@@ -152,8 +152,12 @@ class _Verifier:
         if o.ci_binding and o.binding is not None:
             raise VerifyStop(EXIT_USAGE, "usage", "--binding and --ci-binding both name the binding — give one")
         # Steps 1 and 2: the manifest and the expected range.
-        try:
-            root = repo_root(self.cwd)
+        head_name = o.head or "HEAD"
+        try:  # the root and HEAD's commit in one git process, as a run reads them
+            if head_name == "HEAD":
+                root, head_commit = root_and_commit(self.cwd, "HEAD")
+            else:
+                root, head_commit = repo_root(self.cwd), None
         except GitError as exc:
             raise VerifyStop(EXIT_ERROR, "error", str(exc)) from exc
         policy = self._read_policy(root)
@@ -162,7 +166,7 @@ class _Verifier:
         if o.ci_binding:  # from here on the binding is named: the search and step 4 require it
             self.o = o = replace(o, binding=ci_binding(parsed), ci_binding=False)
         try:
-            expected = resolve_expectation(root, parsed.manifest.target.base, o.base, o.head or "HEAD")
+            expected = resolve_expectation(root, parsed.manifest.target.base, o.base, head_name, head_commit)
             remote = repo_remote(root)
         except GitError as exc:
             raise VerifyStop(EXIT_ERROR, "error", str(exc)) from exc
