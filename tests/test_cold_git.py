@@ -2,8 +2,9 @@
 
 A ``git`` first on ``PATH`` logs its arguments and runs the real one. A cache hit of an ordinary
 commit (one that changes more than exports) settles the "commit the export" rule with one diff and
-never lists the export folder's trees. And the bounded wait for git: a git that closes its output
-but never exits is still stopped at its timeout.
+never lists the export folder's trees; ``verify`` reads the root and HEAD in one ``rev-parse``.
+And the bounded wait for git: a git that closes its output but never exits is still stopped at
+its timeout.
 """
 
 from __future__ import annotations
@@ -32,23 +33,32 @@ def counting_git(tmp: Path) -> tuple[Path, Path]:
     return folder, log
 
 
-def test_a_cache_hit_of_an_ordinary_commit_lists_no_export_tree(tmp_path: Path) -> None:
+def test_a_cache_hit_and_a_gate_start_few_git_processes(tmp_path: Path) -> None:
     repo = Repo(tmp_path / "repo", tmp_path / "home")
     checks = "  - id: ok\n    kind: command\n    run: 'true'\n"
     repo.commit("init", **{"REVIEW.md": manifest(checks, extra="verdict:\n  exportDir: .reviews\n")})
     repo.git("switch", "-q", "-c", "feature")
     repo.commit("change", **{"app.txt": "x\n"})
-    assert repo.run_json(expect=0)["cached"] is False
+    first = repo.run_json("--export", expect=0)
+    assert first["cached"] is False
     folder, log = counting_git(tmp_path)
     env = {**repo.env, "PATH": f"{folder}{os.pathsep}{os.environ['PATH']}"}
-    proc = subprocess.run([*AGENTREVIEW, "run", "--json"], cwd=repo.path, env=env, capture_output=True, text=True,
-                          timeout=120, stdin=subprocess.DEVNULL)  # fmt: skip
+
+    def started(*args: str) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+        log.unlink(missing_ok=True)
+        proc = subprocess.run([*AGENTREVIEW, *args], cwd=repo.path, env=env, capture_output=True, text=True,
+                              timeout=120, stdin=subprocess.DEVNULL)  # fmt: skip
+        lines = log.read_text().splitlines()
+        return proc, [next(w for w in line.split() if not w.startswith("-") and "=" not in w) for line in lines]
+
+    proc, subcommands = started("run", "--json")
     assert json.loads(proc.stdout)["cached"] is True, proc.stderr
-    starts = log.read_text().splitlines()
-    subcommands = [next(w for w in line.split() if not w.startswith("-") and "=" not in w) for line in starts]
-    assert "ls-tree" not in subcommands, starts
-    assert subcommands.count("diff-tree") == 1, starts
-    assert len(starts) <= 7, starts
+    assert "ls-tree" not in subcommands, subcommands
+    assert subcommands.count("diff-tree") == 1, subcommands
+    assert len(subcommands) <= 7, subcommands
+    proc, subcommands = started("verify", first["exportPath"])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert subcommands.count("rev-parse") == 1, subcommands
 
 
 @pytest.mark.parametrize("body", ["exec sleep 60", "exec >&- 2>&-; exec sleep 60"], ids=["silent", "closes-its-output"])
