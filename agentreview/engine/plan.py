@@ -182,9 +182,6 @@ def build_plan(
     # the head is reported at step 5; a name other than HEAD is resolved exactly there
     root, pre_head_or_none = git.root_and_commit(cwd, head_ref) if head_ref == "HEAD" else (git.repo_root(cwd), None)
     remote = git.repo_remote(root)
-    checkout = git.CheckoutStatus(root)
-    if options.head is None:  # the checkout is what is reviewed: its status is needed, ask git now
-        checkout.ask_now()
     # 2. manifest
     manifest_path = (cwd / options.manifest).resolve() if options.manifest else root / "REVIEW.md"
     recorded_manifest = None
@@ -218,6 +215,7 @@ def build_plan(
     # 5. base and the pre-prepare head, every name resolved to exactly one full ref or commit
     head = refs.head_ref(root, head_ref, pre_head_or_none)
     export_commit = None
+    checkout = git.CheckoutStatus(root)
     if _follows_export_commit(root, options, manifest.verdict.exportDir, head.commit, checkout):
         export_commit = head.commit
         head = refs.head_ref(root, f"{head.commit}^")

@@ -6,10 +6,8 @@ no user input ever lands where git would read an option.
 
 from __future__ import annotations
 
-import contextlib
 import re
 import subprocess
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -172,39 +170,13 @@ class CheckoutStatus:
     def __init__(self, root: Path) -> None:
         self.root = root
         self._dirty: bool | None = None
-        self._asking: threading.Thread | None = None
-        self._failed: BaseException | None = None
-
-    def ask_now(self) -> None:
-        """Start asking git on a thread of its own: the answer is ready by the time a run needs it,
-        and ``git status`` (with its filter probe) overlaps the run's other planning."""
-        if self._dirty is None and self._asking is None:
-            self._asking = threading.Thread(target=self._ask, name="checkout-status", daemon=True)
-            self._asking.start()
-
-    def _ask(self) -> None:
-        try:
-            self._dirty = is_dirty(self.root)
-        except BaseException as exc:  # raised where the answer is asked for, as without the thread
-            self._failed = exc
-
-    def _settle(self) -> None:
-        asking, self._asking = self._asking, None
-        if asking is not None:
-            asking.join()
-        failed, self._failed = self._failed, None
-        if failed is not None:
-            raise failed
 
     def dirty(self) -> bool:
-        self._settle()
         if self._dirty is None:
             self._dirty = is_dirty(self.root)
         return self._dirty
 
     def forget(self) -> None:
-        with contextlib.suppress(Exception):
-            self._settle()
         self._dirty = None
 
 
