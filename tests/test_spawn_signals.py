@@ -23,19 +23,23 @@ from agentreview.engine.interrupt import Interrupted, armed, handle_signals
 from agentreview.host.procs import group, spawn
 
 
-class SignalledPopen(subprocess.Popen):  # type: ignore[type-arg]
-    """The real Popen; then SIGTERM to this process before ``__init__`` returns."""
+def signalled(base: type[subprocess.Popen[Any]]) -> type[subprocess.Popen[Any]]:
+    """``base``, then SIGTERM to this process before ``__init__`` returns."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        os.kill(os.getpid(), signal.SIGTERM)
-        for _ in range(1000):  # Python code after the signal: the handler runs here
-            time.sleep(0)
+    class Signalled(base):  # type: ignore[misc,valid-type]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            os.kill(os.getpid(), signal.SIGTERM)
+            for _ in range(1000):  # Python code after the signal: the handler runs here
+                time.sleep(0)
+
+    return Signalled
 
 
 @pytest.fixture(name="signalled")
 def signalled_fixture(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(subprocess, "Popen", SignalledPopen)
+    monkeypatch.setattr(spawn, "_Popen", signalled(spawn._Popen))  # spawn.run's
+    monkeypatch.setattr(subprocess, "Popen", signalled(subprocess.Popen))  # the process group's
     with handle_signals(threading.Event()), armed():
         yield
 
@@ -48,7 +52,7 @@ def unique_sleep() -> tuple[list[str], str]:
 def test_run_kills_a_child_whose_start_a_signal_interrupted(signalled: None) -> None:
     argv, nap = unique_sleep()
     with pytest.raises(Interrupted):
-        spawn.run(argv, timeout=600, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        spawn.run(argv, timeout=120, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert wait_for(lambda: not processes_matching(nap)), "the child outlived the interrupted start"
 
 
