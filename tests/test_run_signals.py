@@ -76,6 +76,6 @@ def test_a_signal_ends_the_run_at_every_phase(repo: Repo, tmp_path: Path, phase:
             proc.wait(10)
     assert proc.returncode == 2, (out, err)
     assert json.loads(out)["status"] == "cancelled"
-    assert wait_for(lambda: not processes_matching(nap), 10), f"the blocked {program} outlived the run"
+    assert wait_for(lambda: not processes_matching(nap)), f"the blocked {program} outlived the run"
     assert repo.ledger_files() == []
     assert not list((repo.home / "reviews").rglob("runs/review-*"))
