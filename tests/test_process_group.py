@@ -13,7 +13,7 @@ from agentreview.api import run_process_group
 
 
 def _run(argv: list[str], tmp_path: Path, **options):
-    options.setdefault("deadline", time.monotonic() + 30)
+    options.setdefault("deadline", time.monotonic() + 120)
     return run_process_group(argv, cwd=tmp_path, env=dict(os.environ), **options)
 
 
@@ -41,21 +41,21 @@ def test_head_keeps_the_start_and_tail_keeps_the_end(tmp_path: Path) -> None:
 
 
 def test_the_leaders_exit_ends_what_it_left_in_its_group(tmp_path: Path) -> None:
-    started = time.monotonic()
     result = _run(["sh", "-c", "sleep 300 & echo $! > straggler; echo done"], tmp_path)
     straggler = int((tmp_path / "straggler").read_text())
     assert (result.returncode, result.stdout_text()) == (0, "done\n")
-    assert time.monotonic() - started < 3
+    assert not result.timed_out and result.elapsed_s < 120, "the runner waited for the straggler's 300 s"
     assert not Path(f"/proc/{straggler}").exists() or b") Z" in Path(f"/proc/{straggler}/stat").read_bytes()
 
 
 def test_deadline_and_cancel_end_the_group(tmp_path: Path) -> None:
+    # the bounds are far above any load's delay and far below the 300 s the sleep would run
     timed = _run(["sleep", "300"], tmp_path, deadline=time.monotonic() + 0.3)
-    assert timed.timed_out and not timed.cancelled and timed.elapsed_s < 2
+    assert timed.timed_out and not timed.cancelled and timed.elapsed_s < 120
     cancel = threading.Event()
     threading.Timer(0.3, cancel.set).start()
     stopped = _run(["sleep", "300"], tmp_path, cancel=cancel)
-    assert stopped.cancelled and not stopped.timed_out and stopped.elapsed_s < 2
+    assert stopped.cancelled and not stopped.timed_out and stopped.elapsed_s < 120
     assert _run(["true"], tmp_path, cancel=cancel) == type(stopped)(cancelled=True)  # never started
 
 
