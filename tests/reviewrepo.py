@@ -48,7 +48,7 @@ class Repo:
         self.git("commit", "-q", "-m", message)
         return self.git("rev-parse", "HEAD")
 
-    def run(self, *args: str, timeout: float = 60, env: dict[str, str] | None = None):
+    def run(self, *args: str, timeout: float = 120, env: dict[str, str] | None = None):
         return subprocess.run(
             [*AGENTREVIEW, "run", "--json", *args],
             cwd=self.path,

@@ -290,7 +290,7 @@ def test_cancel_kills_lanes_records_nothing_exit_2(repo: Repo, signum: int, tmp_
     )
     assert wait_for(lambda: bool(processes_matching(marker)))
     proc.send_signal(signum)
-    out, _ = proc.communicate(timeout=30)
+    out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 2
     assert json.loads(out)["status"] == "cancelled"
     assert wait_for(lambda: not processes_matching(marker))
@@ -351,7 +351,7 @@ def test_supersede_cancels_an_older_run_of_the_same_line(repo: Repo) -> None:
     assert wait_for(lambda: bool(list(inflight.rglob("inflight/*.json"))))
     repo.commit("newer", **{"src__app.txt": "v3\n"})
     new = repo.run_json("--supersede", expect=0)
-    out, _ = old.communicate(timeout=30)
+    out, _ = old.communicate(timeout=120)
     cancelled = json.loads(out)
     assert old.returncode == 2 and cancelled["status"] == "cancelled"
     assert cancelled["supersededBy"] == new["runId"]

@@ -69,7 +69,7 @@ def test_a_signal_ends_the_run_at_every_phase(repo: Repo, tmp_path: Path, phase:
     try:
         assert wait_for(lambda: mark.exists() and bool(processes_matching(nap)), 60), f"{phase} was never reached"
         proc.send_signal(signum)
-        out, err = proc.communicate(timeout=30)
+        out, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -34,7 +34,7 @@ def env_of(repo: Repo, **extra: str) -> dict[str, str]:
 
 
 def cli(
-    repo: Repo, *args: str, env: dict[str, str] | None = None, timeout: float = 60
+    repo: Repo, *args: str, env: dict[str, str] | None = None, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [*AGENTREVIEW, *args], cwd=repo.path, capture_output=True, text=True, timeout=timeout,
@@ -200,7 +200,7 @@ def test_cancel_reaches_a_run_on_a_thread_without_killing_its_process(repo: Repo
         (run,) = json.loads(cli(repo, "status", "--json").stdout)
         proc = cli(repo, "cancel", run["runId"], "--json")
         assert json.loads(proc.stdout)["status"] == "cancelled", proc.stdout
-        assert host.wait(timeout=30) == 0
+        assert host.wait(timeout=120) == 0
     finally:
         if host.poll() is None:
             host.kill()
