@@ -3,11 +3,17 @@ real pipes, real signals."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import subprocess
 import sys
+import textwrap
 import threading
 import time
 from pathlib import Path
+
+from reviewrepo import processes_matching, wait_for
 
 from agentreview.api import run_process_group
 
@@ -71,3 +77,23 @@ def test_a_marked_child_carries_the_hosts_marker_and_an_unmarked_one_does_not(tm
     marked = _run(["sh", "-c", f'echo "${{{marker}:-none}}"'], tmp_path, mark=True)
     plain = _run(["sh", "-c", f'echo "${{{marker}:-none}}"'], tmp_path)
     assert marked.stdout_text().strip().isdigit() and plain.stdout_text() == "none\n"
+
+
+def test_a_host_killed_as_its_first_child_starts_leaves_nothing_behind() -> None:
+    """The watchdog runs before the first child is spawned: a child that SIGKILLs its host at once,
+    before the host could register it, still ends with the host."""
+    nap = f"301.{os.getpid()}"  # a unique sleep argument to find the child by
+    host = textwrap.dedent(f"""
+        import os, time
+        from agentreview.api import run_process_group
+        run_process_group(["sh", "-c", "kill -KILL $PPID; exec sleep {nap}"], cwd="/", env=dict(os.environ),
+                          deadline=time.monotonic() + 600, mark=True)
+    """)
+    try:
+        proc = subprocess.run([sys.executable, "-c", host], timeout=120)
+        assert proc.returncode == -signal.SIGKILL
+        assert wait_for(lambda: not processes_matching(nap)), "the child outlived its SIGKILLed host"
+    finally:
+        for pid in processes_matching(nap):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
