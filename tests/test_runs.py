@@ -86,6 +86,8 @@ def test_detach_survives_the_end_of_its_terminal_session(repo: Repo, tmp_path: P
 
     def controlling_tty() -> None:
         fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+        # a terminal's shell dies of the hangup: not SIGHUP ignored as inherited from nohup or a job's shell
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
     shell = subprocess.Popen(
         [sys.executable, "-c", script], cwd=repo.path, env=env_of(repo), stdin=slave, stdout=slave, stderr=slave,
