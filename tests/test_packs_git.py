@@ -77,7 +77,7 @@ def git_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return log
 
 
-def ctx(home: Path, *, offline: bool = False, timeout_s: float = 60.0) -> PackLoadContext:
+def ctx(home: Path, *, offline: bool = False, timeout_s: float = 120.0) -> PackLoadContext:
     return PackLoadContext(repo_root=home.parent, manifest_dir=home.parent, home=home, offline=offline,
                            timeout_s=timeout_s)  # fmt: skip
 

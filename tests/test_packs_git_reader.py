@@ -49,7 +49,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "home"
 
 
-def ctx(home: Path, *, timeout_s: float = 60.0) -> PackLoadContext:
+def ctx(home: Path, *, timeout_s: float = 120.0) -> PackLoadContext:
     return PackLoadContext(repo_root=home.parent, manifest_dir=home.parent, home=home, timeout_s=timeout_s)
 
 
