@@ -50,7 +50,7 @@ checks:
     preset: fake
     rubric: ./rubrics/correctness.md
     blockOn: high
-    timeoutMs: 60000
+    timeoutMs: 300000
 ---
 
 # demo

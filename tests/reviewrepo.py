@@ -48,7 +48,7 @@ class Repo:
         self.git("commit", "-q", "-m", message)
         return self.git("rev-parse", "HEAD")
 
-    def run(self, *args: str, timeout: float = 60, env: dict[str, str] | None = None):
+    def run(self, *args: str, timeout: float = 120, env: dict[str, str] | None = None):
         return subprocess.run(
             [*AGENTREVIEW, "run", "--json", *args],
             cwd=self.path,
@@ -102,8 +102,11 @@ def processes_matching(marker: str) -> list[int]:
     return found
 
 
-def wait_for(predicate, timeout: float = 15.0) -> bool:
-    """Poll ``predicate`` every 50 ms until it is true or ``timeout`` seconds pass."""
+def wait_for(predicate, timeout: float = 60.0) -> bool:
+    """Poll ``predicate`` every 50 ms until it is true or ``timeout`` seconds pass.
+
+    The default bound holds on a loaded 2-core machine for anything that starts or ends processes;
+    a passing poll returns as soon as the predicate holds, so a large bound costs nothing."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():

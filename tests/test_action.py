@@ -331,6 +331,7 @@ def test_a_venv_restored_from_the_cache_is_used_as_it_is(installed: tuple[Runner
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # three installs, the last through pip: 320 s at load 17, and the bound must hold at more
 def test_a_broken_restored_venv_is_installed_again_and_pip_is_the_fallback_when_uv_fails(
     installed: tuple[Runner, dict[str, str], str], tmp_path: Path
 ) -> None:

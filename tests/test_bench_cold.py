@@ -15,7 +15,7 @@ from bench.imports import parse_importtime  # noqa: E402
 
 def bench(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
+        [sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=480, stdin=subprocess.DEVNULL
     )
 
 

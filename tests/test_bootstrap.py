@@ -5,6 +5,7 @@ used to avoid), and a module added to the checkout is importable without reinsta
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from importlib import metadata
@@ -48,11 +49,12 @@ def test_each_distribution_is_a_plain_path_to_the_checkout() -> None:
 
 
 def test_a_module_added_to_the_checkout_is_imported_without_reinstalling(tmp_path: Path) -> None:
-    probe = ROOT / "plugins" / "agentreview-command" / "agentreview_command" / "_bootstrap_probe.py"
+    name = f"_bootstrap_probe_{os.getpid()}"  # two suites running at once in one checkout do not collide
+    probe = ROOT / "plugins" / "agentreview-command" / "agentreview_command" / f"{name}.py"
     probe.write_text("SEEN = 'from the checkout'\n")
     try:
         proc = subprocess.run(
-            [sys.executable, "-I", "-c", "import agentreview_command._bootstrap_probe as p; print(p.SEEN)"],
+            [sys.executable, "-I", "-c", f"import agentreview_command.{name} as p; print(p.SEEN)"],
             cwd=tmp_path,
             capture_output=True,
             text=True,

@@ -177,7 +177,7 @@ def test_a_manifest_that_is_a_stream_is_refused_at_once(git_repo, agentreview_ho
         [str(AGENTREVIEW), "check", "--manifest", name],
         cwd=root, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
     ) as proc:  # fmt: skip
-        out, err = proc.communicate(timeout=30)  # stdin stays open until then: a blocking read would hang
+        out, err = proc.communicate(timeout=120)  # stdin stays open until then: a blocking read would hang
     assert proc.returncode == 3 and out == ""
     assert f"{name}: file: is not a regular file" in err
 
@@ -304,7 +304,7 @@ def test_a_review_md_the_change_links_to_a_stream_is_refused_at_once(
         cwd=root, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
     ) as proc:  # fmt: skip
         try:
-            proc.wait(timeout=30)
+            proc.wait(timeout=120)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()

@@ -193,7 +193,7 @@ def _verify_process(root: Path, home: Path, *args: str) -> tuple[int, str, str]:
         cwd=root, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
     ) as proc:  # fmt: skip
         try:
-            proc.wait(timeout=30)  # its output is a few lines: the pipes cannot fill
+            proc.wait(timeout=120)  # its output is a few lines: the pipes cannot fill
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()

@@ -124,19 +124,19 @@ checks:
   - id: tests
     kind: command
     run: echo lane ran
-    timeoutMs: 30000
+    timeoutMs: 300000
   - id: diffread
     kind: agent
     preset: diffread
     rubric: ./rubric.md
     blockOn: high
-    timeoutMs: 60000
+    timeoutMs: 300000
   - id: claude
     kind: agent
     preset: claude
     rubric: ./rubric.md
     blockOn: high
-    timeoutMs: 60000
+    timeoutMs: 300000
 ---
 
 # hardening

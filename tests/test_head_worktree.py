@@ -218,7 +218,7 @@ def test_cancel_mid_run_leaves_no_worktree(repo: Repo) -> None:
     assert wait_for(lambda: lane_cwd(marker) is not None, 60), "the slow lane never started"
     assert lane_cwd(marker) == repo.home / "worktrees" / run_id  # the lane runs in the head's worktree
     assert cli_json(repo, "cancel", run_id)["status"] == "cancelled"
-    assert wait_for(lambda: not processes_matching(marker), 15), "a lane process survived the cancel"
+    assert wait_for(lambda: not processes_matching(marker)), "a lane process survived the cancel"
     assert_no_worktree_left(repo)
     assert repo.ledger_files() == []
 
@@ -230,7 +230,7 @@ def test_a_killed_runs_worktree_is_swept_by_the_next_run(repo: Repo) -> None:
     assert wait_for(lambda: lane_cwd(marker) is not None, 60), "the slow lane never started"
     pid = json.loads((repo.home / "runs" / f"{run_id}.json").read_text())["pid"]
     os.kill(pid, signal.SIGKILL)
-    assert wait_for(lambda: cli_json(repo, "status", run_id)["status"] == "failed", 30)
+    assert wait_for(lambda: cli_json(repo, "status", run_id)["status"] == "failed")
     assert (repo.home / "worktrees" / run_id).is_dir()  # left behind by the killed run
     assert wait_for(lambda: not processes_matching(marker), 60), "the killed run's lane survived"
     # the next run (in the checkout, on the clean head) sweeps it

@@ -27,7 +27,7 @@ from agentreview.model.errors import AgentreviewError
 from agentreview.store.ledger import INDEX_NAME, Ledger, LedgerKey
 
 AGENTREVIEW = str(Path(sys.executable).parent / "agentreview")
-TIMEOUT_S = 20
+TIMEOUT_S = 120
 MSHA = "a" * 64
 BASE, HEAD, OTHER_HEAD = "1" * 40, "2" * 40, "3" * 40
 
@@ -191,7 +191,7 @@ def repo(tmp_path: Path, home: Path) -> Repo:
 
 @pytest.fixture
 def sleeper() -> Iterator[subprocess.Popen[bytes]]:
-    proc = subprocess.Popen(["sleep", "60"])
+    proc = subprocess.Popen(["sleep", "600"])
     yield proc
     proc.kill()
     proc.wait()
@@ -254,7 +254,7 @@ def test_supersede_writes_its_marker_over_a_planted_fifo(tmp_path: Path, sleeper
     finally:
         os.close(held)
     assert registry.superseded_by("review-old") == "review-new"
-    assert sleeper.wait(10) == -signal.SIGTERM
+    assert sleeper.wait(60) == -signal.SIGTERM
 
 
 @pytest.mark.timeout(TIMEOUT_S)

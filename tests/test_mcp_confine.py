@@ -17,7 +17,8 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,14 @@ pytestmark = pytest.mark.timeout(300)
 
 PASSING = manifest("  - id: ok\n    kind: command\n    run: 'true'\n", extra="verdict: { exportDir: .reviews }\n")
 SLOW = manifest("  - id: slow\n    kind: command\n    run: 'sleep 120'\n    timeoutMs: 200000\n")
+
+
+async def until(predicate: Callable[[], Awaitable[bool]], what: str, timeout: float = 120.0) -> None:
+    """Poll ``predicate`` every 100 ms; fail with ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not await predicate():
+        assert time.monotonic() < deadline, what
+        await anyio.sleep(0.1)
 
 
 def reviewed(repo: Repo, text: str = PASSING) -> Repo:
@@ -143,12 +152,8 @@ def test_a_client_with_roots_confines_the_server_to_them_and_changes_are_read_ag
                 result = await session.call_tool("review_ledger", {"cwd": str(inside.path)})
                 return not result.is_error
 
-            for _ in range(100):  # the notification is handled before a later call, but poll with a bound
-                if await now_inside():
-                    break
-                await anyio.sleep(0.1)
-            else:
-                raise AssertionError("the changed roots were never read")
+            # the notification is handled before a later call, but poll with a bound
+            await until(now_inside, "the changed roots were never read")
             await call(session, "review_ledger", {"cwd": str(outside.path)}, error=True)
 
     anyio.run(main)
@@ -331,10 +336,7 @@ def test_runs_in_flight_are_bounded_and_cancel_stops_only_this_servers_runs(tmp_
                 view = await call(session, "review_status", {"runId": mine})
                 return view["status"] != "running"
 
-            for _ in range(600):
-                if await settled():
-                    break
-                await anyio.sleep(0.1)
+            await until(settled, "the cancelled run never settled")
             again = await call(session, "review_run", {"cwd": str(repo.path), "wait": False})
             await call(session, "review_cancel", {"runId": again["runId"]})
         async with connect(repo, tmp_path, "--cancel-any") as session:

@@ -40,7 +40,7 @@ SHOUT = """  - id: shout
       EOF
       printf '\\r::error::after a carriage return\\n'
       exit 1
-    timeoutMs: 30000
+    timeoutMs: 300000
 """
 
 REVIEWER = r"""
@@ -54,7 +54,7 @@ open(os.environ["AGENTREVIEW_VERDICT_PATH"], "w").write(json.dumps(verdict))
 MANIFEST = (
     "---\nkind: review\nid: loud\ntarget: { kind: git-range, base: main }\nverdict: { exportDir: .reviews }\n"
     "checks:\n" + SHOUT + "  - id: reviewer\n    kind: agent\n    preset: loud\n    rubric: ./rubric.md\n"
-    "    blockOn: high\n    timeoutMs: 60000\n---\n\n# loud\n"
+    "    blockOn: high\n    timeoutMs: 300000\n---\n\n# loud\n"
 )
 
 

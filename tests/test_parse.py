@@ -179,10 +179,10 @@ def test_read_symlink_loop_names_the_os_reason(tmp_path: Path) -> None:
 def test_read_too_large(tmp_path: Path) -> None:
     path = tmp_path / "REVIEW.md"
     path.write_bytes(review(MINIMAL) + b"x" * MAX_MANIFEST_BYTES)
-    start = time.monotonic()
+    start = time.thread_time()  # this thread's CPU time: what reading costs, whatever the machine's load
     with pytest.raises(ManifestError, match="larger than"):
         read_manifest_bytes(path)
-    assert time.monotonic() - start < 1.0
+    assert time.thread_time() - start < 1.0
 
 
 def test_read_exactly_the_limit_is_fine(tmp_path: Path) -> None:
@@ -262,9 +262,9 @@ DEEP = "x:\n" + "".join("  " * (i + 1) + f"k{i}:\n" for i in range(80)) + "  " *
     ],
 )
 def test_hostile_frontmatter_is_refused_quickly(frontmatter: str, fragment: str) -> None:
-    start = time.monotonic()
+    start = time.thread_time()  # this thread's CPU time: what parsing costs, whatever the machine's load
     err = problems_of(review(frontmatter), Path("/r/REVIEW.md"))
-    assert time.monotonic() - start < 1.0
+    assert time.thread_time() - start < 1.0
     assert fragment in str(err)
     assert err.problems[0].line is not None
     assert "\n" not in str(err)

@@ -85,6 +85,7 @@ def run_process_group(
     if started >= deadline:
         return ProcessResult(timed_out=True)
     guard = watchdog.get()
+    guard.ensure_running()
     child_env = dict(env)
     needle = None
     if mark:

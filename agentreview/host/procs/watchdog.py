@@ -48,6 +48,12 @@ class Watchdog:
         proc = self._proc
         return proc.pid if proc is not None and proc.poll() is None else None
 
+    def ensure_running(self) -> None:
+        """Start the watchdog process now if none runs: a child is spawned only once one does, or a
+        host SIGKILLed between the spawn and the registration would leave that child behind."""
+        with self._lock:
+            self._send("")
+
     def register(self, pgid: int) -> None:
         with self._lock:
             self._groups.add(pgid)
