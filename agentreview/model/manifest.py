@@ -95,8 +95,10 @@ SEVERITY = Lit("high", "medium", "low")
 NAMES = ListOf(NON_EMPTY)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, kw_only=True)
 class CommandCheck:
+    """A ``kind: command`` check of a review manifest: a shell command run in the frozen head."""
+
     id: str = spec(ID)
     kind: Literal["command"] = spec(Lit("command"))
     description: str | None = spec(Nullable(TEXT), default=None)
@@ -107,8 +109,10 @@ class CommandCheck:
     effects: bool = spec(FLAG, default=False)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, kw_only=True)
 class AgentCheck:
+    """A ``kind: agent`` check of a review manifest: a reviewer preset (and its fallbacks) with a rubric."""
+
     id: str = spec(ID)
     kind: Literal["agent"] = spec(Lit("agent"))
     description: str | None = spec(Nullable(TEXT), default=None)
@@ -121,16 +125,20 @@ class AgentCheck:
     effects: Literal[False] = spec(FALSE_ONLY, default=False)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, kw_only=True)
 class Binding:
+    """A named selection of checks, and when it applies."""
+
     on: str | None = spec(Nullable(NON_EMPTY), default=None)
     prepare: list[str] = spec(ListOf(REF), default_factory=list)
     checks: list[str] = spec(ListOf(REF, min_length=1))
     quorum: Literal["all-blocking-pass"] = spec(Lit(QUORUM), default=QUORUM)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, kw_only=True)
 class Override:
+    """A change to one imported check: its severity threshold, blocking, timeout or reviewers."""
+
     blockOn: Severity | None = spec(Nullable(SEVERITY), default=None)
     blocking: bool | None = spec(Nullable(FLAG), default=None)
     timeoutMs: int | None = spec(Nullable(TIMEOUT_MS), default=None)
@@ -138,8 +146,10 @@ class Override:
     fallbackPresets: list[str] | None = spec(Nullable(NAMES), default=None)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, kw_only=True)
 class UsesEntry:
+    """One pack the manifest imports: under which name, which of its checks, with what changes."""
+
     pack: str = spec(Str(after=pack_ref, schema_pattern=PACK_REF_PATTERN))
     as_: str = spec(ID, key="as")  # `as` is a Python keyword
     checks: list[str] | None = spec(Nullable(ListOf(ID)), default=None)
@@ -149,14 +159,18 @@ class UsesEntry:
     allowCommands: bool = spec(FLAG, default=False)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, kw_only=True)
 class Target:
+    """What a review covers: a git range from ``base`` to the head."""
+
     kind: Literal["git-range"] = spec(Lit("git-range"))
     base: str = spec(NON_EMPTY, default=DEFAULT_BASE)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, kw_only=True)
 class VerdictConfig:
+    """The `verdict` member: the folder the export is written to."""
+
     exportDir: str | None = spec(Nullable(NON_EMPTY), default=None)
 
 
@@ -164,8 +178,10 @@ class VerdictConfig:
 CHECK = Tagged("kind", CommandCheck, AgentCheck, open=True)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, kw_only=True)
 class ReviewManifest:
+    """The frontmatter of a ``kind: review`` REVIEW.md."""
+
     kind: Literal["review"] = spec(Lit("review"))
     id: str = spec(ID)
     name: str | None = spec(Nullable(NON_EMPTY), default=None)
@@ -177,8 +193,10 @@ class ReviewManifest:
     verdict: VerdictConfig = spec(Record(VerdictConfig), default_factory=VerdictConfig)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, kw_only=True)
 class PackCommandCheck:
+    """A ``kind: command`` check a review pack ships."""
+
     id: str = spec(ID)
     kind: Literal["command"] = spec(Lit("command"))
     description: str | None = spec(Nullable(TEXT), default=None)
@@ -189,8 +207,10 @@ class PackCommandCheck:
     effects: Literal[False] = spec(FALSE_ONLY, default=False)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, kw_only=True)
 class PackAgentCheck:
+    """A ``kind: agent`` check a review pack ships."""
+
     id: str = spec(ID)
     kind: Literal["agent"] = spec(Lit("agent"))
     description: str | None = spec(Nullable(TEXT), default=None)
@@ -205,8 +225,10 @@ class PackAgentCheck:
 PACK_CHECK = Tagged("kind", PackCommandCheck, PackAgentCheck)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, kw_only=True)
 class ReviewPack:
+    """The frontmatter of a ``kind: review-pack`` document."""
+
     kind: Literal["review-pack"] = spec(Lit("review-pack"))
     id: str = spec(ID)
     version: str = spec(Str(pattern=SEMVER_PATTERN))
