@@ -221,15 +221,8 @@ class LedgerIndex:
     def record(self, entry: Path, st: os.stat_result, data: bytes, *, foreign: bool = False) -> None:
         """Index an entry just written. The file is already the truth: when it cannot be indexed
         (a busy or broken index), a stale marker makes the next read re-scan the files."""
-        params = self._params(entry.parent.relative_to(self.root).as_posix(), entry.name, st, data, foreign=foreign)
-        with self._lock:
-            try:
-                conn = self._connection()
-                with _transaction(conn):
-                    conn.execute(_UPSERT, params)
-            except (sqlite3.Error, OSError):
-                self._close()
-                self._mark_stale()
+        self._upsert([self._params(entry.parent.relative_to(self.root).as_posix(), entry.name, st, data,
+                                   foreign=foreign)])  # fmt: skip
 
     def begin_writes(self) -> bool:
         """Say that entries are about to be written whose rows come later (:meth:`record_many`):
@@ -256,6 +249,13 @@ class LedgerIndex:
         transaction; ``marked``: :meth:`begin_writes` left the marker, removed once they are in."""
         rows = [_row(path.parent.relative_to(self.root).as_posix(), path.name, st, summary, foreign=foreign)
                 for path, st, summary in entries]  # fmt: skip
+        if self._upsert(rows) and marked:
+            with contextlib.suppress(OSError):
+                os.unlink(self.root / INDEX_STALE)
+
+    def _upsert(self, rows: Sequence[tuple[Any, ...]]) -> bool:
+        """Write ``rows`` in one transaction; False when the index could not take them (then a
+        stale marker makes the next read re-scan the files, which are already the truth)."""
         with self._lock:
             try:
                 conn = self._connection()
@@ -264,10 +264,8 @@ class LedgerIndex:
             except (sqlite3.Error, OSError):
                 self._close()
                 self._mark_stale()
-                return
-        if marked:
-            with contextlib.suppress(OSError):
-                os.unlink(self.root / INDEX_STALE)
+                return False
+        return True
 
     def has_entry(self, entry: Path) -> bool:
         """Whether the index holds a row for the entry file ``entry``."""
