@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -86,6 +87,18 @@ def manifest(checks: str, bindings: str = "", extra: str = "") -> str:
     if bindings:
         text += "bindings:\n" + bindings
     return text + extra + "---\n\n# demo\n"
+
+
+def counting_git(tmp: Path) -> tuple[Path, Path]:
+    """A folder holding a ``git`` that appends its arguments to a log, then runs the real git; and the log."""
+    real = shutil.which("git")
+    assert real is not None
+    folder, log = tmp / "counting-bin", tmp / "git-starts.log"
+    folder.mkdir()
+    shim = folder / "git"
+    shim.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> "{log}"\nexec "{real}" "$@"\n')
+    shim.chmod(0o755)
+    return folder, log
 
 
 def processes_matching(marker: str) -> list[int]:

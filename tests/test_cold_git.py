@@ -11,26 +11,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
-from reviewrepo import AGENTREVIEW, Repo, manifest
+from reviewrepo import AGENTREVIEW, Repo, counting_git, manifest
 
 from agentreview.host.gitrun import GitError, run_git
-
-
-def counting_git(tmp: Path) -> tuple[Path, Path]:
-    """A folder holding a logging ``git``, and its log."""
-    real = shutil.which("git")
-    assert real is not None
-    folder, log = tmp / "counting-bin", tmp / "git-starts.log"
-    folder.mkdir()
-    shim = folder / "git"
-    shim.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> "{log}"\nexec "{real}" "$@"\n')
-    shim.chmod(0o755)
-    return folder, log
 
 
 def test_a_cache_hit_and_a_gate_start_few_git_processes(tmp_path: Path) -> None:

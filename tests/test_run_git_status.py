@@ -10,23 +10,10 @@ checks that the log saw the run's other git commands too).
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
-from reviewrepo import Repo, feature_repo, manifest
-
-
-def counting_git(tmp: Path) -> tuple[Path, Path]:
-    """A folder holding a ``git`` that appends its arguments to a log, then runs the real git."""
-    real = shutil.which("git")
-    assert real is not None
-    folder, log = tmp / "counting-bin", tmp / "git-starts.log"
-    folder.mkdir()
-    shim = folder / "git"
-    shim.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> "{log}"\nexec "{real}" "$@"\n')
-    shim.chmod(0o755)
-    return folder, log
+from reviewrepo import Repo, counting_git, feature_repo, manifest
 
 
 def statuses(log: Path) -> tuple[int, int]:
