@@ -6,6 +6,7 @@ line against the index is the one the per-entry ``git merge-base --is-ancestor``
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -210,6 +211,58 @@ def test_a_tampered_foreign_file_is_re_read_not_served_from_the_index(root: Path
     assert led.list(foreign=True) == []
     assert list(led.foreign_candidates(REMOTE, MSHA, "default")) == []
     assert any(str(path) in w for w in led.warnings)
+
+
+def _packed(root: Path, docs: list[dict[str, Any]]) -> Path:
+    """``docs`` imported as one fetch imports them: one pack file."""
+    store = ForeignStore(root)
+    for doc in docs:
+        line = json.dumps(doc, separators=(",", ":")).encode()
+        assert store.add(store.accept(json.loads(line), line), remote="origin", principal=None, durable=False)
+    store.sync()
+    store.close()
+    (pack,) = (root / "github.com_acme_widgets" / "foreign").glob("pack-*.jsonl")
+    return pack
+
+
+def test_the_entries_of_a_pack_are_indexed_narrowed_and_survive_a_deleted_index(root: Path) -> None:
+    docs = [_foreign(n) for n in (2, 3, 4)]
+    pack = _packed(root, docs)
+    led = Ledger(root)
+    assert [r.run_id for r in led.list(foreign=True)] == ["review-0004", "review-0003", "review-0002"]
+    line = json.dumps(docs[1], separators=(",", ":")).encode()
+    (found,) = led.foreign_candidates(REMOTE, MSHA, "default", digests=[hashlib.sha256(line).hexdigest()])
+    assert found[1]["runId"] == "review-0003" and found[0].name.startswith(pack.name + "#")
+    led.close()
+    for name in os.listdir(root):
+        if name.startswith(INDEX_NAME):
+            os.unlink(root / name)
+    fresh = Ledger(root)
+    assert [r.run_id for r in fresh.list(foreign=True)] == ["review-0004", "review-0003", "review-0002"]
+    assert fresh.warnings == []
+
+
+def test_a_tampered_pack_is_re_read_not_served_from_the_index(root: Path) -> None:
+    pack = _packed(root, [_foreign(2), _foreign(3)])
+    led = Ledger(root)
+    assert len(led.list(foreign=True)) == 2
+    lines = pack.read_bytes().split(b"\n")
+    pack.write_bytes(lines[0].replace(b'"review-0002"', b'"review-edited"') + b"\n" + b'{"attestation": 1}\n')
+    assert [r.run_id for r in led.list(foreign=True)] == ["review-edited"]
+    assert [a["runId"] for _p, a, _h in led.foreign_candidates(REMOTE, MSHA, "default")] == ["review-edited"]
+    assert any(str(pack) in w for w in led.warnings)
+
+
+def test_an_imported_line_the_strict_model_refuses_is_listed_and_never_used(root: Path) -> None:
+    """An import checks only what a listing shows; the strict model reads an entry at its use."""
+    doc = _foreign(2)
+    doc["lanes"] = [{"id": "x"}]  # a lane with no status: not an attestation the model accepts
+    _packed(root, [doc])
+    led = Ledger(root)
+    assert [r.run_id for r in led.list(foreign=True)] == ["review-0002"]
+    assert list(led.foreign_candidates(REMOTE, MSHA, "default")) == []
+    assert any("skipped foreign entry" in w for w in led.warnings)
+    assert list(ForeignStore(root).all()) == []
 
 
 def _cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -14,7 +14,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -86,46 +85,57 @@ def test_a_second_fetch_reads_only_the_new_notes_and_an_unchanged_ref_costs_one_
     assert {row["runId"] for row in listed} == set(first_ids + second_ids)
 
 
-def test_a_fetch_makes_every_imported_entry_durable_and_indexed_before_it_records_what_it_read(
+def test_a_fetch_writes_its_entries_as_one_durable_pack_indexed_before_it_records_what_it_read(
     hosts: Hosts, keys: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Entries are written without a per-entry fsync and flushed together: one sync of all of them
-    (files and folders), then one index transaction, both before the fetch state says the notes
-    were read."""
+    """The entries of one fetch are one pack file, written with one fsync, then indexed in one
+    transaction, both before the fetch state says the notes were read."""
     from agentreview.share import exchange, fetchstate
     from agentreview.store import foreign, index
 
     publish_batch(hosts, keys, 0)
-    events: list[tuple[str, list[str]]] = []
-    real_sync, real_record, real_save = foreign.sync_paths, index.LedgerIndex.record_many, fetchstate.save
+    events: list[tuple[str, Any]] = []
+    real_write, real_record, real_save = foreign.atomic_write_bytes, index.LedgerIndex.record_many, fetchstate.save
 
-    def sync(paths: Iterable[Path]) -> None:
-        listed = sorted(str(p) for p in paths)
-        events.append(("sync", listed))
-        real_sync(Path(p) for p in listed)
+    def write(path: Path, data: bytes, **kw: Any) -> Path:
+        events.append(("write", (path.name, kw.get("durable", True), data.count(b"\n"))))
+        return real_write(path, data, **kw)
 
     def record_many(self: index.LedgerIndex, entries: Any, **kw: Any) -> None:
-        events.append(("index", sorted(str(path) for path, _st, _summary in entries)))
+        events.append(("index", len(entries)))
         real_record(self, entries, **kw)
 
-    monkeypatch.setattr(foreign, "sync_paths", sync)
+    monkeypatch.setattr(foreign, "atomic_write_bytes", write)
     monkeypatch.setattr(index.LedgerIndex, "record_many", record_many)
-    monkeypatch.setattr(fetchstate, "save", lambda *a, **kw: (events.append(("saved", [])), real_save(*a, **kw))[1])
+    monkeypatch.setattr(fetchstate, "save", lambda *a, **kw: (events.append(("saved", None)), real_save(*a, **kw))[1])
     root = tmp_path / "ledger"
     store = foreign.ForeignStore(root)
     try:
         result = exchange.fetch(hosts.b, store, remote="shared", state_file=tmp_path / "state.json")
+        listed = list(store.all())
     finally:
         store.close()
-    entries = sorted(str(p) for p in root.glob("*/foreign/*.json"))
-    assert result.new == BATCH and len(entries) == BATCH
-    assert events == [("sync", entries), ("index", entries), ("saved", [])]
+    (pack,) = root.glob("*/foreign/pack-*.jsonl")
+    assert result.new == BATCH and len(listed) == BATCH
+    assert events == [("write", (pack.name, True, BATCH)), ("index", BATCH), ("saved", None)]
     assert not (root / index.INDEX_STALE).exists()  # the rows are in: no reader has to re-scan
 
 
-def test_entries_written_by_a_fetch_that_died_before_its_sync_are_still_found(hosts: Hosts, tmp_path: Path) -> None:
-    """A fetch that dies between writing its entries and indexing them (the batch's rows are
-    written last, in one transaction) leaves the index's re-scan marker: the next reader finds them."""
+def _dies_while_indexing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The process ends after its pack is on disk and before its rows are in the index."""
+    from agentreview.store.index import LedgerIndex
+
+    def record_many(self: LedgerIndex, entries: Any, **kw: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(LedgerIndex, "record_many", record_many)
+
+
+def test_entries_a_fetch_wrote_before_it_died_unindexed_are_still_found(
+    hosts: Hosts, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fetch that dies between writing its pack and indexing it leaves the index's re-scan
+    marker: the next reader finds every entry of the pack."""
     from agentreview.store.foreign import ForeignStore
 
     root = tmp_path / "ledger"
@@ -134,7 +144,10 @@ def test_entries_written_by_a_fetch_that_died_before_its_sync_are_still_found(ho
     heads = [hosts.a.commit(f"c {n}", {"src/app.py": f"n = {n}\n"}) for n in range(3)]
     for head in heads:
         assert dying.add(hosts.a.attestation(head=head), remote="shared", principal=None, durable=False)
-    # no sync(), no close(): the process is gone
+    with monkeypatch.context() as patch:
+        _dies_while_indexing(patch)
+        with pytest.raises(KeyboardInterrupt):
+            dying.sync()
     reader = ForeignStore(root)
     try:
         listed = {att["target"]["headSha"] for att, _host in reader.all()}
@@ -143,33 +156,41 @@ def test_entries_written_by_a_fetch_that_died_before_its_sync_are_still_found(ho
     assert set(heads) <= listed and len(listed) == 4
 
 
-def test_an_entry_a_dead_fetch_left_unindexed_is_indexed_when_its_note_is_read_again(hosts: Hosts,
-                                                                                     tmp_path: Path) -> None:
-    """Another reader clears the re-scan marker while a fetch writes; the fetch then dies before its
-    rows go in. The entry is on disk, unlisted; the next fetch reads its note again (its state was
-    never saved), finds the file and indexes it instead of skipping it for good."""
+def test_an_entry_a_dead_fetch_left_unindexed_is_stored_again_and_listed_once(
+    hosts: Hosts, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another reader clears the re-scan marker while a fetch works; the fetch then dies after its
+    pack is written, before its rows go in. The next fetch reads the note again (its state was never
+    saved) and stores the entry again; a re-index lists it once, not twice."""
     from agentreview.store.foreign import ForeignStore
+    from agentreview.store.index import LedgerIndex
 
     root = tmp_path / "ledger"
     ForeignStore(root).add(hosts.a.attestation(), remote="shared", principal=None)  # the index exists
     dying = ForeignStore(root)
-    first = hosts.a.attestation(head=hosts.a.commit("c 1", {"src/app.py": "n = 1\n"}))
-    assert dying.add(first, remote="shared", principal=None, durable=False)
+    late = hosts.a.attestation(head=hosts.a.commit("c 1", {"src/app.py": "n = 1\n"}))
+    assert dying.add(late, remote="shared", principal=None, durable=False)
     early = ForeignStore(root)  # opens the index during the fetch: re-scans and clears the marker
-    assert len(list(early.all())) == 2
+    assert len(list(early.all())) == 1
     early.close()
-    late = hosts.a.attestation(head=hosts.a.commit("c 2", {"src/app.py": "n = 2\n"}))
-    assert dying.add(late, remote="shared", principal=None, durable=False)  # then the fetch dies
-    unhealed = ForeignStore(root)
-    assert late["target"]["headSha"] not in {att["target"]["headSha"] for att, _host in unhealed.all()}
-    unhealed.close()
+    with monkeypatch.context() as patch:
+        _dies_while_indexing(patch)
+        with pytest.raises(KeyboardInterrupt):
+            dying.sync()
     again = ForeignStore(root)
     try:
-        assert again.has(late)  # the next fetch meets the stored entry
-        listed = {att["target"]["headSha"] for att, _host in again.all()}
+        assert not again.has(late)  # unlisted: the next fetch stores it again
+        assert again.add(late, remote="shared", principal=None, durable=False)
+        again.sync()
+        assert late["target"]["headSha"] in {att["target"]["headSha"] for att, _host in again.all()}
     finally:
         again.close()
-    assert late["target"]["headSha"] in listed and len(listed) == 3
+    assert len(list(root.glob("*/foreign/pack-*.jsonl"))) == 2
+    index = LedgerIndex(root, lambda _msg: None)
+    try:
+        assert index.rebuild() == 2
+    finally:
+        index.close()
 
 
 def fast_import_notes(hosts: Hosts, lines: dict[str, bytes]) -> None:
@@ -210,7 +231,8 @@ def test_one_fetch_imports_more_notes_than_the_old_cap_in_a_few_git_processes(ho
     assert (done["read"], done["new"], done["complete"], done["notes"]) == (MANY, MANY, True, []), done
     assert 1 <= len(starts) <= 12, starts
     root = hosts.home_b / "reviews"
-    assert len(list(root.glob("*/foreign/*.json"))) == MANY
+    (pack,) = root.glob("*/foreign/pack-*.jsonl")
+    assert pack.read_bytes().count(b"\n") == MANY and not list(root.glob("*/foreign/*.json"))
     index = LedgerIndex(root, lambda msg: pytest.fail(msg))
     try:
         assert len(index.query({}, foreign=True)) == MANY

@@ -2,8 +2,7 @@
 
 :func:`read_regular_file` refuses anything but a regular file (checked on the open descriptor, opened without
 blocking) and reads at most ``limit`` bytes. The atomic writers rename a synced temporary file over the target;
-``durable=False`` skips the fsyncs for status records, caches and a fetch's batch (made durable at once by
-:func:`sync_paths`), whose loss in a power cut loses nothing.
+``durable=False`` skips the fsyncs for status records and caches, whose loss in a power cut loses nothing.
 """
 
 from __future__ import annotations
@@ -12,8 +11,6 @@ import contextlib
 import errno
 import os
 import stat
-import sys
-from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from agentreview.model.errors import AgentreviewError
@@ -27,7 +24,7 @@ __all__ = [
     "atomic_write_text",
     "describe_os_error",
     "read_regular_file",
-    "sync_paths",
+    "read_regular_line",
 ]
 
 DEFAULT_LIMIT = 4 * 1024 * 1024
@@ -132,6 +129,37 @@ def read_regular_file(
     return b"".join(chunks)
 
 
+def read_regular_line(path: str | os.PathLike[str], offset: int, *, limit: int) -> bytes:
+    """The line that starts at byte ``offset`` of the regular file ``path`` (without its newline),
+    read as :func:`read_regular_file` reads a file (never through a symlink); raises
+    :class:`UnreadableFileError` when it runs past ``limit`` bytes or the file's end."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except FileNotFoundError as exc:
+        raise MissingFileError(f"could not read ({exc.strerror or exc})") from exc
+    except OSError as exc:
+        raise UnreadableFileError(f"could not read ({exc.strerror or exc})") from exc
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UnreadableFileError("is not a regular file — refusing to read it")
+        line = b""
+        while len(line) <= limit:
+            chunk = os.pread(fd, 64 * 1024, offset + len(line))
+            end = chunk.find(b"\n")
+            if end >= 0:
+                return line + chunk[:end]
+            if not chunk:
+                raise UnreadableFileError(f"has no whole line at byte {offset}")
+            line += chunk
+        raise UnreadableFileError(f"has a line longer than {limit} bytes at byte {offset}")
+    except OSError as exc:
+        if isinstance(exc, UnreadableFileError):
+            raise
+        raise UnreadableFileError(f"could not read ({exc.strerror or exc})") from exc
+    finally:
+        os.close(fd)
+
+
 def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o600, durable: bool = True) -> Path:
     """Write ``data`` to ``path`` so that a reader sees the old file or the new one, never a part.
 
@@ -177,50 +205,6 @@ def fsync_path(path: Path, *, reported_as: Path | None = None) -> None:
             os.close(fd)
     except OSError as exc:
         raise FileWriteError(reported_as or path, exc) from exc
-
-
-def sync_paths(paths: Iterable[Path]) -> None:
-    """Make the files ``paths`` (written with ``durable=False``) and the folders holding them durable.
-
-    On Linux one ``syncfs(2)`` per file system flushes them all at once, instead of two fsyncs
-    per file; elsewhere each file and folder is fsynced. A failure is a :class:`FileWriteError`
-    naming the folder or file."""
-    files = set(paths)
-    folders = sorted({path.parent for path in files}, key=str)
-    syncfs = _syncfs()
-    if syncfs is None:
-        for target in [*sorted(files, key=str), *folders]:
-            fsync_path(target)
-        return
-    import ctypes
-
-    synced: set[int] = set()
-    for folder in folders:
-        try:
-            fd = os.open(folder, os.O_RDONLY)
-            try:
-                device = os.fstat(fd).st_dev
-                if device not in synced and syncfs(fd) != 0:
-                    code = ctypes.get_errno()
-                    raise OSError(code, os.strerror(code))
-                synced.add(device)
-            finally:
-                os.close(fd)
-        except OSError as exc:
-            raise FileWriteError(folder, exc) from exc
-
-
-def _syncfs() -> Callable[[int], int] | None:
-    """libc's ``syncfs`` (Linux), or None where there is none."""
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-
-    try:
-        function: Callable[[int], int] = ctypes.CDLL(None, use_errno=True).syncfs
-    except (OSError, AttributeError):
-        return None
-    return function
 
 
 def atomic_write_text(path: Path, text: str, *, mode: int = 0o600, durable: bool = True) -> Path:

@@ -29,7 +29,8 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _no_constant(name: str) -> Any:
+def refuse_constant(name: str) -> Any:
+    """A ``parse_constant`` for ``json.loads``: NaN and Infinity are not JSON."""
     raise ValueError(f"'{name}' is not a JSON value")
 
 
@@ -39,7 +40,7 @@ def loads_strict(text: str | bytes) -> Any:
     Every document a verdict depends on (exports, verdict files, reviewer streams) is
     read with it: two parsers must never disagree about what a document says.
     """
-    return json.loads(text, object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constant)
+    return json.loads(text, object_pairs_hook=_no_duplicate_keys, parse_constant=refuse_constant)
 
 
 def sha256_hex(data: bytes | str) -> str:

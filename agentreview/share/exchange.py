@@ -11,6 +11,7 @@ and signature checks; the next fetch goes on where one stopped.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -227,27 +228,38 @@ def _import_note(data: bytes, where: str, store: ForeignStore, out: Fetched, bud
                  signers: Path | None, registry: Registry | None) -> bool:  # fmt: skip
     """Import the attestations of one note; False when the signature budget ran out before its
     end (what it stored stays stored, and is not checked again when the note is read again)."""
+    from agentreview.model.digests import refuse_constant
     from agentreview.store.layout import LedgerError
 
-    docs, skipped = parse_note(data, where)
+    lines, skipped = notes.note_lines(data, where)
     out.notes.extend(skipped)
-    for raw in docs:
+    trusting = signers is not None and registry is not None
+    for number, line in lines:
+        try:
+            document = json.loads(line, parse_constant=refuse_constant)
+        except (ValueError, UnicodeDecodeError) as exc:
+            out.notes.append(f"{where}: line {number} is not JSON ({str(exc)[:120]}) — skipped")
+            continue
+        if not isinstance(document, dict):
+            out.notes.append(f"{where}: line {number} is not a JSON object — skipped")
+            continue
         out.found += 1
         try:
-            incoming = store.check(raw)  # read once; the shape is checked before any signer runs
+            incoming = store.accept(document, line)
             if store.has(incoming):  # a stored one is not checked again
                 continue
-            if signers is not None and registry is not None:
+            if trusting:  # the whole shape is checked before any signer runs
+                store.check(incoming.document)
                 if budget.signatures <= 0:
                     out.found -= 1
                     return False
                 budget.signatures -= 1
-            principal = _principal(raw, signers, registry, where, out.notes)
+            principal = _principal(incoming.document, signers, registry, where, out.notes)
             if store.add(incoming, remote=out.remote, principal=principal, durable=False):
                 out.new += 1
         except (LedgerError, ValueError) as exc:  # AttestationShapeError is a ValueError
             first = str(exc).splitlines()[0][:160]
-            out.notes.append(f"{where}: a line is not a valid attestation ({first}) — skipped")
+            out.notes.append(f"{where}: line {number} is not a valid attestation ({first}) — skipped")
     return True
 
 

@@ -65,11 +65,10 @@ def read_note(cwd: Path, commit: str, ref: str = NOTES_REF) -> bytes:
     return data
 
 
-def parse_note(data: bytes, where: str = "note") -> tuple[list[dict[str, Any]], list[str]]:
-    """The JSON objects of a note, one per line, and a message for every line skipped."""
-    from agentreview.model.digests import loads_strict
-
-    out: list[dict[str, Any]] = []
+def note_lines(data: bytes, where: str = "note") -> tuple[list[tuple[int, bytes]], list[str]]:
+    """The non-blank lines of a note within :data:`MAX_LINE_BYTES` with their numbers, and a
+    message for every line skipped."""
+    out: list[tuple[int, bytes]] = []
     skipped: list[str] = []
     for number, line in enumerate(data.split(b"\n"), start=1):
         if not line.strip():
@@ -77,6 +76,17 @@ def parse_note(data: bytes, where: str = "note") -> tuple[list[dict[str, Any]], 
         if len(line) > MAX_LINE_BYTES:
             skipped.append(f"{where}: line {number} is larger than {MAX_LINE_BYTES} bytes — skipped")
             continue
+        out.append((number, line))
+    return out, skipped
+
+
+def parse_note(data: bytes, where: str = "note") -> tuple[list[dict[str, Any]], list[str]]:
+    """The JSON objects of a note, one per line, and a message for every line skipped."""
+    from agentreview.model.digests import loads_strict
+
+    lines, skipped = note_lines(data, where)
+    out: list[dict[str, Any]] = []
+    for number, line in lines:
         try:
             value = loads_strict(line)
         except (ValueError, UnicodeDecodeError) as exc:

@@ -1,29 +1,34 @@
 """Foreign entries: attestations another host published (git notes), imported by ``agentreview fetch``.
 
-Layout: ``<root>/<repoSlug>/foreign/<attestationSha256>.json`` holding ``{attestation, host:
-{foreign: {remote, principal, importedAt}}}``. Kept apart from this host's own entries: keyed by
-the whole document's digest (two hosts may review one range; both stay), never exported, and
-never a cache hit or a prior unless team trust says so (the caller decides). Only a document the
-strict verification model accepts is stored; reads still go through the bounded reader.
+Kept under ``<root>/<repoSlug>/foreign/`` apart from this host's own entries (layout in
+:mod:`agentreview.store.foreign_entry`): one entry per attestation digest (two hosts may review one
+range; both stay), never exported, and never a cache hit or a prior unless team trust says so (the
+caller decides). Every read goes through the strict verification model.
 """
 
 from __future__ import annotations
 
-import json
+import hashlib
+import os
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from agentreview.host.files import UnreadableFileError, atomic_write_text, read_regular_file, sync_paths
+from agentreview.host.files import UnreadableFileError, atomic_write_bytes
 from agentreview.model.attestation import Attestation
-from agentreview.store.entries import MAX_ENTRY_BYTES, Summary
-from agentreview.store.foreign_entry import foreign_row, foreign_summary, read_foreign
-from agentreview.store.layout import FOREIGN_DIR, LedgerError, LedgerKey, check_key, ledger_slug
+from agentreview.model.canonical import canonical_json
+from agentreview.store.foreign_entry import (
+    foreign_row,
+    foreign_summary,
+    listable_key,
+    pack_host,
+    pack_line,
+    read_foreign_at,
+)
+from agentreview.store.layout import FOREIGN_DIR, MEMBER, LedgerError, LedgerKey, check_key, ledger_slug
 
 if TYPE_CHECKING:  # pragma: no cover
-    import os
-
     from agentreview.store.index import LedgerIndex
 
 
@@ -32,96 +37,111 @@ def _now() -> str:
 
 
 class Incoming(NamedTuple):
-    """An attestation checked once (:meth:`ForeignStore.check`): its JSON members (as the model
-    read them), digest and entry path."""
+    """An attestation read once: its JSON members, its bytes as stored, their digest and its folder."""
 
     document: dict[str, Any]
+    text: bytes
     digest: str
-    path: Path
+    folder: Path
 
 
 class ForeignStore:
-    """Imported attestations of other hosts, one file per attestation digest."""
+    """Imported attestations of other hosts, one entry per attestation digest."""
 
     def __init__(self, ledger_root: Path, *, warn: Callable[[str], None] | None = None):
         self.root = Path(ledger_root)
         self._warn = warn or (lambda _msg: None)
         self._index_obj: LedgerIndex | None = None
-        self._pending: list[tuple[Path, os.stat_result, Summary]] = []  # written, not yet synced nor indexed
+        self._pending: dict[str, tuple[Incoming, dict[str, Any], bytes]] = {}  # by digest: added, not yet written
         self._marked: bool | None = None  # whether the index's re-scan marker is ours (None: none set)
-        self._folders: set[Path] = set()
-
-    def _dir(self, repo_remote: str) -> Path:
-        return self.root / ledger_slug(repo_remote) / FOREIGN_DIR
+        self._folders: dict[str, Path] = {}  # by repoRemote
+        self._stored: dict[Path, set[str]] = {}  # the digests each folder held when first asked
+        self._hosts: dict[tuple[str, str | None], tuple[dict[str, Any], bytes]] = {}  # one importedAt per store
 
     def check(self, attestation: dict[str, Any]) -> Incoming:
-        """Read ``attestation`` with the strict model, once for :meth:`has` and :meth:`add`.
-
-        Raises :class:`ValueError` (:class:`AttestationShapeError` is one) for a document that is
-        not a well-formed attestation, and :class:`LedgerError` for one whose key cannot name a path.
-        """
+        """Read ``attestation`` with the strict model. Raises :class:`ValueError`
+        (:class:`AttestationShapeError` is one) for a document that is not a well-formed attestation,
+        and :class:`LedgerError` for one whose key cannot name a path."""
         att = Attestation.read(attestation)
         check_key(LedgerKey.of(att))
-        document, digest = att.to_json_dict(), att.attestation_sha256()
-        return Incoming(document, digest, self._dir(att.target.repoRemote) / f"{digest}.json")
+        document = att.to_json_dict()
+        text = canonical_json(document)
+        return Incoming(document, text, hashlib.sha256(text).hexdigest(), self._folder(att.target.repoRemote))
 
-    def has(self, attestation: dict[str, Any] | Incoming) -> bool:
-        """True when ``attestation`` is stored already; raises as :meth:`check` for one that is malformed.
+    def accept(self, document: dict[str, Any], line: bytes) -> Incoming:
+        """Take a note's line (``document`` is its JSON) as an import does: its listed members well
+        formed (the strict model reads it at its first use), its digest that of the line (the
+        attestationSha256 of a line ``publish`` wrote: canonical JSON). Raises as :meth:`check`."""
+        key = listable_key(document)
+        return Incoming(document, line, hashlib.sha256(line).hexdigest(), self._folder(key.repo_remote))
 
-        A stored entry the index lacks (written by a fetch that died before its rows went in, after
-        another reader had cleared the re-scan marker) is indexed now, so reading its note again heals it."""
-        found = attestation if isinstance(attestation, Incoming) else self.check(attestation)
-        if not found.path.is_file():
-            return False
-        index = self._index()
-        if not index.has_entry(found.path):
-            try:
-                data = read_regular_file(found.path, limit=MAX_ENTRY_BYTES, follow_symlinks=False)
-                index.record(found.path, found.path.stat(), data, foreign=True)
-            except (UnreadableFileError, OSError) as exc:
-                self._warn(f"{found.path}: foreign entry not indexed: {exc}")
-        return True
+    def _folder(self, repo_remote: str) -> Path:
+        if (folder := self._folders.get(repo_remote)) is None:
+            folder = self._folders[repo_remote] = self.root / ledger_slug(repo_remote) / FOREIGN_DIR
+        return folder
 
-    def add(self, attestation: dict[str, Any] | Incoming, *, remote: str, principal: str | None,
-            durable: bool = True) -> bool:  # fmt: skip
-        """Store ``attestation``; True when it was not here yet. Raises as :meth:`check`.
-
-        ``durable=False`` leaves the flush and the index rows to :meth:`sync`, so a fetch of many
-        notes pays one file-system sync and one index transaction, not two fsyncs and a commit each.
-        """
-        found = attestation if isinstance(attestation, Incoming) else self.check(attestation)
-        path = found.path
-        if path.is_file():
-            return False
-        if path.parent not in self._folders:
-            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            self._folders.add(path.parent)
-        att = found.document
-        host = {"foreign": {"remote": remote, "principal": principal, "importedAt": _now()}}
-        summary = foreign_summary(att, host)
-        # one line: json's C encoder writes it, where an indented form costs more than the rest of an import
-        text = json.dumps({"attestation": att, "host": host}, sort_keys=True, separators=(",", ":")) + "\n"
-        if durable:
-            atomic_write_text(path, text)
-            self._index().record_many([(path, path.stat(), summary)], foreign=True, marked=False)
+    def has(self, incoming: dict[str, Any] | Incoming) -> bool:
+        """True when the attestation is stored already (or added, waiting for :meth:`sync`)."""
+        found = incoming if isinstance(incoming, Incoming) else self.check(incoming)
+        if found.digest in self._pending:
             return True
-        if self._marked is None:  # a crash before sync() leaves files the index has not seen: say so
-            self._marked = self._index().begin_writes()
-        atomic_write_text(path, text, durable=False)
-        self._pending.append((path, path.stat(), summary))
+        if (stored := self._stored.get(found.folder)) is None:
+            rel = found.folder.relative_to(self.root).as_posix()
+            stored = self._stored[found.folder] = self._index().digests(rel) if found.folder.is_dir() else set()
+        return found.digest in stored
+
+    def add(self, incoming: dict[str, Any] | Incoming, *, remote: str, principal: str | None,
+            durable: bool = True) -> bool:  # fmt: skip
+        """Store the attestation; True when it was not here yet. Raises as :meth:`check`.
+
+        ``durable=False`` keeps it for :meth:`sync`, which writes every such entry into one pack
+        file with one fsync and indexes them in one transaction."""
+        found = incoming if isinstance(incoming, Incoming) else self.check(incoming)
+        if self.has(found):
+            return False
+        if (made := self._hosts.get((remote, principal))) is None:
+            host = {"foreign": {"remote": remote, "principal": principal, "importedAt": _now()}}
+            made = self._hosts[(remote, principal)] = (host, pack_host(host))
+        host, host_text = made
+        line = pack_line(found.text, host_text)
+        if not durable:
+            if self._marked is None:  # a crash before sync() leaves a pack the index has not seen: say so
+                self._marked = self._index().begin_writes()
+            self._pending[found.digest] = (found, host, line)
+            return True
+        path = found.folder / f"{found.digest}.json"
+        found.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        atomic_write_bytes(path, line)
+        rel = found.folder.relative_to(self.root).as_posix()
+        self._index().record_many([(rel, path.name, path.stat(), foreign_summary(found.document, host), found.digest)],
+                                  foreign=True, marked=False)  # fmt: skip
+        self._stored.setdefault(found.folder, set()).add(found.digest)
         return True
 
     def sync(self) -> None:
-        """Make every entry written with ``durable=False`` durable (files and folders), then index them."""
-        if not self._pending:
-            return
-        sync_paths(path for path, _st, _summary in self._pending)
-        self._index().record_many(self._pending, foreign=True, marked=bool(self._marked))
+        """Write every entry added with ``durable=False``: one pack per folder, then their index rows."""
+        folders: dict[Path, list[tuple[Incoming, dict[str, Any], bytes]]] = {}
+        for pending in self._pending.values():
+            folders.setdefault(pending[0].folder, []).append(pending)
+        rows = []
+        for folder, members in folders.items():
+            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            pack = folder / f"pack-{os.urandom(12).hex()}.jsonl"
+            atomic_write_bytes(pack, b"".join(line for _found, _host, line in members))
+            st, offset, rel = pack.stat(), 0, folder.relative_to(self.root).as_posix()
+            for found, host, line in members:
+                summary = foreign_summary(found.document, host)
+                rows.append((rel, f"{pack.name}{MEMBER}{offset}", st, summary, found.digest))
+                offset += len(line)
+        if rows:
+            self._index().record_many(rows, foreign=True, marked=bool(self._marked))
+        for found, _host, _line in self._pending.values():
+            self._stored.setdefault(found.folder, set()).add(found.digest)
         self._pending.clear()
         self._marked = None
 
     def _index(self) -> LedgerIndex:
-        """The ledger's index, which lists foreign entries beside this host's own (opened on first write)."""
+        """The ledger's index, which lists foreign entries beside this host's own (opened on first use)."""
         if self._index_obj is None:
             from agentreview.store.index import LedgerIndex
 
@@ -132,22 +152,17 @@ class ForeignStore:
         if self._index_obj is not None:
             self._index_obj.close()
 
-    def _read(self, path: Path) -> tuple[dict[str, Any], dict[str, Any]] | None:
-        try:
-            return read_foreign(read_regular_file(path, limit=MAX_ENTRY_BYTES, follow_symlinks=False))
-        except (UnreadableFileError, ValueError) as exc:
-            self._warn(f"{path}: skipped foreign entry: {exc}")
-            return None
-
     def all(self, repo_remote: str | None = None) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
         """Every readable foreign entry (of ``repo_remote`` when given), newest first by createdAt,
         as the ledger's index lists them."""
         if not self.root.is_dir():
             return
         for rel, name, _row in self._index().query({"repo_remote": repo_remote}, foreign=True):
-            found = self._read(self.root / rel / name)
-            if found is not None:
-                yield found
+            path = self.root / rel / name
+            try:
+                yield read_foreign_at(path)
+            except (UnreadableFileError, ValueError) as exc:
+                self._warn(f"{path}: skipped foreign entry: {exc}")
 
     def candidates(self, repo_remote: str, manifest_sha: str, binding: str) -> Iterator[dict[str, Any]]:
         """Raw attestation dicts under ``(repoRemote, manifestSha, binding)``, newest first."""

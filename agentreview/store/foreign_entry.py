@@ -1,17 +1,27 @@
-"""The file of one foreign entry, ``{attestation, host: {foreign: {...}}}``: how it is read and listed.
+"""A foreign entry, ``{attestation, host: {foreign: {...}}}``: how it is stored, read and listed.
 
-Apart from :mod:`agentreview.store.foreign` (which writes them) so the ledger's index can read an
-entry without importing the store that uses the index.
+One file (``<digest>.json``) or one line of a pack (``pack-<id>.jsonl``, the entries one fetch
+imported, addressed ``<pack>#<offset>``). Apart from :mod:`agentreview.store.foreign` (which writes
+them) so the ledger's index can read an entry without importing the store that uses the index.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import hashlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, NamedTuple, cast
 
+from agentreview.host.files import read_regular_file, read_regular_line
 from agentreview.model.attestation import Attestation
 from agentreview.model.digests import loads_strict
-from agentreview.store.entries import Summary
-from agentreview.store.layout import LedgerKey
+from agentreview.store.entries import MAX_ENTRY_BYTES, Summary
+from agentreview.store.layout import MEMBER, LedgerError, LedgerKey, check_key
+
+MAX_PACK_BYTES = 256 * 1024 * 1024  # a fetch writes at most 64 MiB of notes into one pack
+VERDICTS = ("pass", "block", "incomplete")
+PACK_PREFIX = b'{"attestation":'
 
 
 def _obj(value: Any) -> dict[str, Any]:
@@ -42,9 +52,27 @@ def foreign_row(att: dict[str, Any], host: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
+def listable_key(att: Any) -> LedgerKey:
+    """The key of ``att`` when its listed members are well formed (the strict read waits for its
+    first use); raises ValueError (:class:`LedgerError` for a key that cannot name a path)."""
+    if not isinstance(att, dict) or not isinstance(target := att.get("target"), dict):
+        raise ValueError("not an attestation: no target object")
+    if att.get("verdict") not in VERDICTS:
+        raise ValueError(f"verdict must be one of {', '.join(VERDICTS)}")
+    texts = (att.get("runId"), att.get("reviewId"), att.get("createdAt"), target.get("baseSha"), target.get("headSha"))
+    if not all(isinstance(value, str) for value in texts) or not isinstance(att.get("lanes"), list):
+        raise ValueError("runId, reviewId, createdAt, target.baseSha, target.headSha and lanes are required")
+    parts = (target.get("repoRemote"), att.get("manifestSha"), att.get("binding"), att.get("rangeSha"))
+    if not all(isinstance(part, str) for part in parts):
+        raise ValueError("target.repoRemote, manifestSha, binding and rangeSha must be strings")
+    key = LedgerKey(*cast(tuple[str, str, str, str], parts))
+    check_key(key)
+    return key
+
+
 def read_foreign(data: bytes) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``(attestation, host)`` of a foreign entry file, the attestation checked by the strict
-    model; raises ValueError saying what is wrong."""
+    """``(attestation, host)`` of a foreign entry, the attestation checked by the strict model;
+    raises ValueError saying what is wrong."""
     try:
         doc = loads_strict(data)
         att, host = doc["attestation"], doc["host"]
@@ -56,6 +84,15 @@ def read_foreign(data: bytes) -> tuple[dict[str, Any], dict[str, Any]]:
     return att, host
 
 
+def read_foreign_at(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """:func:`read_foreign` of the entry file or pack member ``path``; raises ValueError or
+    :class:`~agentreview.host.files.UnreadableFileError`."""
+    pack, member, offset = path.name.partition(MEMBER)
+    if member:
+        return read_foreign(read_regular_line(path.with_name(pack), int(offset), limit=MAX_ENTRY_BYTES))
+    return read_foreign(read_regular_file(path, limit=MAX_ENTRY_BYTES, follow_symlinks=False))
+
+
 def summarize_foreign(data: bytes) -> Summary:
     """The index columns and the ``ledger`` row (:func:`foreign_row`) of a foreign entry file."""
     return foreign_summary(*read_foreign(data))
@@ -63,8 +100,47 @@ def summarize_foreign(data: bytes) -> Summary:
 
 def foreign_summary(att: dict[str, Any], host: dict[str, Any]) -> Summary:
     """The index columns and ``ledger`` row of the entry ``{attestation: att, host: host}``, for
-    a writer that has the checked attestation at hand (no file read back)."""
+    a writer that has the attestation at hand (no file read back)."""
     row = foreign_row(att, host)
     key = LedgerKey(row["repoRemote"], row["manifestSha"], row["binding"], row["rangeSha"])
     # no requester session: a foreign entry was requested by no session of this host
     return Summary(key, row["baseSha"], row["headSha"], row["runId"], None, row["createdAt"], row)
+
+
+def pack_host(host: dict[str, Any]) -> bytes:
+    """The JSON of a pack line's ``host`` member."""
+    return json.dumps(host, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def pack_line(attestation: bytes, host: bytes) -> bytes:
+    """A pack's line: the attestation's JSON as stored (one line) and :func:`pack_host` of its host."""
+    return PACK_PREFIX + attestation + b',"host":' + host + b"}\n"
+
+
+class Member(NamedTuple):
+    """One line of a pack: where it starts, and its summary and attestation digest (None: unusable)."""
+
+    offset: int
+    summary: Summary | None
+    digest: str | None
+    problem: str | None
+
+
+def pack_members(data: bytes) -> Iterator[Member]:
+    """Every line of a pack, each read as an import reads it (the strict read waits for its use)."""
+    offset = 0
+    for line in data.split(b"\n")[:-1]:
+        try:
+            doc = json.loads(line)
+            att, host = doc["attestation"], doc["host"]
+            listable_key(att)
+            if not isinstance(host, dict):
+                raise ValueError("host must be an object")
+            if not line.startswith(PACK_PREFIX):
+                raise ValueError("not a pack line")
+            text = line[len(PACK_PREFIX) : line.rindex(b',"host":')]
+            found = Member(offset, foreign_summary(att, host), hashlib.sha256(text).hexdigest(), None)
+        except (ValueError, LedgerError, KeyError, TypeError, RecursionError) as exc:
+            found = Member(offset, None, None, str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__)
+        yield found
+        offset += len(line) + 1

@@ -21,14 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from agentreview.host.files import MissingFileError, UnreadableFileError, read_regular_file
-from agentreview.model.digests import json_text
 from agentreview.store.entries import MAX_ENTRY_BYTES, Summary, summarize
-from agentreview.store.layout import ENTRY_NAME, FOREIGN_DIR, INDEX_NAME, ledger_slug, valid_child
+from agentreview.store.layout import ENTRY_NAME, FOREIGN_DIR, INDEX_NAME, MEMBER, PACK_NAME, ledger_slug, valid_child
 
 INDEX_LOCK = ".index.lock"
 INDEX_FILE_SUFFIXES = ("", "-wal", "-shm", "-journal")
 INDEX_STALE = ".index.stale"
-INDEX_SCHEMA_VERSION = 2
+INDEX_SCHEMA_VERSION = 3
 BUSY_TIMEOUT_MS = 5000
 FIRST_SYNC_LOCK_TIMEOUT_S = 600
 # A directory changed this recently may change again within the same timestamp tick
@@ -37,9 +36,9 @@ RACY_NS = 3_000_000_000
 # The columns a query may filter on (each an equality test, or membership for ``any_of``).
 FILTER_COLUMNS = frozenset(
     {"repo_remote", "manifest_sha", "binding", "range_sha", "base_sha", "head_sha", "run_id", "requester_session",
-     "dir", "name"}
+     "dir", "name", "digest"}
 )
-SELECTIVE_COLUMNS = frozenset({"range_sha", "head_sha", "run_id", "requester_session", "name"})
+SELECTIVE_COLUMNS = frozenset({"range_sha", "head_sha", "run_id", "requester_session", "name", "digest"})
 BROAD_COLUMNS = frozenset({"repo_remote", "manifest_sha", "binding", "base_sha"})
 # Values of one ``any_of`` column bound per statement (well under sqlite's variable limit).
 ANY_OF_CHUNK = 500
@@ -66,6 +65,7 @@ CREATE TABLE IF NOT EXISTS entries (
     dirty INTEGER,
     foreign_entry INTEGER NOT NULL DEFAULT 0,
     row_json TEXT,
+    digest TEXT,
     PRIMARY KEY (dir, name)
 );
 CREATE INDEX IF NOT EXISTS entries_created ON entries (created_at);
@@ -75,12 +75,13 @@ CREATE INDEX IF NOT EXISTS entries_range ON entries (range_sha);
 CREATE INDEX IF NOT EXISTS entries_head ON entries (head_sha);
 CREATE INDEX IF NOT EXISTS entries_run ON entries (run_id);
 CREATE INDEX IF NOT EXISTS entries_session ON entries (requester_session);
+CREATE INDEX IF NOT EXISTS entries_digest ON entries (digest);
 """
 
 _UPSERT = (
     "INSERT OR REPLACE INTO entries (dir, name, mtime_ns, size, ino, ok, repo_remote, manifest_sha, binding, "
-    "range_sha, base_sha, head_sha, run_id, requester_session, created_at, verdict, dirty, foreign_entry, row_json) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "range_sha, base_sha, head_sha, run_id, requester_session, created_at, verdict, dirty, foreign_entry, row_json, "
+    "digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 _CORRUPT_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
@@ -106,12 +107,23 @@ def _stat_sig(st: os.stat_result) -> tuple[int, int, int]:
     return (st.st_mtime_ns, st.st_size, st.st_ino)
 
 
-def _row(rel: str, name: str, st: os.stat_result, summary: Summary, *, foreign: bool) -> tuple[Any, ...]:
-    """The index row of an ok entry file from its summary."""
+def _row(rel: str, name: str, st: os.stat_result, summary: Summary, *, foreign: bool,
+         digest: str | None = None) -> tuple[Any, ...]:  # fmt: skip
+    """The index row of an ok entry (a file, or a pack's member) from its summary."""
     key, row = summary.key, summary.row
     return (rel, name, *_stat_sig(st), 1, key.repo_remote, key.manifest_sha, key.binding, key.range_sha,
             summary.base_sha, summary.head_sha, summary.run_id, summary.requester_session, summary.created_at,
-            row.get("verdict"), int(row.get("dirty") is True), int(foreign), json_text(row, indent=None))
+            row.get("verdict"), int(row.get("dirty") is True), int(foreign), json.dumps(row), digest)
+
+
+def _not_ok(rel: str, name: str, st: os.stat_result, *, foreign: bool) -> tuple[Any, ...]:
+    """The row of a file that lists nothing: unusable, or the pack whose members have rows of their own."""
+    return (rel, name, *_stat_sig(st), 0, *([None] * 11), int(foreign), None, None)
+
+
+def _file_of(name: str) -> str:
+    """The file an entry lives in: itself, or the pack of a member ``<pack>#<offset>``."""
+    return name.partition(MEMBER)[0]
 
 
 def _is_foreign_dir(rel: str) -> bool:
@@ -243,12 +255,15 @@ class LedgerIndex:
         os.close(fd)
         return True
 
-    def record_many(self, entries: Sequence[tuple[Path, os.stat_result, Summary]], *, foreign: bool,
-                    marked: bool) -> None:  # fmt: skip
-        """Index entries just written, from summaries their writer already made, in one
-        transaction; ``marked``: :meth:`begin_writes` left the marker, removed once they are in."""
-        rows = [_row(path.parent.relative_to(self.root).as_posix(), path.name, st, summary, foreign=foreign)
-                for path, st, summary in entries]  # fmt: skip
+    def record_many(self, entries: Sequence[tuple[str, str, os.stat_result, Summary, str | None]], *,
+                    foreign: bool, marked: bool) -> None:  # fmt: skip
+        """Index entries just written, ``(dir, name, stat, summary, digest)`` each: files, or members
+        ``<pack>#<offset>`` of a pack whose stat is given. One transaction; ``marked``:
+        :meth:`begin_writes` left the marker, removed once they are in."""
+        rows = [_row(rel, name, st, summary, foreign=foreign, digest=digest)
+                for rel, name, st, summary, digest in entries]  # fmt: skip
+        packs = {(rel, _file_of(name)): st for rel, name, st, _summary, _digest in entries if MEMBER in name}
+        rows.extend(_not_ok(rel, name, st, foreign=foreign) for (rel, name), st in packs.items())
         if self._upsert(rows) and marked:
             with contextlib.suppress(OSError):
                 os.unlink(self.root / INDEX_STALE)
@@ -267,11 +282,10 @@ class LedgerIndex:
                 return False
         return True
 
-    def has_entry(self, entry: Path) -> bool:
-        """Whether the index holds a row for the entry file ``entry``."""
-        key = (entry.parent.relative_to(self.root).as_posix(), entry.name)
-        sql = "SELECT 1 FROM entries WHERE dir = ? AND name = ?"
-        return bool(self._read(lambda conn: conn.execute(sql, key).fetchone()))
+    def digests(self, rel: str) -> set[str]:
+        """The attestation digests of the usable entries in the directory ``rel``."""
+        sql = "SELECT digest FROM entries WHERE dir = ? AND ok = 1 AND digest IS NOT NULL"
+        return {d for (d,) in self._read(lambda conn: conn.execute(sql, (rel,)).fetchall())}
 
     def rebuild(self) -> int:
         """Discard the index and rebuild it from the files; return how many entries it holds."""
@@ -301,7 +315,7 @@ class LedgerIndex:
                 stale: list[tuple[str, str, os.stat_result | None]] = []
                 for rel, name, mtime_ns, size, ino, _row, _created in rows:
                     try:
-                        st = os.lstat(os.path.join(self._root_s, rel, name))
+                        st = os.lstat(os.path.join(self._root_s, rel, _file_of(name)))
                     except FileNotFoundError:
                         stale.append((rel, name, None))
                         continue
@@ -310,11 +324,8 @@ class LedgerIndex:
                 if not stale:
                     break
                 with _transaction(conn):
-                    for rel, name, changed in stale:
-                        if changed is None:
-                            conn.execute("DELETE FROM entries WHERE dir = ? AND name = ?", (rel, name))
-                        else:
-                            conn.execute(_UPSERT, self._params(rel, name, changed, foreign=_is_foreign_dir(rel)))
+                    for (rel, name), changed in {(rel, _file_of(n)): st for rel, n, st in stale}.items():
+                        self._reindex_file(conn, rel, name, changed)
             else:
                 rows = fetch(conn)
             return [(rel, name, row, f"{rel}/{name}", created or "") for rel, name, _m, _s, _i, row, created in rows]
@@ -334,7 +345,8 @@ class LedgerIndex:
                 except sqlite3.Error as exc:
                     self._close()
                     if attempt == 0 and (_is_corruption(exc) or isinstance(exc, _RebuildError)):
-                        self._warn(f"ledger index {self.root / INDEX_NAME} was unusable ({exc}) — rebuilding it")
+                        if not isinstance(exc, _RebuildError):  # another version's index: an upgrade, no fault
+                            self._warn(f"ledger index {self.root / INDEX_NAME} was unusable ({exc}) — rebuilding it")
                         self._remove_files()
                         continue
                     self._warn(f"ledger index {self.root / INDEX_NAME} cannot be used ({exc}) — scanning the files")
@@ -497,15 +509,17 @@ class LedgerIndex:
             name: (m, s, i)
             for name, m, s, i in conn.execute("SELECT name, mtime_ns, size, ino FROM entries WHERE dir = ?", (rel,))
         }
+        foreign = _is_foreign_dir(rel)
         seen: set[str] = set()
         try:
             scan = list(os.scandir(path))
         except OSError as exc:
             self._warn(f"ledger directory {path} cannot be listed ({exc.strerror}) — skipped")
             return
-        batch = []
         for de in scan:
-            if not ENTRY_NAME.match(de.name) or de.is_dir(follow_symlinks=False):
+            if not (ENTRY_NAME.match(de.name) or (foreign and PACK_NAME.match(de.name))) or de.is_dir(
+                follow_symlinks=False
+            ):
                 continue
             try:
                 st = de.stat(follow_symlinks=False)
@@ -513,9 +527,41 @@ class LedgerIndex:
                 continue
             seen.add(de.name)
             if indexed.get(de.name) != _stat_sig(st):
-                batch.append(self._params(rel, de.name, st, foreign=_is_foreign_dir(rel)))
-        conn.executemany(_UPSERT, batch)
-        conn.executemany("DELETE FROM entries WHERE dir = ? AND name = ?", [(rel, n) for n in indexed.keys() - seen])
+                self._reindex_file(conn, rel, de.name, st)
+        gone = [(rel, n) for n in indexed if _file_of(n) not in seen]
+        conn.executemany("DELETE FROM entries WHERE dir = ? AND name = ?", gone)
+
+    def _reindex_file(self, conn: sqlite3.Connection, rel: str, name: str, st: os.stat_result | None) -> None:
+        """Replace the rows of the file ``name`` (an entry, or a pack and its members): none when it is gone."""
+        conn.execute("DELETE FROM entries WHERE dir = ? AND (name = ? OR (name > ? AND name < ?))",
+                     (rel, name, name + MEMBER, name + chr(ord(MEMBER) + 1)))  # fmt: skip
+        if st is None:
+            return
+        foreign = _is_foreign_dir(rel)
+        if not (foreign and PACK_NAME.match(name)):
+            conn.execute(_UPSERT, self._params(rel, name, st, foreign=foreign))
+            return
+        from agentreview.store.foreign_entry import MAX_PACK_BYTES, pack_members
+
+        rows = [_not_ok(rel, name, st, foreign=True)]
+        path = os.path.join(self._root_s, rel, name)
+        try:
+            data = read_regular_file(path, limit=MAX_PACK_BYTES, follow_symlinks=False)
+        except (UnreadableFileError, MissingFileError) as exc:
+            self._warn(f"ledger pack {path} {exc} — skipped")
+            data = b""
+        # an entry stored twice (its note read again after a fetch died unindexed) is listed once
+        known = {d for (d,) in conn.execute("SELECT digest FROM entries WHERE dir = ? AND ok = 1", (rel,))}
+        for member in pack_members(data):
+            if member.summary is None:
+                self._warn(f"ledger entry {path}{MEMBER}{member.offset} is unusable ({member.problem}) — skipped")
+                continue
+            if member.digest in known:
+                continue
+            known.add(member.digest)
+            rows.append(_row(rel, f"{name}{MEMBER}{member.offset}", st, member.summary, foreign=True,
+                             digest=member.digest))  # fmt: skip
+        conn.executemany(_UPSERT, rows)
 
     def _params(
         self, rel: str, name: str, st: os.stat_result, data: bytes | None = None, *, foreign: bool = False
@@ -527,7 +573,7 @@ class LedgerIndex:
         filed by repository only (``<repoSlug>/foreign/<digest>.json``).
         """
         path = os.path.join(self._root_s, rel, name)
-        not_ok = (rel, name, *_stat_sig(st), 0, *([None] * 11), int(foreign), None)
+        not_ok = _not_ok(rel, name, st, foreign=foreign)
         try:
             if data is None:
                 data = read_regular_file(path, limit=MAX_ENTRY_BYTES, follow_symlinks=False)
@@ -552,4 +598,4 @@ class LedgerIndex:
         except (OSError, ValueError) as exc:  # json and UnicodeDecodeError are ValueErrors
             self._warn(f"ledger entry {path} is unusable ({exc}) — skipped; delete it or re-run the review")
             return not_ok
-        return _row(rel, name, st, summary, foreign=foreign)
+        return _row(rel, name, st, summary, foreign=foreign, digest=name[: -len(".json")] if foreign else None)

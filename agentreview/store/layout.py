@@ -17,6 +17,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
 ENTRY_NAME = re.compile(r"^([0-9a-f]{64})\.json$")
+PACK_NAME = re.compile(r"^pack-[0-9a-f]{24}\.jsonl$")  # foreign/: the entries one fetch imported, one a line
+MEMBER = "#"  # ``<pack>#<offset>``: the entry on the line of a pack that starts at that byte
 BINDING_SEGMENT = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")
 RUN_ID = re.compile(r"^review-[A-Za-z0-9._-]{1,200}$")
 ENTRY_SUFFIX = ".json"

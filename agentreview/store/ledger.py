@@ -19,7 +19,6 @@ from agentreview.host.files import (
     FileWriteError,
     UnreadableFileError,
     atomic_write_text,
-    read_regular_file,
 )
 from agentreview.store.annotations import (
     check_pr,
@@ -287,8 +286,8 @@ class Ledger:
     ) -> Iterator[tuple[Path, dict[str, Any], dict[str, Any]]]:
         """``(path, attestation, host)`` of the imported entries under the key's repository,
         manifest and binding, newest first, narrowed like :meth:`candidates` (``digests``: the
-        attestation digests their files are named by). Each document is re-read and re-checked."""
-        from agentreview.store.foreign_entry import read_foreign
+        attestation digests). Each document is re-read and re-checked."""
+        from agentreview.store.foreign_entry import read_foreign_at
 
         if heads is not None and digests is not None:
             raise ValueError("narrow by heads or by digests, not both")
@@ -299,13 +298,13 @@ class Ledger:
         any_of: tuple[str, Sequence[str]] | None = None
         if heads is not None:
             any_of = ("head_sha", heads)
-        elif digests is not None:  # files are named by digest: looked up by name in their directory
+        elif digests is not None:
             filters["dir"] = f"{ledger_slug(repo_remote)}/{FOREIGN_DIR}"
-            any_of = ("name", [f"{d}{ENTRY_SUFFIX}" for d in digests])
+            any_of = ("digest", digests)
         for rel, name, _ in self._index.query(filters, foreign=True, passing=passing, any_of=any_of):
             path = self.root / rel / name
             try:
-                att, host = read_foreign(read_regular_file(path, limit=MAX_ENTRY_BYTES, follow_symlinks=False))
+                att, host = read_foreign_at(path)
             except (UnreadableFileError, ValueError) as exc:
                 self._warn(f"{path}: skipped foreign entry: {exc}")
                 continue
