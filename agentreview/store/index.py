@@ -39,7 +39,7 @@ FILTER_COLUMNS = frozenset(
      "dir", "name", "digest"}
 )
 SELECTIVE_COLUMNS = frozenset({"range_sha", "head_sha", "run_id", "requester_session", "name", "digest"})
-BROAD_COLUMNS = frozenset({"repo_remote", "manifest_sha", "binding", "base_sha"})
+BROAD_COLUMNS = frozenset({"repo_remote", "manifest_sha", "binding", "base_sha", "dir"})
 # Values of one ``any_of`` column bound per statement (well under sqlite's variable limit).
 ANY_OF_CHUNK = 500
 
@@ -74,8 +74,8 @@ CREATE INDEX IF NOT EXISTS entries_key ON entries (repo_remote, manifest_sha, bi
 CREATE INDEX IF NOT EXISTS entries_range ON entries (range_sha);
 CREATE INDEX IF NOT EXISTS entries_head ON entries (head_sha);
 CREATE INDEX IF NOT EXISTS entries_run ON entries (run_id);
-CREATE INDEX IF NOT EXISTS entries_session ON entries (requester_session);
-CREATE INDEX IF NOT EXISTS entries_digest ON entries (digest);
+CREATE INDEX IF NOT EXISTS entries_session ON entries (requester_session) WHERE requester_session IS NOT NULL;
+CREATE INDEX IF NOT EXISTS entries_digest ON entries (digest) WHERE digest IS NOT NULL;
 """
 
 _UPSERT = (
