@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from agentreview.host.files import UnreadableFileError, atomic_write_bytes
 from agentreview.model.attestation import Attestation
 from agentreview.model.canonical import canonical_json
+from agentreview.store.entries import Summary
 from agentreview.store.foreign_entry import (
     foreign_row,
     foreign_summary,
@@ -52,7 +53,7 @@ class ForeignStore:
         self.root = Path(ledger_root)
         self._warn = warn or (lambda _msg: None)
         self._index_obj: LedgerIndex | None = None
-        self._pending: dict[str, tuple[Incoming, dict[str, Any], bytes]] = {}  # by digest: added, not yet written
+        self._pending: dict[str, tuple[Path, Summary, bytes]] = {}  # by digest: (folder, summary, line) to write
         self._marked: bool | None = None  # whether the index's re-scan marker is ours (None: none set)
         self._folders: dict[str, Path] = {}  # by repoRemote
         self._stored: dict[Path, set[str]] = {}  # the digests each folder held when first asked
@@ -103,40 +104,37 @@ class ForeignStore:
             host = {"foreign": {"remote": remote, "principal": principal, "importedAt": _now()}}
             made = self._hosts[(remote, principal)] = (host, pack_host(host))
         host, host_text = made
-        line = pack_line(found.text, host_text)
+        line, summary = pack_line(found.text, host_text), foreign_summary(found.document, host)
         if not durable:
             if self._marked is None:  # a crash before sync() leaves a pack the index has not seen: say so
                 self._marked = self._index().begin_writes()
-            self._pending[found.digest] = (found, host, line)
+            self._pending[found.digest] = (found.folder, summary, line)
             return True
         path = found.folder / f"{found.digest}.json"
         found.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         atomic_write_bytes(path, line)
         rel = found.folder.relative_to(self.root).as_posix()
-        self._index().record_many([(rel, path.name, path.stat(), foreign_summary(found.document, host), found.digest)],
-                                  foreign=True, marked=False)  # fmt: skip
+        self._index().record_many([(rel, path.name, path.stat(), summary, found.digest)], foreign=True, marked=False)
         self._stored.setdefault(found.folder, set()).add(found.digest)
         return True
 
     def sync(self) -> None:
         """Write every entry added with ``durable=False``: one pack per folder, then their index rows."""
-        folders: dict[Path, list[tuple[Incoming, dict[str, Any], bytes]]] = {}
-        for pending in self._pending.values():
-            folders.setdefault(pending[0].folder, []).append(pending)
+        folders: dict[Path, list[tuple[str, Summary, bytes]]] = {}
+        for digest, (folder, summary, line) in self._pending.items():
+            folders.setdefault(folder, []).append((digest, summary, line))
         rows = []
         for folder, members in folders.items():
             folder.mkdir(parents=True, exist_ok=True, mode=0o700)
             pack = folder / f"pack-{os.urandom(12).hex()}.jsonl"
-            atomic_write_bytes(pack, b"".join(line for _found, _host, line in members))
+            atomic_write_bytes(pack, b"".join(line for _digest, _summary, line in members))
             st, offset, rel = pack.stat(), 0, folder.relative_to(self.root).as_posix()
-            for found, host, line in members:
-                summary = foreign_summary(found.document, host)
-                rows.append((rel, f"{pack.name}{MEMBER}{offset}", st, summary, found.digest))
+            for digest, summary, line in members:
+                rows.append((rel, f"{pack.name}{MEMBER}{offset}", st, summary, digest))
                 offset += len(line)
+            self._stored.setdefault(folder, set()).update(digest for digest, _summary, _line in members)
         if rows:
             self._index().record_many(rows, foreign=True, marked=bool(self._marked))
-        for found, _host, _line in self._pending.values():
-            self._stored.setdefault(found.folder, set()).add(found.digest)
         self._pending.clear()
         self._marked = None
 
