@@ -44,8 +44,8 @@ def test_foreign_store_adds_once_and_lists(repo: Repo, tmp_path: Path, keys: dic
     assert len(rows) == 1 and rows[0][1]["foreign"] == {
         "remote": "origin", "principal": "ci@example.com", "importedAt": rows[0][1]["foreign"]["importedAt"]
     }
-    assert [a["target"]["headSha"] for a in store.candidates(REMOTE, repo.manifest_sha, "default")] == [repo.head]
-    assert list(store.candidates(REMOTE, repo.manifest_sha, "other")) == []
+    assert [a["target"]["headSha"] for a, _host in store.all(REMOTE)] == [repo.head]
+    assert list(store.all("https://example.com/other.git")) == []
     files = list((tmp_path / "ledger").rglob("*.json"))
     assert len(files) == 1 and files[0].parent.name == "foreign"
 

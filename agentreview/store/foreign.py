@@ -162,11 +162,5 @@ class ForeignStore:
             except (UnreadableFileError, ValueError) as exc:
                 self._warn(f"{path}: skipped foreign entry: {exc}")
 
-    def candidates(self, repo_remote: str, manifest_sha: str, binding: str) -> Iterator[dict[str, Any]]:
-        """Raw attestation dicts under ``(repoRemote, manifestSha, binding)``, newest first."""
-        for att, _host in self.all(repo_remote):
-            if att.get("manifestSha") == manifest_sha and att.get("binding") == binding:
-                yield att
-
 
 __all__ = ["FOREIGN_DIR", "ForeignStore", "Incoming", "LedgerError", "foreign_row"]
