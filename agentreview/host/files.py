@@ -11,6 +11,7 @@ import contextlib
 import errno
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 from agentreview.model.errors import AgentreviewError
@@ -98,6 +99,40 @@ def read_regular_file(
     """
     if plain_dir and Path(path).parent.is_symlink():
         raise UnreadableFileError("lies in a directory that is a symbolic link — refusing to read it")
+    with _regular_file(path, follow_symlinks) as (fd, info):
+        if info.st_size > limit:
+            raise UnreadableFileError(f"is larger than {limit} bytes — refusing to read it")
+        chunks: list[bytes] = []
+        size = 0
+        while chunk := os.read(fd, min(1 << 20, limit + 1 - size)):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:  # grew while being read
+                raise UnreadableFileError(f"is larger than {limit} bytes — refusing to read it")
+    return b"".join(chunks)
+
+
+def read_regular_line(path: str | os.PathLike[str], offset: int, *, limit: int) -> bytes:
+    """The line that starts at byte ``offset`` of the regular file ``path`` (without its newline),
+    read as :func:`read_regular_file` reads a file (never through a symlink); raises
+    :class:`UnreadableFileError` when it runs past ``limit`` bytes or the file's end."""
+    with _regular_file(path, follow_symlinks=False) as (fd, _info):
+        line = b""
+        while len(line) <= limit:
+            chunk = os.pread(fd, 64 * 1024, offset + len(line))
+            end = chunk.find(b"\n")
+            if end >= 0:
+                return line + chunk[:end]
+            if not chunk:
+                raise UnreadableFileError(f"has no whole line at byte {offset}")
+            line += chunk
+    raise UnreadableFileError(f"has a line longer than {limit} bytes at byte {offset}")
+
+
+@contextlib.contextmanager
+def _regular_file(path: str | os.PathLike[str], follow_symlinks: bool) -> Iterator[tuple[int, os.stat_result]]:
+    """The descriptor and stat of the regular file ``path``, opened without blocking; every OS
+    error inside is an :class:`UnreadableFileError` (:class:`MissingFileError` when it is absent)."""
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | (0 if follow_symlinks else os.O_NOFOLLOW)
     try:
         fd = os.open(path, flags)
@@ -111,47 +146,7 @@ def read_regular_file(
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise UnreadableFileError("is not a regular file — refusing to read it")
-        if info.st_size > limit:
-            raise UnreadableFileError(f"is larger than {limit} bytes — refusing to read it")
-        chunks: list[bytes] = []
-        size = 0
-        while chunk := os.read(fd, min(1 << 20, limit + 1 - size)):
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > limit:  # grew while being read
-                raise UnreadableFileError(f"is larger than {limit} bytes — refusing to read it")
-    except OSError as exc:
-        if isinstance(exc, UnreadableFileError):
-            raise
-        raise UnreadableFileError(f"could not read ({exc.strerror or exc})") from exc
-    finally:
-        os.close(fd)
-    return b"".join(chunks)
-
-
-def read_regular_line(path: str | os.PathLike[str], offset: int, *, limit: int) -> bytes:
-    """The line that starts at byte ``offset`` of the regular file ``path`` (without its newline),
-    read as :func:`read_regular_file` reads a file (never through a symlink); raises
-    :class:`UnreadableFileError` when it runs past ``limit`` bytes or the file's end."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW)
-    except FileNotFoundError as exc:
-        raise MissingFileError(f"could not read ({exc.strerror or exc})") from exc
-    except OSError as exc:
-        raise UnreadableFileError(f"could not read ({exc.strerror or exc})") from exc
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise UnreadableFileError("is not a regular file — refusing to read it")
-        line = b""
-        while len(line) <= limit:
-            chunk = os.pread(fd, 64 * 1024, offset + len(line))
-            end = chunk.find(b"\n")
-            if end >= 0:
-                return line + chunk[:end]
-            if not chunk:
-                raise UnreadableFileError(f"has no whole line at byte {offset}")
-            line += chunk
-        raise UnreadableFileError(f"has a line longer than {limit} bytes at byte {offset}")
+        yield fd, info
     except OSError as exc:
         if isinstance(exc, UnreadableFileError):
             raise
