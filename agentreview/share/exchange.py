@@ -11,7 +11,6 @@ and signature checks; the next fetch goes on where one stopped.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -228,21 +227,12 @@ def _import_note(data: bytes, where: str, store: ForeignStore, out: Fetched, bud
                  signers: Path | None, registry: Registry | None) -> bool:  # fmt: skip
     """Import the attestations of one note; False when the signature budget ran out before its
     end (what it stored stays stored, and is not checked again when the note is read again)."""
-    from agentreview.model.digests import refuse_constant
     from agentreview.store.layout import LedgerError
 
-    lines, skipped = notes.note_lines(data, where)
+    lines, skipped = parse_note(data, where, strict=False)  # the strict read waits for the entry's use
     out.notes.extend(skipped)
     trusting = signers is not None and registry is not None
-    for number, line in lines:
-        try:
-            document = json.loads(line, parse_constant=refuse_constant)
-        except (ValueError, UnicodeDecodeError) as exc:
-            out.notes.append(f"{where}: line {number} is not JSON ({str(exc)[:120]}) — skipped")
-            continue
-        if not isinstance(document, dict):
-            out.notes.append(f"{where}: line {number} is not a JSON object — skipped")
-            continue
+    for line, document in lines:
         out.found += 1
         try:
             incoming = store.accept(document, line)
@@ -259,10 +249,11 @@ def _import_note(data: bytes, where: str, store: ForeignStore, out: Fetched, bud
                 out.new += 1
         except (LedgerError, ValueError) as exc:  # AttestationShapeError is a ValueError
             first = str(exc).splitlines()[0][:160]
-            out.notes.append(f"{where}: line {number} is not a valid attestation ({first}) — skipped")
+            out.notes.append(f"{where}: a line is not a valid attestation ({first}) — skipped")
     return True
 
 
 def note_attestations(cwd: Path, commit: str) -> tuple[list[dict[str, Any]], list[str]]:
     """The JSON objects in the note of ``commit`` and the notes on lines skipped (for ``verify --notes``)."""
-    return parse_note(read_note(cwd, commit), f"{NOTES_REF} note of {commit[:12]}")
+    found, skipped = parse_note(read_note(cwd, commit), f"{NOTES_REF} note of {commit[:12]}")
+    return [document for _line, document in found], skipped

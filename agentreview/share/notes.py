@@ -13,6 +13,7 @@ blank lines are skipped with a note, never a crash; the caller validates what it
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -65,10 +66,15 @@ def read_note(cwd: Path, commit: str, ref: str = NOTES_REF) -> bytes:
     return data
 
 
-def note_lines(data: bytes, where: str = "note") -> tuple[list[tuple[int, bytes]], list[str]]:
-    """The non-blank lines of a note within :data:`MAX_LINE_BYTES` with their numbers, and a
-    message for every line skipped."""
-    out: list[tuple[int, bytes]] = []
+def parse_note(
+    data: bytes, where: str = "note", *, strict: bool = True
+) -> tuple[list[tuple[bytes, dict[str, Any]]], list[str]]:
+    """The JSON objects of a note, one per line, each with its line, and a message for every line
+    skipped. ``strict``: duplicate keys refused too (else the later one wins, as in JavaScript);
+    NaN and Infinity are refused either way."""
+    from agentreview.model.digests import loads_strict, refuse_constant
+
+    out: list[tuple[bytes, dict[str, Any]]] = []
     skipped: list[str] = []
     for number, line in enumerate(data.split(b"\n"), start=1):
         if not line.strip():
@@ -76,26 +82,15 @@ def note_lines(data: bytes, where: str = "note") -> tuple[list[tuple[int, bytes]
         if len(line) > MAX_LINE_BYTES:
             skipped.append(f"{where}: line {number} is larger than {MAX_LINE_BYTES} bytes — skipped")
             continue
-        out.append((number, line))
-    return out, skipped
-
-
-def parse_note(data: bytes, where: str = "note") -> tuple[list[dict[str, Any]], list[str]]:
-    """The JSON objects of a note, one per line, and a message for every line skipped."""
-    from agentreview.model.digests import loads_strict
-
-    lines, skipped = note_lines(data, where)
-    out: list[dict[str, Any]] = []
-    for number, line in lines:
         try:
-            value = loads_strict(line)
+            value = loads_strict(line) if strict else json.loads(line, parse_constant=refuse_constant)
         except (ValueError, UnicodeDecodeError) as exc:
             skipped.append(f"{where}: line {number} is not JSON ({str(exc)[:120]}) — skipped")
             continue
         if not isinstance(value, dict):
             skipped.append(f"{where}: line {number} is not a JSON object — skipped")
             continue
-        out.append(value)
+        out.append((line, value))
     return out, skipped
 
 
