@@ -68,7 +68,6 @@ OPTIONAL_SETTINGS = (
     Setting(("--disable-slash-commands",), "the exact tools allow-list, which offers no skill tool"),
     Setting(("--no-session-persistence",), "the private config dir, deleted after the attempt"),
 )
-OPTIONAL_FLAGS = tuple(s.args[0] for s in OPTIONAL_SETTINGS)
 READ_TOOLS = ("Read", "Grep", "Glob")
 # Anthropic API access: key or bearer token, endpoint (a gateway), its headers, model choice, and the long-lived
 # subscription token of `claude setup-token`. Bedrock/Vertex/Foundry are not here: they need cloud account

@@ -43,7 +43,6 @@ from agentreview_agent.streams import AUTH_TEXT, QUOTA_TEXT, parse_jsonl, unavai
 
 HELP_ARGS = ("--help",)
 REQUIRED_FLAGS = ("--output-format", "--add-dir")
-OPTIONAL_FLAGS = ("--skills-dir",)
 READ_TOOLS = ("Read", "Grep", "Glob")
 # Kimi Code reads provider keys from config.toml, except the KIMI_MODEL_* family (name, key, provider type, base URL).
 MODEL_ENV = ("KIMI_MODEL_*",)
