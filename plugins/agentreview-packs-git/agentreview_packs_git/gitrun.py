@@ -7,7 +7,6 @@ fetch (only the CA settings); on timeout the whole process group is killed.
 from __future__ import annotations
 
 import os
-import subprocess
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -76,20 +75,12 @@ def user_ca_settings(cwd: Path, timeout: float) -> dict[str, str]:
     git = git_executable()
     if git is None:
         return {}  # the fetch that follows says git is missing
-    try:
-        proc = subprocess.run(
-            [git, "config", "--get-regexp", r"^http\.sslca(info|path)$"],
-            cwd=str(cwd),
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return {}
-    found: dict[str, str] = {}
-    for line in proc.stdout.splitlines():
+    from agentreview.api import run_process_group
+
+    argv = [git, "config", "--get-regexp", r"^http\.sslca(info|path)$"]
+    proc = run_process_group(argv, cwd=cwd, env=env, deadline=time.monotonic() + timeout, kill_grace_s=0)
+    found: dict[str, str] = {}  # nothing when git could not start or ran out of time
+    for line in proc.stdout_text().splitlines() if proc.returncode == 0 else []:
         key, _, value = line.partition(" ")
         if key.lower() == "http.sslcainfo" and value:
             found["GIT_SSL_CAINFO"] = value
