@@ -84,7 +84,6 @@ class RunPlan:
     repo_root: Path
     repo_remote: str
     manifest_path: Path
-    manifest_bytes: bytes
     manifest_sha: str
     resolved: ResolvedReview
     binding_name: str
@@ -249,7 +248,6 @@ def build_plan(
         repo_root=root,
         repo_remote=remote,
         manifest_path=manifest_path,
-        manifest_bytes=source,
         manifest_sha=msha,
         resolved=resolved,
         binding_name=binding_name,

@@ -114,11 +114,13 @@ def _run(
         result.export_commit = plan.export_commit
         result.warnings = plan.resolved.warnings
         return result
-    from agentreview.manifest.policy_tree import policy_tree
+    from agentreview.manifest.policy_tree import manifest_rel, policy_tree
 
-    root = git.repo_root(options.cwd.resolve())
+    cwd = options.cwd.resolve()
+    root = git.repo_root(cwd)
     # REF's rubrics and packs are read by the lanes: the folder lives until the run has ended
-    with policy_tree(root, options.policy_from, _manifest_rel(root, options)) as policy:
+    rel = manifest_rel(root, cwd, options.manifest, options.policy_from)
+    with policy_tree(root, options.policy_from, rel) as policy:
         plan = build_plan(run_id, options, registry, policy=policy)
         reporter.phase(f"reviewing under {policy.ref}'s policy ({policy.sha[:10]}:{policy.rel})")
         _announce_export_commit(plan, reporter)
@@ -128,20 +130,6 @@ def _run(
     result.export_commit = plan.export_commit
     result.warnings = plan.resolved.warnings
     return result
-
-
-def _manifest_rel(root: Path, options: RunOptions) -> str:
-    """``--manifest`` (default REVIEW.md) as a repository path: with ``--policy-from`` it is read from REF."""
-    if options.manifest is None:
-        return "REVIEW.md"
-    named = Path(os.path.normpath(options.cwd.resolve() / options.manifest))
-    if named == root or root not in named.parents:
-        raise AgentreviewError(
-            f"--manifest {named}: with --policy-from {options.policy_from} the manifest is read from that commit at "
-            "the same repository path, so it must lie inside the repository",
-            exit_code=EXIT_USAGE,
-        )
-    return named.relative_to(root).as_posix()
 
 
 def _announce_export_commit(plan: RunPlan, reporter: Reporter) -> None:

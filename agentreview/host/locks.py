@@ -41,10 +41,6 @@ class FileLock:
         self._depth = 0
         self._mutex = threading.Lock()
 
-    @property
-    def is_locked(self) -> bool:
-        return self._fd is not None
-
     def acquire(self, timeout: float | None = None, poll_interval: float = 0.02) -> FileLock:
         wait = self.timeout if timeout is None else timeout
         with self._mutex:

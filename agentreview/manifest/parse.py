@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from agentreview.manifest.read import BOM, MAX_MANIFEST_BYTES, Frontmatter, load_frontmatter, read_manifest_bytes
 from agentreview.model.packref import GitPackRefError, parse_git_pack_ref
@@ -108,17 +108,12 @@ def _parse_review(source: bytes, path: Path | None, registry: Registry | None) -
     front = load_frontmatter(source, path)
     data = front.data
     if data.get("kind") == "review-pack":
-        raise ManifestError(
+        _wrong_kind(
             path,
-            [
-                Problem(
-                    "kind",
-                    "found kind 'review-pack': this is a review pack, which is not runnable on its own",
-                    "import it from a consumer REVIEW.md with uses: [{pack: <path>, as: <name>}]; "
-                    "'agentreview check --manifest <this file>' validates the pack itself",
-                    front.lines.get(("kind",)),
-                )
-            ],
+            front,
+            "found kind 'review-pack': this is a review pack, which is not runnable on its own",
+            "import it from a consumer REVIEW.md with uses: [{pack: <path>, as: <name>}]; "
+            "'agentreview check --manifest <this file>' validates the pack itself",
         )
     kinds = find_plugin_kinds(data.get("checks"), registry)
     schema = Schema(data, False, kinds.models, kinds.broken, kinds.warnings)
@@ -130,6 +125,10 @@ def _parse_review(source: bytes, path: Path | None, registry: Registry | None) -
     assert manifest is not None
     parsed = ParsedReview(manifest, source, path, front.body, bindings, kinds.registry)
     return parsed, not used_plugin_kinds(data.get("checks"))
+
+
+def _wrong_kind(path: Path | None, front: Frontmatter, message: str, fix: str) -> NoReturn:
+    raise ManifestError(path, [Problem("kind", message, fix, front.lines.get(("kind",)))])
 
 
 def _schema_validated(record: type[Any], data: dict[str, Any], schema: Schema) -> tuple[Any, list[Problem]]:
@@ -307,17 +306,11 @@ def _parse_pack(source: bytes, path: Path | None) -> ReviewPack:
     front = load_frontmatter(source, path)
     data = front.data
     if data.get("kind") == "review":
-        raise ManifestError(
+        _wrong_kind(
             path,
-            [
-                Problem(
-                    "kind",
-                    "found kind 'review': this is a runnable review manifest, not a review pack",
-                    "run it with 'agentreview run' and validate it with 'agentreview check'; a pack declares "
-                    "kind: review-pack",
-                    front.lines.get(("kind",)),
-                )
-            ],
+            front,
+            "found kind 'review': this is a runnable review manifest, not a review pack",
+            "run it with 'agentreview run' and validate it with 'agentreview check'; a pack declares kind: review-pack",
         )
     pack, translated = _schema_validated(ReviewPack, data, Schema(data, is_pack=True))
     # The record's own duplicate-id check duplicates rule 1 below; keep the located one.

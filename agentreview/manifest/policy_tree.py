@@ -8,6 +8,7 @@ as one tracked in REF is. Anything outside REF's tree resolves as the loaders al
 from __future__ import annotations
 
 import contextlib
+import os
 import posixpath
 import shutil
 import tempfile
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentreview.host.gitrun import GitError
-from agentreview.model.errors import AgentreviewError
+from agentreview.model.errors import AgentreviewError, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentreview.host.refs import ResolvedRef
@@ -28,6 +29,7 @@ __all__ = [
     "MAX_POLICY_TREE_BYTES",
     "PolicyTree",
     "PolicyTreeError",
+    "manifest_rel",
     "policy_tree",
     "repo_rel",
     "written_policy",
@@ -40,6 +42,20 @@ _MAX_FILE_BYTES = 4 * 1024 * 1024  # one rubric or pack file (the pack loaders' 
 
 class PolicyTreeError(AgentreviewError):
     """REF's policy cannot be read: one line naming the ref, the path and why."""
+
+
+def manifest_rel(root: Path, cwd: Path, manifest: Path | None, ref: str) -> str:
+    """The manifest's repository path (by its name, no link followed): ``--manifest`` relative to ``cwd``,
+    else ``REVIEW.md``. A manifest outside the repository is a :class:`UsageError`: it has no version in REF."""
+    if manifest is None:
+        return "REVIEW.md"
+    named = Path(os.path.normpath(cwd / manifest))
+    if named == root or root not in named.parents:
+        raise UsageError(
+            f"--manifest {named}: with --policy-from {ref} the manifest is read from that commit at the same "
+            "repository path, so it must lie inside the repository"
+        )
+    return named.relative_to(root).as_posix()
 
 
 def repo_rel(base_dir: str, ref: str) -> str | None:

@@ -19,7 +19,6 @@ from agentreview.model.digests import attestation_sha256_of, json_text, loads_st
 from agentreview.model.fold import fold_verdict
 
 PACK_DIGEST_ALG = "agentproto-pack-digest/v1"
-SIGNATURE_ALG = "ssh-ed25519"
 
 Severity = Literal["high", "medium", "low"]
 LaneStatus = Literal["pass", "fail", "skipped", "timeout"]

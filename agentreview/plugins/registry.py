@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -313,6 +313,3 @@ def load_registry(
         only=only, blocked=blocked, extra_plugins=extra_plugins, load_entry_points=load_entry_points, cache=cache
     )
     return build_registry(pm, infos, warnings)
-
-
-RegisterFn = Callable[[Any], None]

@@ -8,13 +8,13 @@ noted on the lane: never dropped silently. Links are recorded in this process, n
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any
+
+from agentreview.host.files import atomic_write_bytes
 
 _LINKS: dict[str, list[tuple[Path, Path]]] = {}  # attempt folder -> (user's credential, link in the private home)
 _LOCK = threading.Lock()
@@ -86,21 +86,6 @@ def why_not_newer(old: Any, new: Any) -> str | None:
     return None
 
 
-def _write_atomically(path: Path, data: bytes, mode: int) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=".agentreview-", dir=path.parent)
-    try:
-        os.fchmod(fd, mode)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
 def _save_file(source: Path, replaced: Path) -> str | None:
     """Copy ``replaced`` (a file the CLI wrote in place of its link) over ``source``; a note when not saved."""
     if replaced.is_symlink() or not replaced.is_file():
@@ -121,8 +106,7 @@ def _save_file(source: Path, replaced: Path) -> str | None:
     if why:
         return f"a refreshed {replaced.name} was not saved to {source}: {why}"
     try:
-        mode = 0o600
-        _write_atomically(real, new_bytes, mode)
+        atomic_write_bytes(real, new_bytes, mode=0o600)
     except OSError as exc:
         return f"a refreshed {replaced.name} could not be saved to {source}: {exc.strerror or exc}"
     return None

@@ -259,9 +259,10 @@ class RunRegistry:
 
     # ------------------------------------------------------------------ everyone else's side
 
-    def _read(self, run_id: str) -> dict[str, Any] | None:
+    def _read(self, run_id: str, folder: str = "") -> dict[str, Any] | None:
+        path = self.dir / folder / f"{run_id}.json" if folder else self.record_path(run_id)
         try:
-            data = json.loads(read_regular_file(self.record_path(run_id), limit=RECORD_LIMIT, follow_symlinks=False))
+            data = json.loads(read_regular_file(path, limit=RECORD_LIMIT, follow_symlinks=False))
         except (UnreadableFileError, OSError, ValueError):
             return None
         if not isinstance(data, dict) or data.get("runId") != run_id or data.get("status") not in STATUSES:
@@ -295,18 +296,9 @@ class RunRegistry:
             return self._view(data)
         if not RUN_ID.match(run_id):
             return None
-        return self._ledger_view(run_id) or self._served_view(run_id)
-
-    def _served_view(self, run_id: str) -> dict[str, Any] | None:
-        """The view of a pruned cached run, from its record kept in ``served/``."""
-        try:
-            raw = read_regular_file(self.dir / SERVED_DIR / f"{run_id}.json", limit=RECORD_LIMIT, follow_symlinks=False)
-            data = json.loads(raw)
-        except (UnreadableFileError, OSError, ValueError):
-            return None
-        if not isinstance(data, dict) or data.get("runId") != run_id or data.get("status") != "done":
-            return None
-        return self._view(data)
+        view = self._ledger_view(run_id)
+        served = self._read(run_id, SERVED_DIR) if view is None else None  # a pruned cached run's kept record
+        return view or (self._view(served) if served and served["status"] == "done" else None)
 
     def _ledger_view(self, run_id: str) -> dict[str, Any] | None:
         from agentreview.store.ledger import Ledger

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentreview.host.files import UnreadableFileError, read_regular_file
+from agentreview.host.procs.group import run_process_group
 from agentreview.host.programs import find_program
 
 __all__ = ["HostProbe", "Interpreter"]
@@ -62,18 +63,12 @@ class HostProbe:
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
         if self.path is not None:
             env["PATH"] = self.path
+        # cwd: a version manager's shim reads the folder's version file, as the lane's will
+        deadline = time.monotonic() + PROBE_TIMEOUT_S
+        proc = run_process_group([python, "-I", "-c", _PROBE], cwd=self.cwd, env=env, deadline=deadline, kill_grace_s=0)
         try:
-            proc = subprocess.run(
-                [python, "-I", "-c", _PROBE],
-                cwd=self.cwd,  # a version manager's shim reads the folder's version file, as the lane's will
-                env=env,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=PROBE_TIMEOUT_S,
-                check=False,
-            )
-            data = json.loads(proc.stdout.decode("utf-8", "replace")) if proc.returncode == 0 else None
-        except (OSError, subprocess.SubprocessError, ValueError):
+            data = json.loads(proc.stdout_text()) if proc.returncode == 0 else None
+        except ValueError:
             return None
         if not isinstance(data, dict):
             return None

@@ -80,18 +80,6 @@ def sibling(entry: Path, suffix: str) -> Path:
     return entry.with_name(entry.name[: -len(ENTRY_SUFFIX)] + suffix)
 
 
-def scope_of(repo: str | None, manifest_sha: str | None, binding: str | None) -> str:
-    """The smallest directory (relative to the root) that holds every entry matching these filters."""
-    if not repo:
-        return ""
-    slug = ledger_slug(repo)
-    if manifest_sha and HEX64.match(manifest_sha):
-        if binding and BINDING_SEGMENT.match(binding):
-            return f"{slug}/{manifest_sha}/{binding}"
-        return f"{slug}/{manifest_sha}"
-    return slug
-
-
 def valid_child(depth: int, name: str) -> bool:
     """Which directory names belong to the layout at each depth (``runs/`` and stray names do not)."""
     if depth == 0:

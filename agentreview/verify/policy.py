@@ -8,14 +8,13 @@ review that approves a policy change is never the one it would steer.
 
 from __future__ import annotations
 
-import os
 import posixpath
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentreview.manifest.policy_tree import repo_rel
-from agentreview.model.errors import EXIT_ERROR, EXIT_USAGE, AgentreviewError
+from agentreview.manifest.policy_tree import manifest_rel, repo_rel
+from agentreview.model.errors import EXIT_ERROR, EXIT_USAGE, AgentreviewError, UsageError
 from agentreview.verify.result import CheckLine, VerifyStop, short
 from agentreview.verify.trust import ALLOWED_SIGNERS_IN_REPO, PolicyCommit
 
@@ -23,7 +22,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from agentreview.manifest.parse import ParsedReview
     from agentreview.plugins.registry import Registry
 
-DEFAULT_MANIFEST = "REVIEW.md"
 
 
 @dataclass(frozen=True)
@@ -40,23 +38,6 @@ class Policy:
         return f"{self.commit.ref}:{self.rel}"
 
 
-def manifest_rel(root: Path, cwd: Path, manifest: Path | None, ref: str) -> str:
-    """The manifest's repository path (by its name, no link followed): ``--manifest`` relative to
-    ``cwd``, else ``REVIEW.md``. A manifest outside the repository is a usage error: it has no
-    version in REF."""
-    if manifest is None:
-        return DEFAULT_MANIFEST
-    named = Path(os.path.normpath(cwd / manifest))
-    if named == root or root not in named.parents:
-        raise VerifyStop(
-            EXIT_USAGE,
-            "usage",
-            f"--manifest {named}: with --policy-from {ref} the manifest is read from that commit at the same "
-            "repository path, so it must lie inside the repository",
-        )
-    return named.relative_to(root).as_posix()
-
-
 def read_policy(root: Path, cwd: Path, ref: str, manifest: Path | None, registry: Registry | None) -> Policy:
     """Resolve ``ref`` exactly and parse its manifest. A ref that does not resolve or is ambiguous (a tag
     beside the remote branch of the same short name: refused, never guessed), a manifest absent there
@@ -65,7 +46,10 @@ def read_policy(root: Path, cwd: Path, ref: str, manifest: Path | None, registry
     from agentreview.host.refs import resolve
     from agentreview.manifest.parse import MAX_MANIFEST_BYTES, ManifestError, parse_review
 
-    rel = manifest_rel(root, cwd, manifest, ref)
+    try:
+        rel = manifest_rel(root, cwd, manifest, ref)
+    except UsageError as exc:
+        raise VerifyStop(EXIT_USAGE, "usage", str(exc)) from exc
     try:
         resolved = resolve(root, ref)
         source = blob_at(root, resolved.commit, rel, max_bytes=MAX_MANIFEST_BYTES)

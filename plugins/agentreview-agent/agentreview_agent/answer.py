@@ -7,12 +7,11 @@ and the executor reads it exactly as an ``exec`` reviewer's: one validation for 
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any
 
-from agentreview.api import ReviewerResult, loads_strict
+from agentreview.api import ReviewerResult, atomic_write_text, loads_strict
 from agentreview_agent.excerpt import concern_excerpt, looks_like_finding
 from agentreview_agent.verdict import strip_fence
 
@@ -58,9 +57,7 @@ def _drop_nulls(value: Any) -> Any:
 def write_verdict(path: Path, verdict: dict[str, Any]) -> None:
     """Write ``verdict`` (nulls dropped) to ``path`` atomically, as ASCII JSON: a lone surrogate an
     answer's escape produced is written as that escape, never an encoding error."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(_drop_nulls(verdict), indent=2) + "\n", encoding="ascii")
-    os.replace(tmp, path)
+    atomic_write_text(path, json.dumps(_drop_nulls(verdict), indent=2) + "\n", durable=False)
 
 
 def _candidate(text: str) -> Any:

@@ -26,7 +26,6 @@ DOMAINS = {
 }  # fmt: skip
 AGENT_TRAILERS = ("co-authored-by", "assisted-by", "generated-by", "authored-by")
 MAX_COMMITS = 5000
-FAMILY = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
 _PERSON = re.compile(r"^\s*(?P<name>[^<]*?)\s*(?:<(?P<email>[^>]*)>)?\s*$")
 
 

@@ -6,14 +6,19 @@ findings, bounded and redacted. ``decision`` is checked for shape and dropped: s
 
 from __future__ import annotations
 
-import os
 import re
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentreview.api import ReportedFinding, loads_strict, whole_number
+from agentreview.api import (
+    MissingFileError,
+    ReportedFinding,
+    UnreadableFileError,
+    loads_strict,
+    read_regular_file,
+    whole_number,
+)
 from agentreview_agent.excerpt import concern_excerpt, finding_excerpt, looks_like_finding
 
 MAX_VERDICT_BYTES = 1024 * 1024
@@ -113,26 +118,11 @@ def _finding(index: int, item: Any, problems: list[str]) -> ReportedFinding | No
 def read_verdict(path: Path) -> Verdict:
     """Read the verdict file at ``path`` without following a symlink or blocking on a FIFO."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except FileNotFoundError:
+        raw = read_regular_file(path, limit=MAX_VERDICT_BYTES, follow_symlinks=False)
+    except MissingFileError:
         raise VerdictError(f"reviewer ended its turn without writing {path}") from None
-    except OSError as exc:
-        raise VerdictError(f"verdict file {path} cannot be read: {exc.strerror or exc}") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise VerdictError(f"verdict file {path} is not a regular file")
-        if info.st_size > MAX_VERDICT_BYTES:
-            raise VerdictError(f"verdict file {path} is larger than 1 MiB ({info.st_size} bytes)")
-        chunks, size = [], 0
-        while chunk := os.read(fd, 65536):
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > MAX_VERDICT_BYTES:  # grew while being read
-                raise VerdictError(f"verdict file {path} is larger than 1 MiB")
-    finally:
-        os.close(fd)
-    raw = b"".join(chunks)
+    except UnreadableFileError as exc:  # a symlink, a FIFO, more than 1 MiB: never followed, blocked on or read whole
+        raise VerdictError(f"verdict file {path} cannot be read: {exc}") from None
     if not raw.strip():
         raise VerdictError(f"verdict file {path} is empty")
     try:

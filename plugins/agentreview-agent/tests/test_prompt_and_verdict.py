@@ -155,7 +155,7 @@ def test_verdict_file_missing_empty_oversized(tmp_path: Path) -> None:
     with pytest.raises(VerdictError, match="is empty"):
         read_verdict(path)
     path.write_text(json.dumps({"findings": [], "summary": "x" * MAX_VERDICT_BYTES}))
-    with pytest.raises(VerdictError, match="larger than 1 MiB"):
+    with pytest.raises(VerdictError, match="is larger than 1048576 bytes"):
         read_verdict(path)
 
 

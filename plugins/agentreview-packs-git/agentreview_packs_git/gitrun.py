@@ -6,10 +6,7 @@ fetch (only the CA settings); on timeout the whole process group is killed.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
-import subprocess
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -78,20 +75,12 @@ def user_ca_settings(cwd: Path, timeout: float) -> dict[str, str]:
     git = git_executable()
     if git is None:
         return {}  # the fetch that follows says git is missing
-    try:
-        proc = subprocess.run(
-            [git, "config", "--get-regexp", r"^http\.sslca(info|path)$"],
-            cwd=str(cwd),
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return {}
-    found: dict[str, str] = {}
-    for line in proc.stdout.splitlines():
+    from agentreview.api import run_process_group
+
+    argv = [git, "config", "--get-regexp", r"^http\.sslca(info|path)$"]
+    proc = run_process_group(argv, cwd=cwd, env=env, deadline=time.monotonic() + timeout, kill_grace_s=0)
+    found: dict[str, str] = {}  # nothing when git could not start or ran out of time
+    for line in proc.stdout_text().splitlines() if proc.returncode == 0 else []:
         key, _, value = line.partition(" ")
         if key.lower() == "http.sslcainfo" and value:
             found["GIT_SSL_CAINFO"] = value
@@ -106,43 +95,24 @@ def run_git(
     env: dict[str, str],
     deadline: float,
 ) -> bytes:
-    """Run ``git <HARDENING> <args>`` in ``cwd`` until ``deadline`` (a ``time.monotonic()`` value).
+    """Run ``git <HARDENING> <args>`` in ``cwd`` until ``deadline`` (a ``time.monotonic()`` value), as the
+    core runs every child (its own process group, ended whole at the deadline).
 
     Returns stdout bytes; raises :class:`GitRunError` on a non-zero exit or on timeout.
     """
-    remaining = deadline - time.monotonic()
-    if remaining <= 0:
+    from agentreview.api import run_process_group
+
+    if deadline <= time.monotonic():
         raise GitRunError(f"git {args[0]} was not started: the time limit was already used up", timed_out=True)
     git = git_executable()
     if git is None:
         raise GitRunError(MISSING_GIT)
-    try:
-        proc = subprocess.Popen(
-            [git, *HARDENING, *args],
-            cwd=str(cwd),
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-    except OSError as exc:
-        raise GitRunError(f"cannot start git ({exc.strerror or exc}) — is git installed?") from exc
-    try:
-        out, err = proc.communicate(timeout=remaining)
-    except subprocess.TimeoutExpired as exc:
-        _kill_group(proc)
-        raise GitRunError(f"git {args[0]} did not finish in time and was killed", timed_out=True) from exc
-    except BaseException:
-        _kill_group(proc)
-        raise
+    proc = run_process_group([git, *HARDENING, *args], cwd=cwd, env=env, deadline=deadline, kill_grace_s=0)
+    if proc.spawn_error:
+        raise GitRunError(f"cannot start git ({proc.spawn_error}) — is git installed?")
+    if proc.timed_out:
+        raise GitRunError(f"git {args[0]} did not finish in time and was killed", timed_out=True)
     if proc.returncode != 0:
-        lines = [ln for ln in err.decode("utf-8", "replace").splitlines() if ln.strip()]
+        lines = [ln for ln in proc.stderr_text().splitlines() if ln.strip()]
         raise GitRunError(lines[-1].strip() if lines else f"git {args[0]} exited with {proc.returncode}")
-    return out
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.communicate()
+    return proc.stdout

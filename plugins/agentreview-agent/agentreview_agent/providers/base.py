@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from agentreview.api import CliReviewer, ProcessResult, ReviewerBase, ReviewerResult
 from agentreview_agent.answer import record_answer
 from agentreview_agent.audit import AuditOutcome, name_of, note
+from agentreview_agent.streams import parse_jsonl
 
 # The private-home and configuration variables of the shipped CLIs. Every shipped provider (exec included)
 # refuses them in a preset's ``env``, so no preset can point any reviewer at the user's own configuration.
@@ -100,6 +101,15 @@ def tool_note(tool: Any, tool_input: Any = None) -> str:
         shown = tool_input if isinstance(tool_input, str) else json.dumps(tool_input, ensure_ascii=False, default=str)
         text += f" (input: {note(shown, 120)})"
     return text
+
+
+def refused_at_admission(proc: ProcessResult) -> bool:
+    """The CLI refused its invocation before starting a session: a non-zero exit with no event at all (an
+    unknown flag, a config it could not load; a failed model call, auth included, comes after the first
+    event). Told by shape, never by the error's wording."""
+    if proc.spawn_error or proc.timed_out or proc.cancelled or proc.stalled or not proc.returncode:
+        return False
+    return not parse_jsonl(proc.stdout_text()).events
 
 
 def stream_end(name: str, audit: AuditOutcome, proc: ProcessResult, **ids: Any) -> ReviewerResult | None:

@@ -41,6 +41,7 @@ from agentreview_agent.providers.base import (
     answered,
     clip,
     drifted,
+    refused_at_admission,
     setting_args,
     stream_end,
     tail,
@@ -68,7 +69,6 @@ OPTIONAL_SETTINGS = (
     Setting(("--disable-slash-commands",), "the exact tools allow-list, which offers no skill tool"),
     Setting(("--no-session-persistence",), "the private config dir, deleted after the attempt"),
 )
-OPTIONAL_FLAGS = tuple(s.args[0] for s in OPTIONAL_SETTINGS)
 READ_TOOLS = ("Read", "Grep", "Glob")
 # Anthropic API access: key or bearer token, endpoint (a gateway), its headers, model choice, and the long-lived
 # subscription token of `claude setup-token`. Bedrock/Vertex/Foundry are not here: they need cloud account
@@ -266,14 +266,6 @@ def classify(audit: Audit, proc: ProcessResult) -> ReviewerResult | Any:
         return drift
     structured = result.get("structured_output")
     return structured if isinstance(structured, dict) else text
-
-
-def refused_at_admission(proc: ProcessResult) -> bool:
-    """Claude refused its invocation before starting a session: a non-zero exit with no event at all
-    (an unknown flag, a setting it could not load). Told by shape, never by the error's wording."""
-    if proc.spawn_error or proc.timed_out or proc.cancelled or proc.stalled or not proc.returncode:
-        return False
-    return not parse_jsonl(proc.stdout_text()).events
 
 
 class ClaudeProvider(ShippedCli):

@@ -40,6 +40,7 @@ from agentreview_agent.providers.base import (
     answered,
     clip,
     drifted,
+    refused_at_admission,
     setting_args,
     stream_end,
     tail,
@@ -242,14 +243,6 @@ def classify(audit: Audit, proc: ProcessResult, last_file: Path) -> ReviewerResu
     except OSError:
         answer = ""
     return answer if answer.strip() else (audit.last_message or "")
-
-
-def refused_at_admission(proc: ProcessResult) -> bool:
-    """Codex refused its invocation before starting: it exited non-zero without one event (a config it
-    could not load, a flag it does not take). Told by shape, never by the error's wording."""
-    if proc.spawn_error or proc.timed_out or proc.cancelled or proc.stalled or not proc.returncode:
-        return False
-    return not parse_jsonl(proc.stdout_text()).events
 
 
 def host_path_unavailable(proc: ProcessResult, last: Path) -> bool:

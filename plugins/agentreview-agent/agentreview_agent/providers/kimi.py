@@ -32,6 +32,7 @@ from agentreview_agent.providers.base import (
     answered,
     clip,
     drifted,
+    refused_at_admission,
     stream_end,
     stream_failed,
     tool_note,
@@ -43,7 +44,6 @@ from agentreview_agent.streams import AUTH_TEXT, QUOTA_TEXT, parse_jsonl, unavai
 
 HELP_ARGS = ("--help",)
 REQUIRED_FLAGS = ("--output-format", "--add-dir")
-OPTIONAL_FLAGS = ("--skills-dir",)
 READ_TOOLS = ("Read", "Grep", "Glob")
 # Kimi Code reads provider keys from config.toml, except the KIMI_MODEL_* family (name, key, provider type, base URL).
 MODEL_ENV = ("KIMI_MODEL_*",)
@@ -65,15 +65,6 @@ def configured_model(config_text: str) -> str | None:
     except tomllib.TOMLDecodeError:
         return None
     return value if isinstance(value, str) and value else None
-
-
-def refused_at_admission(proc: ProcessResult) -> bool:
-    """Kimi refused its invocation before starting: a non-zero exit with no event at all, not even the
-    ``system.version`` line a started session prints first (a failed model call, auth included, comes
-    after it). Told by shape, never by the error's wording."""
-    if proc.spawn_error or proc.timed_out or proc.cancelled or proc.stalled or not proc.returncode:
-        return False
-    return not parse_jsonl(proc.stdout_text()).events
 
 
 def _toml_value(value: Any) -> str:

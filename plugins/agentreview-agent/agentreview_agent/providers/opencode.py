@@ -38,6 +38,7 @@ from agentreview_agent.providers.base import (
     answered,
     clip,
     drifted,
+    refused_at_admission,
     session_label,
     stream_end,
     stream_failed,
@@ -216,14 +217,6 @@ def audit(text: str) -> tuple[AuditOutcome, str | None, str, list[dict]]:
         elif kind == "error" and isinstance(event.get("error"), dict):
             errors.append(event["error"])
     return outcome, session_id, final if finished else "", errors
-
-
-def refused_at_admission(proc: ProcessResult) -> bool:
-    """OpenCode refused its invocation before its session: a non-zero exit with no event at all.
-    Told by shape, never by the error's wording."""
-    if proc.spawn_error or proc.timed_out or proc.cancelled or proc.stalled or not proc.returncode:
-        return False
-    return not parse_jsonl(proc.stdout_text()).events
 
 
 def exported_model(
