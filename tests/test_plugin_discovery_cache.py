@@ -65,13 +65,17 @@ def make_dist(
 
 
 def rewrite_keeping_mtime(path: Path, text: str) -> None:
-    """Rewrite a file in place (same inode, folder untouched) and put its mtime back, as ``cp -p`` would."""
+    """Rewrite a file in place (same inode, folder untouched) and put its mtime back, as ``cp -p`` would.
+    Only its ctime tells: two process starts lie between the file's making and this, far more than a tick."""
     before = path.stat()
     with open(path, "r+") as fh:
         fh.seek(0)
         fh.truncate()
         fh.write(text)
     os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = path.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    assert after.st_ctime_ns != before.st_ctime_ns, "the ctime did not move: the test cannot tell this rewrite"
 
 
 class Env:
@@ -313,6 +317,17 @@ def test_an_editable_install_reinstalled_with_new_entry_points_is_seen(env: Env,
     assert after["metadata"] is True and "fake-editable-two" in names(after)
 
 
+def test_an_older_core_install_that_declares_the_built_ins_lists_each_once(env: Env) -> None:
+    """The core once declared its built-ins as entry points; an environment installed then still does."""
+    info = env.site / "agentreview_core-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: agentreview-core\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[agentreview]\nbuiltin-path-loader = agentreview.packs.path_loader\n")
+    result = env.probe(AGENTREVIEW_DISABLE_PLUGINS=SHIPPED.replace("agentreview-core,", ""))
+    assert result["warnings"] == []
+    assert [row[0] for row in result["plugins"]].count("builtin-path-loader") == 1
+
+
 # --------------------------------------------------------------------------- a listing the key missed
 
 
@@ -383,10 +398,12 @@ def test_a_cache_folder_that_is_a_symlink_is_neither_read_nor_written_through(en
     real = tmp_path / "real-cache"
     shutil.move(env.home / "cache", real)
     (env.home / "cache").symlink_to(real)
-    _assert_scans_and_lists_both(env)
-    before = {p.name: p.stat().st_mtime_ns for p in real.iterdir()}
-    _assert_scans_and_lists_both(env)
-    assert {p.name: p.stat().st_mtime_ns for p in real.iterdir()} == before
+    for path in real.iterdir():
+        os.utime(path, ns=(0, 0))  # a write through the link would give the file a new inode and mtime
+    before = {p.name: (p.stat().st_ino, p.stat().st_mtime_ns, p.read_bytes()) for p in real.iterdir()}
+    for _ in range(2):
+        _assert_scans_and_lists_both(env)
+    assert {p.name: (p.stat().st_ino, p.stat().st_mtime_ns, p.read_bytes()) for p in real.iterdir()} == before
 
 
 def test_an_oversized_cache_is_refused_and_replaced(env: Env) -> None:

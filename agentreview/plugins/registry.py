@@ -129,14 +129,14 @@ def make_plugin_manager(
     """
     only_set = set(only) if only is not None else _split_env(os.environ.get(ENV_ONLY))
     blocked_set = set(blocked) if blocked is not None else _split_env(os.environ.get(ENV_DISABLE))
-    listing = discovery.discover(cache=cache) if load_entry_points else discovery.Listing((), from_cache=False)
-    pm, infos, warnings, import_failed = _entry_point_manager(listing.entries, only_set, blocked_set)
-    if import_failed and listing.from_cache:
+    entries, from_cache = discovery.discover(cache=cache) if load_entry_points else ((), False)
+    pm, infos, warnings, import_failed = _entry_point_manager(entries, only_set, blocked_set)
+    if import_failed and from_cache:
         # The cached listing names a module that is not there: perhaps uninstalled in a way the
         # fingerprint could not see. Ask importlib.metadata once; if its answer differs, start over from it.
-        fresh = discovery.discover(rescan=True)
-        if fresh.entries != listing.entries:
-            pm, infos, warnings, _ = _entry_point_manager(fresh.entries, only_set, blocked_set)
+        fresh, _ = discovery.discover(rescan=True)
+        if fresh != entries:
+            pm, infos, warnings, _ = _entry_point_manager(fresh, only_set, blocked_set)
     for name, obj in extra_plugins:
         pm.register(obj, name=name)
         infos.append(PluginInfo(name, "(in-process)", "", getattr(obj, "__name__", repr(obj))))
