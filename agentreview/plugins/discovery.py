@@ -1,8 +1,5 @@
-"""Which plugins are installed: the core's built-ins, and the ``agentreview`` entry points.
-
-A scan's answer is kept in ``$AGENTREVIEW_HOME/cache/`` under a key made of the ``stat`` of what a scan reads
-and served while the key is the same; an unreadable, foreign or planted cache costs one scan.
-"""
+"""Which plugins are installed: the core's built-ins and the ``agentreview`` entry points. A scan's answer is
+kept in ``$AGENTREVIEW_HOME/cache/`` under the ``stat`` of what it read; a bad or planted cache costs one scan."""
 
 from __future__ import annotations
 
@@ -24,7 +21,7 @@ from agentreview.host.home import cache_dir
 GROUP = "agentreview"
 CACHE_FORMAT = "agentreview-plugin-cache/3"
 _METADATA_FILES = ("entry_points.txt", "METADATA", "PKG-INFO")
-_ROWS = ([str] * 4, [str, str, type(None), type(None)])  # a cached entry's types, with or without its distribution
+_ROW_TYPES = ([str] * 4, [str, str, type(None), type(None)])  # a cached entry's types, with or without its distribution
 
 
 class PluginEntry(NamedTuple):
@@ -36,8 +33,7 @@ class PluginEntry(NamedTuple):
     version: str | None
 
 
-# The core's own built-ins, registered like any plugin so they can be blocked
-# (AGENTREVIEW_DISABLE_PLUGINS=agentreview-core) or replaced.
+# The core's own, registered like any plugin so they can be blocked (by distribution: agentreview-core) or replaced.
 BUILTINS = (
     PluginEntry("builtin-path-loader", "agentreview.packs.path_loader", "agentreview-core", __version__),
     PluginEntry("builtin-npm-loader", "agentreview.packs.npm_loader", "agentreview-core", __version__),
@@ -52,9 +48,8 @@ def load(entry: PluginEntry) -> Any:
 
 
 def discover(*, rescan: bool = False, cache: bool = True) -> tuple[tuple[PluginEntry, ...], bool]:
-    """The built-ins, then the group's entry points in importlib.metadata's order, and whether they came from
-    the cache: it is used when its key matches (and not ``rescan``), else the entry points are scanned and kept.
-    ``cache=False`` neither reads nor writes it (a command that leaves the caller's home untouched)."""
+    """The built-ins then the entry points (in importlib.metadata's order), and whether they came from the cache,
+    used when its key matches and not ``rescan``. ``cache=False`` neither reads nor writes the caller's home."""
     key = _key() if cache else None
     try:
         path = cache_dir() / f"plugins-{hashlib.sha256(os.fsencode(sys.executable)).hexdigest()[:8]}.json"
@@ -91,10 +86,11 @@ def _key() -> str | None:
 
 
 def _stat(path: Any) -> tuple[int, ...] | None:
-    with contextlib.suppress(OSError, ValueError, TypeError):
+    try:
         st = os.stat(path)
-        return st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_size, st.st_dev
-    return None
+    except (OSError, ValueError, TypeError):
+        return None
+    return st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_size, st.st_dev
 
 
 def _scan() -> tuple[PluginEntry, ...]:
@@ -105,7 +101,7 @@ def _scan() -> tuple[PluginEntry, ...]:
         dist, version = getattr(ep.dist, "name", None), getattr(ep.dist, "version", None)
         if not (isinstance(dist, str) and isinstance(version, str)):
             dist = version = None
-        if not (dist == "agentreview-core" and ep.name in {e.name for e in BUILTINS}):  # an older install's
+        if not (dist == "agentreview-core" and ep.name in {e.name for e in BUILTINS}):  # an old core's install
             entries.append(PluginEntry(ep.name, ep.value, dist, version))
     return tuple(entries)
 
@@ -115,6 +111,6 @@ def _read(path: Path, key: str) -> tuple[PluginEntry, ...] | None:
     with contextlib.suppress(OSError, ValueError, RecursionError, KeyError, TypeError):
         document = json.loads(read_regular_file(path, limit=1 << 20, follow_symlinks=False, plain_dir=True))
         rows = document["entries"] if (document["format"], document["key"]) == (CACHE_FORMAT, key) else None
-        if isinstance(rows, list) and all(isinstance(r, list) and list(map(type, r)) in _ROWS for r in rows):
+        if isinstance(rows, list) and all(isinstance(r, list) and list(map(type, r)) in _ROW_TYPES for r in rows):
             return tuple(PluginEntry(*r) for r in rows)
     return None
