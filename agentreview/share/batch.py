@@ -4,7 +4,8 @@ Anyone who can push the notes ref decides how many notes there are, so no step h
 process per note: the notes that changed between two notes commits come from one ``git
 diff-tree`` (or one ``git ls-tree`` for a first import), which of the annotated commits exist
 here from one ``git rev-list --stdin``, the sizes of their notes from one ``git cat-file
---batch-check`` and their bytes from one ``git cat-file --batch`` (only for notes within
+--batch-check`` and their bytes from one ``git cat-file --batch`` (``--buffer``: git's output in
+large writes, not one per object; only for notes within
 :data:`agentreview.share.notes.MAX_NOTE_BYTES`, so nothing oversized is ever read).
 """
 
@@ -80,7 +81,7 @@ def object_sizes(cwd: Path, oids: Iterable[str]) -> dict[str, int | None]:
     wanted = sorted(set(oids))
     if not wanted:
         return {}
-    proc = run_git(["cat-file", "--batch-check=%(objectname) %(objecttype) %(objectsize)"], cwd,
+    proc = run_git(["cat-file", "--buffer", "--batch-check=%(objectname) %(objecttype) %(objectsize)"], cwd,
                    input_bytes="".join(f"{oid}\n" for oid in wanted).encode("ascii"),
                    timeout=BATCH_TIMEOUT_S)  # fmt: skip
     sizes: dict[str, int | None] = dict.fromkeys(wanted)
@@ -99,8 +100,8 @@ def read_blobs(cwd: Path, oids: Iterable[str]) -> dict[str, bytes]:
     wanted = sorted(set(oids))
     if not wanted:
         return {}
-    proc = run_git(["cat-file", "--batch"], cwd, input_bytes="".join(f"{oid}\n" for oid in wanted).encode("ascii"),
-                   timeout=BATCH_TIMEOUT_S)  # fmt: skip
+    asked = "".join(f"{oid}\n" for oid in wanted).encode("ascii")
+    proc = run_git(["cat-file", "--buffer", "--batch"], cwd, input_bytes=asked, timeout=BATCH_TIMEOUT_S)
     data, out, pos = proc.stdout, {}, 0
     while pos < len(data):
         end = data.find(b"\n", pos)
