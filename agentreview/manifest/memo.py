@@ -56,18 +56,18 @@ def code_stamp() -> str:
     change on disk afterwards must not give its answers the new code's key (and a run that
     parses a manifest and its packs, looking each up and storing it, stats the files once).
     """
-    root = Path(__file__).resolve().parent.parent
+    root = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
     parts = [sys.version, sys.prefix]
     for package in _CODE_PACKAGES:
-        folder = root / package
+        folder = os.path.join(root, package)
         with contextlib.suppress(OSError), os.scandir(folder) as entries:
             names = sorted(entry.name for entry in entries if entry.name.endswith(".py"))
-            parts += [f"{package}/{name}:{_stat(folder / name)}" for name in names]
-    parts += [f"{entry}:{_stat(Path(entry))}" for entry in sys.path if entry.endswith("-packages")]
+            parts += [f"{package}/{name}:{_stat(os.path.join(folder, name))}" for name in names]
+    parts += [f"{entry}:{_stat(entry)}" for entry in sys.path if entry.endswith("-packages")]
     return "\n".join(parts)
 
 
-def _stat(path: Path) -> str:
+def _stat(path: str) -> str:
     try:
         st = os.stat(path)
     except OSError:
