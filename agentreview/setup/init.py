@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentreview.model.record import record
 from agentreview.setup.choose import choose_checks
 from agentreview.setup.detect import DetectedCheck, detect_checks, read_text
 from agentreview.setup.hooks import install_pre_push
@@ -31,7 +32,7 @@ from agentreview.setup.writer import Outcome, place
 __all__ = ["InitOptions", "InitReport", "init_repository"]
 
 
-@dataclass(frozen=True)
+@record
 class InitOptions:
     root: Path
     ci: str | None = None

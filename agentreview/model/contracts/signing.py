@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from agentreview.model.contracts.errors import SignatureInvalidError, SigningError
+from agentreview.model.record import record
 
 __all__ = ["KeyInfo", "SignatureInvalidError", "Signer", "SignerContext", "SigningError"]
 
 
-@dataclass(frozen=True)
+@record
 class SignerContext:
     home: Path
     repo_root: Path | None = None
@@ -20,7 +20,7 @@ class SignerContext:
     timeout_s: float = 30.0
 
 
-@dataclass(frozen=True)
+@record
 class KeyInfo:
     fingerprint: str
     principal: str
