@@ -98,3 +98,24 @@ def test_a_record_that_holds_itself_prints_an_ellipsis() -> None:
     node = Node([])
     node.items.append(node)
     assert repr(node).endswith(".Node(items=[...])")
+
+
+# The packages whose modules a run, a cache hit or a gate imports.
+COLD_PACKAGES = ("cli", "engine", "host", "manifest", "model", "packs", "plugins", "report", "runs", "signing", "store",
+                 "verify")
+
+
+def test_every_record_and_dataclass_a_cold_command_imports_has_a_docstring() -> None:
+    """Without one, ``dataclass`` builds the class's signature as its ``__doc__`` on every start."""
+    import ast
+    from pathlib import Path
+
+    package = Path(__file__).resolve().parents[1] / "agentreview"
+    missing = []
+    for path in sorted(p for name in COLD_PACKAGES for p in (package / name).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            decorators = [ast.unparse(d) for d in getattr(node, "decorator_list", [])]
+            made = any(d.split("(")[0] in ("dataclass", "record", "dataclasses.dataclass") for d in decorators)
+            if isinstance(node, ast.ClassDef) and made and ast.get_docstring(node) is None:
+                missing.append(f"{path.relative_to(package.parent)}:{node.lineno} {node.name}")
+    assert missing == []

@@ -81,6 +81,8 @@ class ResolvedCheck:
 
 @record
 class ResolvedPack:
+    """One ``uses`` entry resolved: the pack as loaded and read, and the digest the attestation records."""
+
     entry: UsesEntry
     loaded: LoadedPack
     pack: ReviewPack
@@ -90,6 +92,8 @@ class ResolvedPack:
 
 @record
 class ResolvedReview:
+    """A review with its packs resolved: every check by reference, the bindings, and what resolution ignored."""
+
     parsed: ParsedReview
     manifest_dir: Path
     checks: dict[str, ResolvedCheck]  # local checks first, then pack checks, in order

@@ -34,6 +34,8 @@ __all__ = ["InitOptions", "InitReport", "init_repository"]
 
 @record
 class InitOptions:
+    """What ``agentreview init`` was asked for: the checkout, the CI and hook to set up, the reviewer."""
+
     root: Path
     ci: str | None = None
     hook: str = "pre-push"
@@ -44,6 +46,8 @@ class InitOptions:
 
 @dataclass
 class InitReport:
+    """What ``agentreview init`` did: each file written or skipped and why, the checks it found, warnings."""
+
     outcomes: list[Outcome] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     checks: list[DetectedCheck] = field(default_factory=list)

@@ -83,6 +83,8 @@ def _nesting_depth(value: Any) -> int:
 
 @record
 class ExportDoc:
+    """One export file read from the export folder: where it is and its JSON as read."""
+
     path: Path
     raw: dict[str, Any]
 

@@ -13,6 +13,8 @@ __all__ = ["LoadedPack", "PackLoadContext", "PackLoadError", "PackLoader", "Pack
 
 @record
 class PackLoadContext:
+    """What a pack loader is given: the repository, the manifest's folder, the home for its cache, and bounds."""
+
     repo_root: Path
     manifest_dir: Path
     home: Path

@@ -14,6 +14,8 @@ __all__ = ["KeyInfo", "SignatureInvalidError", "Signer", "SignerContext", "Signi
 
 @record
 class SignerContext:
+    """What a signer is given: the home its keys live in, the repository and principal if known, a time bound."""
+
     home: Path
     repo_root: Path | None = None
     principal: str | None = None
@@ -22,6 +24,8 @@ class SignerContext:
 
 @record
 class KeyInfo:
+    """A signing key as ``agentreview key`` shows it: fingerprint, principal, public key file, allowed_signers line."""
+
     fingerprint: str
     principal: str
     public_key_path: Path
