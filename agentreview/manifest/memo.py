@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import json
 import os
 import sys
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentreview import __version__
+from agentreview.model.digests import sha256
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentreview.model.manifest import Binding, ReviewManifest, ReviewPack
@@ -77,7 +77,7 @@ def _stat(path: str) -> str:
 
 def memo_key(kind: str, source: bytes) -> str:
     """The content address of the parse of ``source`` as a ``kind`` document by this code."""
-    digest = hashlib.sha256()
+    digest = sha256()
     for part in (FORMAT, __version__, code_stamp(), kind):
         digest.update(part.encode("utf-8", "surrogateescape") + b"\0")
     digest.update(source)
@@ -92,7 +92,7 @@ def memo_path(home: Path, key: str) -> Path:
 
 def _payload_digest(payload: Any) -> str:
     text = json.dumps(payload, separators=(",", ":"))  # in order: the order of bindings is meaningful
-    return hashlib.sha256(text.encode("ascii")).hexdigest()
+    return sha256(text.encode("ascii")).hexdigest()
 
 
 def recall(home: Path, kind: str, source: bytes) -> dict[str, Any] | None:
@@ -110,7 +110,7 @@ def recall(home: Path, kind: str, source: bytes) -> dict[str, Any] | None:
             document.get("format") == FORMAT
             and document.get("kind") == kind
             and document.get("key") == key
-            and document.get("sourceSha256") == hashlib.sha256(source).hexdigest()
+            and document.get("sourceSha256") == sha256(source).hexdigest()
             and isinstance(payload, dict)
             and document.get("payloadSha256") == _payload_digest(payload)
         )
@@ -129,7 +129,7 @@ def remember(home: Path, kind: str, source: bytes, payload: dict[str, Any]) -> N
             "format": FORMAT,
             "kind": kind,
             "key": key,
-            "sourceSha256": hashlib.sha256(source).hexdigest(),
+            "sourceSha256": sha256(source).hexdigest(),
             "payloadSha256": _payload_digest(payload),
             "payload": payload,
         }
