@@ -4,12 +4,14 @@ A cold command's time is mostly imports (docs/performance.md). These tests run t
 a fresh interpreter, as the console script does, and list what it loaded: once the parse memo and
 the plugin discovery cache know this manifest and this environment, a cache hit, ``verify``,
 ``check`` and a full run must not import pydantic, PyYAML or importlib.metadata, and a cache hit
-must not even load the plugins or the lane scheduler. A change that puts one of them back on a hot
+must not even load the plugins or the lane scheduler; a signed run on a host without a config.toml
+loads neither tomllib nor socket. A change that puts one of them back on a hot
 path fails here, long before anyone measures it.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -90,6 +92,8 @@ def test_a_cache_hit_loads_no_model_library_no_yaml_and_no_plugin(warm_repo: War
     assert code == 0 and json.loads(out)["cached"] is True
     assert loaded(modules, HEAVY) == []
     assert loaded(modules, PLUGINS) == []
+    if any(importlib.util.find_spec(name) for name in ("_sha256", "_sha2")):  # the interpreter's own SHA-256
+        assert loaded(modules, ("hashlib", "_hashlib")) == []  # no OpenSSL for a few KiB of digests
 
 
 def test_verify_of_a_signed_export_loads_no_model_library_and_no_yaml(warm_repo: Warm) -> None:
@@ -115,6 +119,9 @@ def test_a_full_signed_run_loads_no_model_library_and_no_yaml(warm_repo: Warm) -
     result = json.loads(out)
     assert code == 0 and result["cached"] is False and result["attestation"]["attestor"].get("signature")
     assert loaded(modules, HEAVY) == []
+    # No config.toml in the home: nothing parses one, and the host name needs no socket.
+    assert not (repo.home / "config.toml").exists()
+    assert loaded(modules, ("tomllib", "socket")) == []
 
 
 def test_a_changed_manifest_is_parsed_again_strictly(warm_repo: Warm) -> None:

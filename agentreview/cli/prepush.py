@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from agentreview.model.errors import EXIT_BLOCK, EXIT_ERROR, EXIT_INCOMPLETE, EXIT_USAGE, UsageError
+from agentreview.model.record import record
 
 __all__ = ["PushedRef", "pushed_refs", "review_pushed", "skip_reason", "worst_exit"]
 
@@ -24,7 +24,7 @@ MAX_LINES = 10_000  # a push updates a few refs; a hook's stdin this long is not
 _PRECEDENCE = (EXIT_BLOCK, EXIT_ERROR, EXIT_INCOMPLETE, EXIT_USAGE)
 
 
-@dataclass(frozen=True)
+@record
 class PushedRef:
     """One ref a push updates, as git names it to the pre-push hook."""
 

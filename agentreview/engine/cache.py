@@ -11,7 +11,6 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,6 +22,7 @@ from agentreview.engine.result import RunResult
 from agentreview.host.files import FileWriteError
 from agentreview.host.locks import FileLock, Timeout
 from agentreview.model.errors import AgentreviewError
+from agentreview.model.record import record
 from agentreview.report.progress import Reporter
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -34,7 +34,7 @@ DEFAULT_JOIN_TIMEOUT_S = 24 * 3600.0
 JOIN_POLL_S = 0.2
 
 
-@dataclass(frozen=True)
+@record
 class JoinWait:
     """This run found the join lock held: when it started waiting, and which runs it waited for."""
 

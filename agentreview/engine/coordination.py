@@ -42,6 +42,8 @@ def join_lock_path(slug_dir: Path, key: str) -> Path:
 
 @dataclass
 class InflightRun:
+    """One running review of this host, as its in-flight marker records it: who runs it and over which range."""
+
     run_id: str
     pid: int
     repo_root: str

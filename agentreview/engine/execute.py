@@ -28,6 +28,8 @@ PLUGIN_FOR_KIND = {"command": "agentreview-command", "agent": "agentreview-agent
 
 @dataclass
 class LaneContext:
+    """What every lane of one run shares: the frozen range, its placeholders, the executors and the cancel event."""
+
     review_id: str
     repo_root: Path
     base_sha: str

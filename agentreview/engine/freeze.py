@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,6 +25,7 @@ from agentreview.host.files import read_regular_file
 from agentreview.manifest.placeholders import substitute
 from agentreview.model.digests import sha256_hex
 from agentreview.model.errors import AgentreviewError
+from agentreview.model.record import record
 from agentreview.model.suggest import did_you_mean
 from agentreview.packs.confine import MAX_PACK_FILE_BYTES
 from agentreview.report.progress import Reporter
@@ -33,7 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agentreview.store.ledger import Ledger
 
 
-@dataclass(frozen=True)
+@record
 class FrozenRange:
     """The range the lanes review and the attestation names, read after prepare."""
 

@@ -21,6 +21,8 @@ def requester_from_env() -> str | None:
 
 @dataclass
 class RunOptions:
+    """What a run was asked for: the checkout, manifest, binding, range and flags."""
+
     cwd: Path = field(default_factory=Path.cwd)
     manifest: Path | None = None
     binding: str | None = None

@@ -24,6 +24,7 @@ from agentreview.manifest.rules import resolve_binding
 from agentreview.model.contracts.errors import PackLoadError
 from agentreview.model.digests import manifest_sha, range_sha, sha256_hex
 from agentreview.model.errors import AgentreviewError
+from agentreview.model.record import record
 from agentreview.packs.confine import read_confined, read_pack_file
 from agentreview.packs.resolve import ResolvedCheck, ResolvedReview, resolve_review
 from agentreview.plugins.deferred import DeferredRegistry
@@ -46,7 +47,7 @@ class LanePlan:
     delta: DeltaRange | None = None
 
 
-@dataclass(frozen=True)
+@record
 class HostFacts:
     """This host's side of a run: never part of an attestation."""
 
@@ -55,7 +56,7 @@ class HostFacts:
     session_id: str | None  # the requesting agent session, recorded as requester.sessionId
 
 
-@dataclass(frozen=True)
+@record
 class RunFlags:
     """The caller's choices that shape the run but not what is reviewed."""
 
@@ -74,7 +75,7 @@ class RunFlags:
         return self.export or self.export_to is not None
 
 
-@dataclass(frozen=True)
+@record
 class RunPlan:
     """One review run, decided: what is reviewed, against what, with which plugins."""
 

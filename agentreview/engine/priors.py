@@ -6,12 +6,12 @@ so the cost is bounded by the walk, not the ledger; a prior further back or off 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentreview.engine.plan import RunPlan
 from agentreview.host import git
+from agentreview.model.record import record
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentreview.model.attestation import Attestation
@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
 PRIOR_WALK = 1000
 
 
-@dataclass(frozen=True)
+@record
 class Priors:
     """The candidates for a prior, newest first, and the commits the walk reached (ancestry test)."""
 

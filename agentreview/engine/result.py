@@ -19,6 +19,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 @dataclass
 class RunResult:
+    """How a run ended: its status and verdict, the attestation and where it was recorded, and the exit code."""
+
     run_id: str
     status: str  # done | failed | cancelled
     verdict: str | None = None

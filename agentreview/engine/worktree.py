@@ -12,13 +12,13 @@ import os
 import shutil
 import stat
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from agentreview.host import git
 from agentreview.host.files import UnreadableFileError, read_regular_file
 from agentreview.host.gitrun import run_git
 from agentreview.host.locks import FileLock, LockTimeout
+from agentreview.model.record import record
 
 __all__ = ["LaneTree", "lane_tree", "sweep", "worktrees_dir"]
 
@@ -29,7 +29,7 @@ _CHECKOUT_ENV = ("GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_PREFIX")
 _LOCATION_ENV = ("GIT_DIR", "GIT_COMMON_DIR", *_CHECKOUT_ENV)
 
 
-@dataclass(frozen=True)
+@record
 class LaneTree:
     """The folder prepare steps and lanes run in, and whether it is a temporary worktree of the head."""
 

@@ -42,9 +42,8 @@ def cache_dir(home: Path | None = None) -> Path:
 
 @lru_cache(maxsize=1)
 def hostname() -> str:
-    import socket
-
-    return socket.gethostname() or "localhost"
+    """The host's name, as ``gethostname(2)`` gives it (``uname``'s node name), without loading ``socket``."""
+    return os.uname().nodename or "localhost"
 
 
 def load_config(home: Path | None = None) -> dict[str, Any]:
@@ -53,16 +52,24 @@ def load_config(home: Path | None = None) -> dict[str, Any]:
     Read with the bounded regular-file reader, so a FIFO or device planted in its place is
     refused at once instead of hanging every command that signs.
     """
-    import tomllib  # here, not at the top: most commands never read the configuration
-
     from agentreview.host.files import MissingFileError, read_regular_file
 
     path = (home or home_dir()) / "config.toml"
     try:
-        return tomllib.loads(read_regular_file(path).decode("utf-8"))
+        data = read_regular_file(path)
     except MissingFileError:
         return {}
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        from agentreview.model.errors import AgentreviewError
+    except OSError as exc:
+        raise _unreadable(path, exc) from exc
+    import tomllib  # here, not at the top: only a host with a config.toml parses one
 
-        raise AgentreviewError(f"{path}: cannot read configuration: {exc} — fix or remove the file") from exc
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise _unreadable(path, exc) from exc
+
+
+def _unreadable(path: Path, exc: Exception) -> Exception:
+    from agentreview.model.errors import AgentreviewError
+
+    return AgentreviewError(f"{path}: cannot read configuration: {exc} — fix or remove the file")

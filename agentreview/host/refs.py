@@ -8,10 +8,11 @@ when exactly one candidate matches (plus ``~N`` / ``^N``); anything ambiguous is
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from agentreview.host.gitrun import GIT_TIMEOUT_S, GitError, run_hardened
+from agentreview.model.record import record
 
 __all__ = ["RangeRefs", "RefError", "ResolvedRef", "candidates", "head_ref", "resolve", "resolve_range"]
 
@@ -33,7 +34,7 @@ class RefError(GitError):
         self.missing = missing
 
 
-@dataclass(frozen=True)
+@record
 class ResolvedRef:
     """What a name resolved to: ``ref`` is the full ref (``HEAD``, ``refs/...``), ``None`` for an
     object id; ``suffix`` the ``~N``/``^N`` steps applied; ``commit`` the full commit id; ``role``
@@ -168,7 +169,7 @@ def _resolve(root: Path, name: str) -> ResolvedRef:
     return ResolvedRef(name, refname, suffix, _commit(root, f"{oid}{suffix}", name))
 
 
-@dataclass(frozen=True)
+@record
 class RangeRefs:
     """A range's ends as resolved: ``base`` is the ref ``--base`` or ``target.base`` named, and
     ``base_sha`` the commit the range starts at (``base`` itself, or its merge-base with the head)."""

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Literal, get_args, get_origin
+
+from agentreview.model.record import record
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentreview.plugins.registry import Registry
@@ -26,7 +28,7 @@ BUILTIN_CHECK_KINDS = ("command", "agent")
 _FIX = "update the plugin, or report this to its author"
 
 
-@dataclass(frozen=True)
+@record
 class PluginKinds:
     """The plugin check kinds one manifest uses.
 

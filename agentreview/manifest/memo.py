@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import json
 import os
 import sys
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentreview import __version__
+from agentreview.model.digests import sha256
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentreview.model.manifest import Binding, ReviewManifest, ReviewPack
@@ -56,18 +56,18 @@ def code_stamp() -> str:
     change on disk afterwards must not give its answers the new code's key (and a run that
     parses a manifest and its packs, looking each up and storing it, stats the files once).
     """
-    root = Path(__file__).resolve().parent.parent
+    root = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
     parts = [sys.version, sys.prefix]
     for package in _CODE_PACKAGES:
-        folder = root / package
+        folder = os.path.join(root, package)
         with contextlib.suppress(OSError), os.scandir(folder) as entries:
             names = sorted(entry.name for entry in entries if entry.name.endswith(".py"))
-            parts += [f"{package}/{name}:{_stat(folder / name)}" for name in names]
-    parts += [f"{entry}:{_stat(Path(entry))}" for entry in sys.path if entry.endswith("-packages")]
+            parts += [f"{package}/{name}:{_stat(os.path.join(folder, name))}" for name in names]
+    parts += [f"{entry}:{_stat(entry)}" for entry in sys.path if entry.endswith("-packages")]
     return "\n".join(parts)
 
 
-def _stat(path: Path) -> str:
+def _stat(path: str) -> str:
     try:
         st = os.stat(path)
     except OSError:
@@ -77,7 +77,7 @@ def _stat(path: Path) -> str:
 
 def memo_key(kind: str, source: bytes) -> str:
     """The content address of the parse of ``source`` as a ``kind`` document by this code."""
-    digest = hashlib.sha256()
+    digest = sha256()
     for part in (FORMAT, __version__, code_stamp(), kind):
         digest.update(part.encode("utf-8", "surrogateescape") + b"\0")
     digest.update(source)
@@ -92,7 +92,7 @@ def memo_path(home: Path, key: str) -> Path:
 
 def _payload_digest(payload: Any) -> str:
     text = json.dumps(payload, separators=(",", ":"))  # in order: the order of bindings is meaningful
-    return hashlib.sha256(text.encode("ascii")).hexdigest()
+    return sha256(text.encode("ascii")).hexdigest()
 
 
 def recall(home: Path, kind: str, source: bytes) -> dict[str, Any] | None:
@@ -110,7 +110,7 @@ def recall(home: Path, kind: str, source: bytes) -> dict[str, Any] | None:
             document.get("format") == FORMAT
             and document.get("kind") == kind
             and document.get("key") == key
-            and document.get("sourceSha256") == hashlib.sha256(source).hexdigest()
+            and document.get("sourceSha256") == sha256(source).hexdigest()
             and isinstance(payload, dict)
             and document.get("payloadSha256") == _payload_digest(payload)
         )
@@ -129,7 +129,7 @@ def remember(home: Path, kind: str, source: bytes, payload: dict[str, Any]) -> N
             "format": FORMAT,
             "kind": kind,
             "key": key,
-            "sourceSha256": hashlib.sha256(source).hexdigest(),
+            "sourceSha256": sha256(source).hexdigest(),
             "payloadSha256": _payload_digest(payload),
             "payload": payload,
         }

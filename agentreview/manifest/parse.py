@@ -8,13 +8,14 @@ and tests use are importable from here.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from agentreview.manifest.read import BOM, MAX_MANIFEST_BYTES, Frontmatter, load_frontmatter, read_manifest_bytes
 from agentreview.model.packref import GitPackRefError, parse_git_pack_ref
 from agentreview.model.problems import MAX_PROBLEMS, ManifestError, Problem
+from agentreview.model.record import record
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentreview.manifest.translate import Schema
@@ -42,7 +43,7 @@ __all__ = [
 # --------------------------------------------------------------------------- review
 
 
-@dataclass(frozen=True)
+@record
 class ParsedReview:
     """A valid ``kind: review`` manifest with its source bytes and the bindings that apply.
 

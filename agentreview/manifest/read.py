@@ -7,11 +7,11 @@ is refused at once) and its YAML by :mod:`agentreview.manifest.yaml_safe`, which
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agentreview.model.problems import MAX_PROBLEMS, ManifestError, Problem
+from agentreview.model.record import record
 
 __all__ = [
     "BOM",
@@ -78,7 +78,7 @@ def decode(source: bytes, path: Path | None) -> str:
         ) from None
 
 
-@dataclass(frozen=True)
+@record
 class Frontmatter:
     """The mapping between the ``---`` lines, the file line paths map to, and the markdown body."""
 

@@ -9,19 +9,20 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, NoReturn
 
 from agentreview.model.packref import GitPackRefError, parse_git_pack_ref
 from agentreview.model.problems import MAX_PROBLEMS, ManifestError, Problem
+from agentreview.model.record import record
 
 __all__ = ["MAX_PROBLEMS", "Schema", "fail", "schema_problems"]
 
 _UNLISTED = "(not listed)"
 
 
-@dataclass(frozen=True)
+@record
 class Schema:
     """What a translation needs besides the error: the raw document and which models validated it.
 

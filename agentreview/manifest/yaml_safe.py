@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
 from typing import Any
+
+from agentreview.model.record import record
 
 MAX_DEPTH = 64
 MAX_INT_DIGITS = 30
@@ -57,7 +58,7 @@ class _Refused(ValueError):
     """A scalar this module refuses; the builder adds the position."""
 
 
-@dataclass(frozen=True)
+@record
 class Loaded:
     """The document's value and, for every node, the 1-based file line it starts on.
 

@@ -12,12 +12,12 @@ import os
 import stat
 import urllib.parse
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
 
 from agentreview.mcp.args import ToolFailure
+from agentreview.model.record import record
 
 ROOTS_TIMEOUT_S = 30.0  # how long a tool call waits for the client's roots/list
 
@@ -30,7 +30,7 @@ def _below(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-@dataclass(frozen=True)
+@record
 class Roots:
     """The directories this server works in, and where they came from (for the refusal's words)."""
 

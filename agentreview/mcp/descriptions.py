@@ -5,10 +5,11 @@ Kept apart from the server so the words can be read (and reviewed) as the model 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import Field
+
+from agentreview.model.record import record
 
 INSTRUCTIONS = (
     "agentreview runs the repository's REVIEW.md review (command lanes and reviewer-agent lanes) over a git "
@@ -18,7 +19,7 @@ INSTRUCTIONS = (
 )
 
 
-@dataclass(frozen=True)
+@record
 class ToolText:
     """What a host shows of one tool and what it may assume about it.
 

@@ -12,7 +12,7 @@ import os
 import signal
 import warnings
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Annotated, Any, TypeVar, cast
 
@@ -29,6 +29,7 @@ from agentreview.mcp import descriptions as d
 from agentreview.mcp.confine import ClientRoots, NoRootsChannel, Roots
 from agentreview.model.digests import json_text
 from agentreview.model.errors import AgentreviewError
+from agentreview.model.record import record
 from agentreview.report.neutral import printable
 
 T = TypeVar("T")
@@ -106,7 +107,7 @@ def declared(text: d.ToolText) -> dict[str, Any]:
     return {"title": text.title, "description": text.description, "annotations": hints}
 
 
-@dataclass(frozen=True)
+@record
 class ServeOptions:
     """``agentreview mcp``'s command line: where a client without roots may work, and the run limits."""
 

@@ -6,10 +6,20 @@ form does.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+# CPython's own SHA-256 (the same digest): importing hashlib loads OpenSSL's libcrypto, a cost every
+# cold command paid for hashing a few KiB (docs/performance.md). 3.12 renamed the module; a build
+# without it uses hashlib's.
+try:
+    from _sha256 import sha256  # type: ignore[import-not-found,unused-ignore]
+except ImportError:  # pragma: no cover - Python 3.12+, or a build without the builtin hashes
+    try:
+        from _sha2 import sha256  # type: ignore[import-not-found,no-redef,unused-ignore]
+    except ImportError:
+        from hashlib import sha256  # type: ignore[assignment,no-redef,unused-ignore]
 
 # Re-exported: digests is where callers look for canonical JSON.
 from agentreview.model.canonical import UNDEFINED as UNDEFINED
@@ -46,7 +56,7 @@ def loads_strict(text: str | bytes) -> Any:
 def sha256_hex(data: bytes | str) -> str:
     if isinstance(data, str):
         data = data.encode("utf-8")
-    return hashlib.sha256(data).hexdigest()
+    return sha256(data).hexdigest()
 
 
 def signed_bytes_of(attestation: Mapping[str, Any]) -> bytes:

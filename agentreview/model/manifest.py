@@ -8,11 +8,11 @@ Constructing a record directly does not validate. Cross-field rules live in ``ag
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from agentreview.model.packref import PACK_REF_PATTERN, parse_git_pack_ref
 from agentreview.model.reader import Bool, DictOf, Int, ListOf, Lit, Nullable, Record, Str, Tagged, spec
+from agentreview.model.record import record
 
 __all__ = [
     "CHECK",
@@ -95,7 +95,7 @@ SEVERITY = Lit("high", "medium", "low")
 NAMES = ListOf(NON_EMPTY)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(kw_only=True)
 class CommandCheck:
     """A ``kind: command`` check of a review manifest: a shell command run in the frozen head."""
 
@@ -109,7 +109,7 @@ class CommandCheck:
     effects: bool = spec(FLAG, default=False)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(kw_only=True)
 class AgentCheck:
     """A ``kind: agent`` check of a review manifest: a reviewer preset (and its fallbacks) with a rubric."""
 
@@ -125,7 +125,7 @@ class AgentCheck:
     effects: Literal[False] = spec(FALSE_ONLY, default=False)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(kw_only=True)
 class Binding:
     """A named selection of checks, and when it applies."""
 
@@ -135,7 +135,7 @@ class Binding:
     quorum: Literal["all-blocking-pass"] = spec(Lit(QUORUM), default=QUORUM)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(kw_only=True)
 class Override:
     """A change to one imported check: its severity threshold, blocking, timeout or reviewers."""
 
@@ -146,7 +146,7 @@ class Override:
     fallbackPresets: list[str] | None = spec(Nullable(NAMES), default=None)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(kw_only=True)
 class UsesEntry:
     """One pack the manifest imports: under which name, which of its checks, with what changes."""
 
@@ -159,7 +159,7 @@ class UsesEntry:
     allowCommands: bool = spec(FLAG, default=False)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(kw_only=True)
 class Target:
     """What a review covers: a git range from ``base`` to the head."""
 
@@ -167,7 +167,7 @@ class Target:
     base: str = spec(NON_EMPTY, default=DEFAULT_BASE)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(kw_only=True)
 class VerdictConfig:
     """The `verdict` member: the folder the export is written to."""
 
@@ -178,7 +178,7 @@ class VerdictConfig:
 CHECK = Tagged("kind", CommandCheck, AgentCheck, open=True)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(kw_only=True)
 class ReviewManifest:
     """The frontmatter of a ``kind: review`` REVIEW.md."""
 
@@ -193,7 +193,7 @@ class ReviewManifest:
     verdict: VerdictConfig = spec(Record(VerdictConfig), default_factory=VerdictConfig)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(kw_only=True)
 class PackCommandCheck:
     """A ``kind: command`` check a review pack ships."""
 
@@ -207,7 +207,7 @@ class PackCommandCheck:
     effects: Literal[False] = spec(FALSE_ONLY, default=False)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(kw_only=True)
 class PackAgentCheck:
     """A ``kind: agent`` check a review pack ships."""
 
@@ -225,7 +225,7 @@ class PackAgentCheck:
 PACK_CHECK = Tagged("kind", PackCommandCheck, PackAgentCheck)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(kw_only=True)
 class ReviewPack:
     """The frontmatter of a ``kind: review-pack`` document."""
 

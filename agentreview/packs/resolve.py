@@ -10,12 +10,13 @@ pack's files is :mod:`agentreview.packs.confine`'s job.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentreview.model.contracts.errors import PackLoadError, PackUnavailableError
 from agentreview.model.errors import AgentreviewError
+from agentreview.model.record import record
 from agentreview.packs.confine import read_confined
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -60,7 +61,7 @@ def classify_pack_ref(ref: str) -> str:
     return "npm"
 
 
-@dataclass(frozen=True)
+@record
 class ResolvedCheck:
     """A check as it runs: for a pack check the id is ``<as>/<id>``, overrides are applied,
     and an agent check carries its final preset."""
@@ -78,8 +79,10 @@ class ResolvedCheck:
         return (self.rubric_base / rubric) if rubric else None
 
 
-@dataclass(frozen=True)
+@record
 class ResolvedPack:
+    """One ``uses`` entry resolved: the pack as loaded and read, and the digest the attestation records."""
+
     entry: UsesEntry
     loaded: LoadedPack
     pack: ReviewPack
@@ -87,8 +90,10 @@ class ResolvedPack:
     form: str  # which loader form: path, npm, git+https
 
 
-@dataclass(frozen=True)
+@record
 class ResolvedReview:
+    """A review with its packs resolved: every check by reference, the bindings, and what resolution ignored."""
+
     parsed: ParsedReview
     manifest_dir: Path
     checks: dict[str, ResolvedCheck]  # local checks first, then pack checks, in order

@@ -42,6 +42,8 @@ class PluginConflictError(AgentreviewError):
 
 @dataclass
 class PluginInfo:
+    """One loaded plugin as ``agentreview plugins`` lists it: entry point, distribution, module and hooks."""
+
     name: str  # entry-point name (the name registered with pluggy)
     distribution: str
     version: str
@@ -60,6 +62,8 @@ class PluginInfo:
 
 @dataclass
 class Registered:
+    """An object a plugin registered, with the plugin's name (for conflicts and messages)."""
+
     obj: Any
     plugin: str
 

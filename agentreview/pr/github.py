@@ -14,8 +14,9 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from agentreview.model.record import record
 
 DEFAULT_API_URL = "https://api.github.com"
 TIMEOUT_S = 30.0
@@ -106,7 +107,7 @@ class _SameOriginRedirects(urllib.request.HTTPRedirectHandler):
         return super().redirect_request(req, fp, code, msg, headers, newurl)
 
 
-@dataclass(frozen=True)
+@record
 class PullState:
     """What a snapshot needs of one pull request."""
 

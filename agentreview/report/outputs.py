@@ -12,12 +12,12 @@ import os
 import stat
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agentreview.host.files import FileWriteError, atomic_write_text, describe_os_error
 from agentreview.model.errors import EXIT_ERROR, EXIT_OK
+from agentreview.model.record import record
 from agentreview.report.neutral import neutralize
 
 __all__ = ["ENV_STEP_SUMMARY", "ReportTargets", "append_text", "write_reports"]
@@ -25,7 +25,7 @@ __all__ = ["ENV_STEP_SUMMARY", "ReportTargets", "append_text", "write_reports"]
 ENV_STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
 
 
-@dataclass(frozen=True)
+@record
 class ReportTargets:
     """Where the reports go; ``summary_required`` is true when the caller named the summary file."""
 

@@ -12,12 +12,12 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 from agentreview.host.procs.group import ProcessResult, run_process_group
 from agentreview.host.programs import find_program
 from agentreview.model.contracts.reviewers import PresetSpec, ProviderStatus
+from agentreview.model.record import record
 from agentreview.reviewers.env import reviewer_env
 
 # A Node CLI's --help or --version on a loaded 2-core machine has taken over 20 s; one that hangs costs
@@ -90,7 +90,7 @@ def help_lists(help_text: str, flags: Iterable[str]) -> list[str]:
     return [flag for flag in flags if not re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", help_text)]
 
 
-@dataclass(frozen=True)
+@record
 class CliInfo:
     """A found and probed CLI."""
 

@@ -7,16 +7,16 @@ declares them as ``preset_options`` and inherits the check. Undeclared options p
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Literal
 
+from agentreview.model.record import record
 from agentreview.reviewers.env import ENV_NAME
 
 OptionKind = Literal["string", "strings", "integer", "env_names"]
 MAX_RETRIES = 5
 
 
-@dataclass(frozen=True)
+@record
 class PresetOption:
     """The shape one preset option must have.
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 import re
 import tomllib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agentreview.host.files import UnreadableFileError, read_regular_file
+from agentreview.model.record import record
 
 __all__ = ["DetectedCheck", "detect_checks", "read_text"]
 
@@ -27,7 +27,7 @@ _ESLINT_CONFIGS = (
 )  # fmt: skip
 
 
-@dataclass(frozen=True)
+@record
 class DetectedCheck:
     """One command check: its id in REVIEW.md, the shell command, why it was chosen (written into
     REVIEW.md, so nothing of this host), and what of this host it runs with (only shown)."""

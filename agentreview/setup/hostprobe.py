@@ -15,6 +15,7 @@ from pathlib import Path
 from agentreview.host.files import UnreadableFileError, read_regular_file
 from agentreview.host.procs.group import run_process_group
 from agentreview.host.programs import find_program
+from agentreview.model.record import record
 
 __all__ = ["HostProbe", "Interpreter"]
 
@@ -28,7 +29,7 @@ _PROBE = (
 )
 
 
-@dataclass(frozen=True)
+@record
 class Interpreter:
     """A Python that starts: its absolute path, version and the distributions it has installed."""
 

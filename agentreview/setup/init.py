@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentreview.model.record import record
 from agentreview.setup.choose import choose_checks
 from agentreview.setup.detect import DetectedCheck, detect_checks, read_text
 from agentreview.setup.hooks import install_pre_push
@@ -31,8 +32,10 @@ from agentreview.setup.writer import Outcome, place
 __all__ = ["InitOptions", "InitReport", "init_repository"]
 
 
-@dataclass(frozen=True)
+@record
 class InitOptions:
+    """What ``agentreview init`` was asked for: the checkout, the CI and hook to set up, the reviewer."""
+
     root: Path
     ci: str | None = None
     hook: str = "pre-push"
@@ -43,6 +46,8 @@ class InitOptions:
 
 @dataclass
 class InitReport:
+    """What ``agentreview init`` did: each file written or skipped and why, the checks it found, warnings."""
+
     outcomes: list[Outcome] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     checks: list[DetectedCheck] = field(default_factory=list)

@@ -10,9 +10,11 @@ import configparser
 import re
 import tomllib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
+
+from agentreview.model.record import record
 
 __all__ = ["ToxConfig", "expand_envs", "interpreter_of", "read_tox_config"]
 
@@ -24,7 +26,7 @@ _REQUIREMENT_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 _RUNNER_PLUGINS = {"uv-venv-runner": "tox-uv", "uv-venv-lock-runner": "tox-uv", "uv-venv-pep-517": "tox-uv"}
 
 
-@dataclass(frozen=True)
+@record
 class ToxConfig:
     """``envs``: the environments a bare ``tox`` runs; ``plugins``: distributions it needs besides
     tox (``requires`` and the runners' plugins), normalized; ``interpreters``: env -> the interpreter

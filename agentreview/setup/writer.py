@@ -8,18 +8,18 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from agentreview.host.files import UnreadableFileError, atomic_write_bytes, read_regular_file
+from agentreview.model.record import record
 
 __all__ = ["Outcome", "place", "shown"]
 
 Status = Literal["written", "unchanged", "skipped"]
 
 
-@dataclass(frozen=True)
+@record
 class Outcome:
     """What happened to one file: ``path`` as shown to the user, the status, and why."""
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from agentreview.host.files import MissingFileError, UnreadableFileError, read_regular_file
 from agentreview.model.digests import json_text, range_sha
 from agentreview.model.fold import fold_verdict
+from agentreview.model.record import record
 from agentreview.store.layout import HEX64, LedgerKey
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -27,7 +27,7 @@ LANE_STATUSES = ("pass", "fail", "skipped", "timeout")
 ATTESTATION_SCHEMA = "agentproto.review.attestation/v1"
 
 
-@dataclass(frozen=True)
+@record
 class HostInfo:
     """Where the reviewed checkout lives on this host. Never part of an attestation, never exported."""
 
@@ -53,7 +53,7 @@ class HostInfo:
         return out
 
 
-@dataclass(frozen=True)
+@record
 class LedgerEntry:
     """One ledger file: the attestation (validated), its raw JSON as stored, and the host data."""
 
@@ -63,7 +63,7 @@ class LedgerEntry:
     path: Path
 
 
-@dataclass(frozen=True)
+@record
 class LedgerRow:
     """A settled ``review_ledger`` row (reference-notes 5.2), plus where its file is."""
 

@@ -7,11 +7,11 @@ local binding's attestation.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentreview.model.errors import EXIT_ERROR, AgentreviewError
+from agentreview.model.record import record
 from agentreview.verify.result import VerifyStop
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
 CI_BINDING = "ci"
 
 
-@dataclass(frozen=True)
+@record
 class Expectation:
     """What the attestation must say about this checkout."""
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentreview.model.digests import loads_strict
 from agentreview.model.errors import EXIT_ERROR, EXIT_INVALID, EXIT_NOT_EXPORTED, EXIT_NOT_FOUND, EXIT_USAGE
+from agentreview.model.record import record
 from agentreview.store.exportcommit import head_only_touches_exports, repository_folder
 from agentreview.verify.expectation import resolve_expectation_shas
 from agentreview.verify.result import VerifyStop
@@ -81,8 +81,10 @@ def _nesting_depth(value: Any) -> int:
     return deepest
 
 
-@dataclass(frozen=True)
+@record
 class ExportDoc:
+    """One export file read from the export folder: where it is and its JSON as read."""
+
     path: Path
     raw: dict[str, Any]
 
@@ -147,7 +149,7 @@ def find_for_range(docs: Sequence[ExportDoc], base_sha: str, head_sha: str, bind
 # --------------------------------------------------------------------------- step 3
 
 
-@dataclass(frozen=True)
+@record
 class Located:
     """The attestation to verify, the export docs ``composedFrom`` priors are looked up in, and
     the expected range (moved to ``HEAD^`` when the head only commits exports)."""

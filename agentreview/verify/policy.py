@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentreview.manifest.policy_tree import manifest_rel, repo_rel
 from agentreview.model.errors import EXIT_ERROR, EXIT_USAGE, AgentreviewError, UsageError
+from agentreview.model.record import record
 from agentreview.verify.result import CheckLine, VerifyStop, short
 from agentreview.verify.trust import ALLOWED_SIGNERS_IN_REPO, PolicyCommit
 
@@ -23,8 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agentreview.plugins.registry import Registry
 
 
-
-@dataclass(frozen=True)
+@record
 class Policy:
     """REF's manifest: the commit, its repository path, and the manifest parsed (its ``path`` is
     where it sits in the checkout, so that path packs resolve as they do for a run)."""

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentreview.model.errors import EXIT_OK
+from agentreview.model.record import record
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentreview.host.refs import ResolvedRef
@@ -23,7 +24,7 @@ VERDICT_CHOICES = ("pass", "block", "incomplete", "any")
 EXPECTED_VERDICT_CHECK = "verdict"
 
 
-@dataclass(frozen=True)
+@record
 class VerifyOptions:
     """What the caller asked for. Relative paths are resolved against ``cwd``."""
 
@@ -45,7 +46,7 @@ class VerifyOptions:
     notes: bool = False  # find the attestation in refs/notes/agentreview of the head, not in exports
 
 
-@dataclass(frozen=True)
+@record
 class CheckLine:
     """One check performed, with what was expected and what the attestation says.
 

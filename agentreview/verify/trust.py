@@ -9,11 +9,11 @@ given; the bytes checked are the bytes read, never the path read again.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentreview.model.errors import EXIT_ERROR, EXIT_USAGE
+from agentreview.model.record import record
 from agentreview.verify.result import VerifyStop
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -29,7 +29,7 @@ UNNAMED_BASE = (
 )
 
 
-@dataclass(frozen=True)
+@record
 class PolicyCommit:
     """``--policy-from``: the name as resolved (to exactly one full ref or commit) and the commit."""
 
@@ -45,7 +45,7 @@ class PolicyCommit:
         return self.resolved.commit
 
 
-@dataclass(frozen=True)
+@record
 class SignersFile:
     """The allowed_signers file to use.
 
@@ -60,7 +60,7 @@ class SignersFile:
     linked: bool = False
 
 
-@dataclass(frozen=True)
+@record
 class TrustDecision:
     """Whether ``signers`` can be believed: ``why`` (the whole message) is None when it can. ``data`` is the bytes to
     verify against when they were fixed by the check (an in-repository file), else None (a file

@@ -17,11 +17,11 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import IO, Literal, Protocol
 
 from agentreview.host.procs import spawn, table, watchdog
 from agentreview.host.procs.buffers import HeadBuffer, TailBuffer
+from agentreview.model.record import record
 
 MAX_CAPTURE = 8 * 1024 * 1024  # default bytes kept per stream
 KILL_GRACE_S = 5.0  # SIGTERM to SIGKILL
@@ -36,7 +36,7 @@ Keep = Literal["head", "tail"]
 _numbers = itertools.count(1)
 
 
-@dataclass(frozen=True)
+@record
 class ProcessResult:
     """How a child ended. ``spawn_error``, ``timed_out`` and ``cancelled`` explain an abnormal end
     (at most one is set); otherwise ``returncode`` is the leader's exit status (negative: the

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+from agentreview.model.record import record
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentreview.model.check_model import CheckModel
@@ -17,7 +19,7 @@ if TYPE_CHECKING:  # pragma: no cover
 OutcomeKind = Literal["exited", "reported", "timeout", "skipped"]
 
 
-@dataclass(frozen=True)
+@record
 class ReportedFinding:
     """One finding as a reviewer reported it (already shape-checked)."""
 
@@ -28,7 +30,7 @@ class ReportedFinding:
     line: int | None = None
 
 
-@dataclass(frozen=True)
+@record
 class FallbackAttempt:
     """A reviewer preset that was tried before the one that ran, and why it was unavailable."""
 
@@ -39,7 +41,7 @@ class FallbackAttempt:
     unsafe_values: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@record
 class DeltaRange:
     """A composed agent lane reviews only ``prior_head..head``; the attestation still covers base..head."""
 
@@ -48,7 +50,7 @@ class DeltaRange:
     prior_attestation_sha256: str
 
 
-@dataclass(frozen=True)
+@record
 class LaneOutcome:
     """What a lane executor observed. The core derives the lane status from it.
 
@@ -104,7 +106,7 @@ class LaneOutcome:
         return cls(kind="skipped", error=error, **session)
 
 
-@dataclass(frozen=True)
+@record
 class LaneRequest:
     """Everything one lane needs. ``check`` is the resolved check (pack overrides applied,
     id namespaced as ``<as>/<id>`` for a pack check); for a check kind a plugin contributes, it

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from agentreview.model.contracts.errors import PackLoadError, PackUnavailableError
+from agentreview.model.record import record
 
 __all__ = ["LoadedPack", "PackLoadContext", "PackLoadError", "PackLoader", "PackUnavailableError"]
 
 
-@dataclass(frozen=True)
+@record
 class PackLoadContext:
+    """What a pack loader is given: the repository, the manifest's folder, the home for its cache, and bounds."""
+
     repo_root: Path
     manifest_dir: Path
     home: Path
@@ -20,7 +22,7 @@ class PackLoadContext:
     offline: bool = False
 
 
-@dataclass(frozen=True)
+@record
 class LoadedPack:
     """A pack's root (real path), its REVIEW.md bytes as read, and whether its commands may run unasked."""
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from agentreview.model.record import record
 
-@dataclass(frozen=True)
+
+@record
 class PresetSpec:
     """A host-local reviewer preset: which provider runs it, with which model and options."""
 
@@ -30,7 +32,7 @@ ReviewerEnd = Literal[
 ]
 
 
-@dataclass(frozen=True)
+@record
 class ReviewerRequest:
     """One reviewer attempt."""
 
@@ -66,7 +68,7 @@ class ReviewerRequest:
 HostRetry = Literal["auth_path_unavailable", "host_path_unavailable"]
 
 
-@dataclass(frozen=True)
+@record
 class ReviewerResult:
     """How one attempt ended. A provider that audits its reviewer's output names what the audit
     found in two buckets (the wrapper contract's): ``unknown_fields``, a shape it could not verify
@@ -90,7 +92,7 @@ class ReviewerResult:
     family: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class ProviderStatus:
     """Whether a provider's CLI is installed and usable here (for ``agentreview presets``)."""
 

@@ -3,25 +3,29 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from agentreview.model.contracts.errors import SignatureInvalidError, SigningError
+from agentreview.model.record import record
 
 __all__ = ["KeyInfo", "SignatureInvalidError", "Signer", "SignerContext", "SigningError"]
 
 
-@dataclass(frozen=True)
+@record
 class SignerContext:
+    """What a signer is given: the home its keys live in, the repository and principal if known, a time bound."""
+
     home: Path
     repo_root: Path | None = None
     principal: str | None = None
     timeout_s: float = 30.0
 
 
-@dataclass(frozen=True)
+@record
 class KeyInfo:
+    """A signing key as ``agentreview key`` shows it: fingerprint, principal, public key file, allowed_signers line."""
+
     fingerprint: str
     principal: str
     public_key_path: Path
