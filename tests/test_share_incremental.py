@@ -193,6 +193,24 @@ def test_an_entry_a_dead_fetch_left_unindexed_is_stored_again_and_listed_once(
         index.close()
 
 
+def test_two_fetches_importing_the_same_notes_at_once_store_them_once(hosts: Hosts, tmp_path: Path) -> None:
+    """Two fetches in one home read the same new notes; the one that writes second finds the
+    first's entries in the index and writes no pack of its own."""
+    from agentreview.store.foreign import ForeignStore
+
+    root = tmp_path / "ledger"
+    first, second = ForeignStore(root), ForeignStore(root)
+    heads = [hosts.a.commit(f"c {n}", {"src/app.py": f"n = {n}\n"}) for n in range(3)]
+    for store in (first, second):
+        for head in heads:
+            assert store.add(hosts.a.attestation(head=head), remote="shared", principal=None, durable=False)
+    first.sync()
+    second.sync()
+    listed = [att["target"]["headSha"] for att, _host in ForeignStore(root).all()]
+    assert sorted(listed) == sorted(heads)
+    assert len(list(root.glob("*/foreign/pack-*.jsonl"))) == 1
+
+
 def fast_import_notes(hosts: Hosts, lines: dict[str, bytes]) -> None:
     """A notes commit holding ``lines[commit]`` as the note of each commit, made by one ``git
     fast-import`` in A and pushed to the shared remote."""

@@ -124,11 +124,16 @@ class ForeignStore:
         for digest, (folder, summary, line) in self._pending.items():
             folders.setdefault(folder, []).append((digest, summary, line))
         rows = []
-        for folder, members in folders.items():
+        for folder, pending in folders.items():
+            rel = folder.relative_to(self.root).as_posix()
+            stored = self._index().digests(rel) if folder.is_dir() else set()  # another fetch's, meanwhile
+            members = [member for member in pending if member[0] not in stored]
+            if not members:
+                continue
             folder.mkdir(parents=True, exist_ok=True, mode=0o700)
             pack = folder / f"pack-{os.urandom(12).hex()}.jsonl"
             atomic_write_bytes(pack, b"".join(line for _digest, _summary, line in members))
-            st, offset, rel = pack.stat(), 0, folder.relative_to(self.root).as_posix()
+            st, offset = pack.stat(), 0
             for digest, summary, line in members:
                 rows.append((rel, f"{pack.name}{MEMBER}{offset}", st, summary, digest))
                 offset += len(line)
