@@ -22,7 +22,16 @@ from typing import Any
 
 from agentreview.host.files import MissingFileError, UnreadableFileError, read_regular_file
 from agentreview.store.entries import MAX_ENTRY_BYTES, Summary, summarize
-from agentreview.store.layout import ENTRY_NAME, FOREIGN_DIR, INDEX_NAME, MEMBER, PACK_NAME, ledger_slug, valid_child
+from agentreview.store.layout import (
+    ENTRY_NAME,
+    ENTRY_SUFFIX,
+    FOREIGN_DIR,
+    INDEX_NAME,
+    MEMBER,
+    PACK_NAME,
+    ledger_slug,
+    valid_child,
+)
 
 INDEX_LOCK = ".index.lock"
 INDEX_FILE_SUFFIXES = ("", "-wal", "-shm", "-journal")
@@ -119,6 +128,12 @@ def _row(rel: str, name: str, st: os.stat_result, summary: Summary, *, foreign: 
 def _not_ok(rel: str, name: str, st: os.stat_result, *, foreign: bool) -> tuple[Any, ...]:
     """The row of a file that lists nothing: unusable, or the pack whose members have rows of their own."""
     return (rel, name, *_stat_sig(st), 0, *([None] * 11), int(foreign), None, None)
+
+
+def _digests(conn: sqlite3.Connection, rel: str) -> set[str]:
+    """The attestation digests of the usable entries in the directory ``rel``."""
+    sql = "SELECT digest FROM entries WHERE dir = ? AND ok = 1 AND digest IS NOT NULL"
+    return {digest for (digest,) in conn.execute(sql, (rel,))}
 
 
 def _file_of(name: str) -> str:
@@ -284,8 +299,8 @@ class LedgerIndex:
 
     def digests(self, rel: str) -> set[str]:
         """The attestation digests of the usable entries in the directory ``rel``."""
-        sql = "SELECT digest FROM entries WHERE dir = ? AND ok = 1 AND digest IS NOT NULL"
-        return {d for (d,) in self._read(lambda conn: conn.execute(sql, (rel,)).fetchall())}
+        found: set[str] = self._read(lambda conn: _digests(conn, rel))
+        return found
 
     def rebuild(self) -> int:
         """Discard the index and rebuild it from the files; return how many entries it holds."""
@@ -550,10 +565,9 @@ class LedgerIndex:
         except (UnreadableFileError, MissingFileError) as exc:
             self._warn(f"ledger pack {path} {exc} — skipped")
             data = b""
-        # an entry stored twice (its note read again after a fetch died unindexed) is listed once
-        known = {d for (d,) in conn.execute("SELECT digest FROM entries WHERE dir = ? AND ok = 1", (rel,))}
+        known = _digests(conn, rel)  # an entry stored twice (a fetch that died unindexed) is listed once
         for member in pack_members(data):
-            if member.summary is None:
+            if member.summary is None or member.digest is None:
                 self._warn(f"ledger entry {path}{MEMBER}{member.offset} is unusable ({member.problem}) — skipped")
                 continue
             if member.digest in known:
@@ -598,4 +612,4 @@ class LedgerIndex:
         except (OSError, ValueError) as exc:  # json and UnicodeDecodeError are ValueErrors
             self._warn(f"ledger entry {path} is unusable ({exc}) — skipped; delete it or re-run the review")
             return not_ok
-        return _row(rel, name, st, summary, foreign=foreign, digest=name[: -len(".json")] if foreign else None)
+        return _row(rel, name, st, summary, foreign=foreign, digest=name[: -len(ENTRY_SUFFIX)] if foreign else None)
