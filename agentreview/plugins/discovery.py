@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import importlib
 import json
 import os
@@ -17,6 +16,7 @@ from typing import Any, NamedTuple
 from agentreview import __version__
 from agentreview.host.files import atomic_write_bytes, read_regular_file
 from agentreview.host.home import cache_dir
+from agentreview.model.digests import sha256_hex
 
 GROUP = "agentreview"
 CACHE_FORMAT = "agentreview-plugin-cache/3"
@@ -52,7 +52,7 @@ def discover(*, rescan: bool = False, cache: bool = True) -> tuple[tuple[PluginE
     used when its key matches and not ``rescan``. ``cache=False`` neither reads nor writes the caller's home."""
     key = _key() if cache else None
     try:
-        path = cache_dir() / f"plugins-{hashlib.sha256(os.fsencode(sys.executable)).hexdigest()[:8]}.json"
+        path = cache_dir() / f"plugins-{sha256_hex(os.fsencode(sys.executable))[:8]}.json"
     except (OSError, RuntimeError, KeyError):  # no home to keep it in
         key = None
     if key and not rescan and (cached := _read(path, key)) is not None:
@@ -82,7 +82,7 @@ def _key() -> str | None:
             continue
         names += ["EGG-INFO"] if os.path.basename(root).lower().endswith(".egg") else []
         parts.append([root, [[n, [_stat(os.path.join(root, n, f)) for f in _METADATA_FILES]] for n in names]])
-    return hashlib.sha256(repr(parts).encode()).hexdigest()
+    return sha256_hex(repr(parts))
 
 
 def _stat(path: Any) -> tuple[int, ...] | None:

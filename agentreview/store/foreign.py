@@ -8,7 +8,6 @@ caller decides). Every read goes through the strict verification model.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from agentreview.host.files import UnreadableFileError, atomic_write_bytes
 from agentreview.model.attestation import Attestation
 from agentreview.model.canonical import canonical_json
+from agentreview.model.digests import sha256_hex
 from agentreview.store.entries import Summary
 from agentreview.store.foreign_entry import (
     foreign_row,
@@ -67,14 +67,14 @@ class ForeignStore:
         check_key(LedgerKey.of(att))
         document = att.to_json_dict()
         text = canonical_json(document)
-        return Incoming(document, text, hashlib.sha256(text).hexdigest(), self._folder(att.target.repoRemote))
+        return Incoming(document, text, sha256_hex(text), self._folder(att.target.repoRemote))
 
     def accept(self, document: dict[str, Any], line: bytes) -> Incoming:
         """Take a note's line (``document`` is its JSON) as an import does: its listed members well
         formed (the strict model reads it at its first use), its digest that of the line (the
         attestationSha256 of a line ``publish`` wrote: canonical JSON). Raises as :meth:`check`."""
         key = listable_key(document)
-        return Incoming(document, line, hashlib.sha256(line).hexdigest(), self._folder(key.repo_remote))
+        return Incoming(document, line, sha256_hex(line), self._folder(key.repo_remote))
 
     def _folder(self, repo_remote: str) -> Path:
         if (folder := self._folders.get(repo_remote)) is None:

@@ -7,7 +7,6 @@ them) so the ledger's index can read an entry without importing the store that u
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +14,7 @@ from typing import Any, NamedTuple, cast
 
 from agentreview.host.files import read_regular_file, read_regular_line
 from agentreview.model.attestation import Attestation
-from agentreview.model.digests import loads_strict
+from agentreview.model.digests import loads_strict, sha256_hex
 from agentreview.store.entries import MAX_ENTRY_BYTES, Summary
 from agentreview.store.layout import MEMBER, LedgerError, LedgerKey, check_key
 
@@ -139,7 +138,7 @@ def pack_members(data: bytes) -> Iterator[Member]:
             if not line.startswith(PACK_PREFIX):
                 raise ValueError("not a pack line")
             text = line[len(PACK_PREFIX) : line.rindex(b',"host":')]
-            found = Member(offset, foreign_summary(att, host), hashlib.sha256(text).hexdigest(), None)
+            found = Member(offset, foreign_summary(att, host), sha256_hex(text), None)
         except (ValueError, LedgerError, KeyError, TypeError, RecursionError) as exc:
             found = Member(offset, None, None, str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__)
         yield found
