@@ -121,14 +121,17 @@ def test_a_fetch_writes_its_entries_as_one_durable_pack_indexed_before_it_record
     assert not (root / index.INDEX_STALE).exists()  # the rows are in: no reader has to re-scan
 
 
-def _dies_while_indexing(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The process ends after its pack is on disk and before its rows are in the index."""
+def _sync_and_die_while_indexing(store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``store.sync()`` in a process that ends after its pack is on disk and before its rows are in the index."""
     from agentreview.store.index import LedgerIndex
 
     def record_many(self: LedgerIndex, entries: Any, **kw: Any) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(LedgerIndex, "record_many", record_many)
+    with monkeypatch.context() as patch:
+        patch.setattr(LedgerIndex, "record_many", record_many)
+        with pytest.raises(KeyboardInterrupt):
+            store.sync()
 
 
 def test_entries_a_fetch_wrote_before_it_died_unindexed_are_still_found(
@@ -144,10 +147,7 @@ def test_entries_a_fetch_wrote_before_it_died_unindexed_are_still_found(
     heads = [hosts.a.commit(f"c {n}", {"src/app.py": f"n = {n}\n"}) for n in range(3)]
     for head in heads:
         assert dying.add(hosts.a.attestation(head=head), remote="shared", principal=None, durable=False)
-    with monkeypatch.context() as patch:
-        _dies_while_indexing(patch)
-        with pytest.raises(KeyboardInterrupt):
-            dying.sync()
+    _sync_and_die_while_indexing(dying, monkeypatch)
     reader = ForeignStore(root)
     try:
         listed = {att["target"]["headSha"] for att, _host in reader.all()}
@@ -173,10 +173,7 @@ def test_an_entry_a_dead_fetch_left_unindexed_is_stored_again_and_listed_once(
     early = ForeignStore(root)  # opens the index during the fetch: re-scans and clears the marker
     assert len(list(early.all())) == 1
     early.close()
-    with monkeypatch.context() as patch:
-        _dies_while_indexing(patch)
-        with pytest.raises(KeyboardInterrupt):
-            dying.sync()
+    _sync_and_die_while_indexing(dying, monkeypatch)
     again = ForeignStore(root)
     try:
         assert not again.has(late)  # unlisted: the next fetch stores it again
