@@ -101,9 +101,9 @@ def test_a_fetch_writes_its_entries_as_one_durable_pack_indexed_before_it_record
         events.append(("write", (path.name, kw.get("durable", True), data.count(b"\n"))))
         return real_write(path, data, **kw)
 
-    def record_many(self: index.LedgerIndex, entries: Any, **kw: Any) -> None:
+    def record_many(self: index.LedgerIndex, entries: Any, **kw: Any) -> bool:
         events.append(("index", len(entries)))
-        real_record(self, entries, **kw)
+        return real_record(self, entries, **kw)
 
     monkeypatch.setattr(foreign, "atomic_write_bytes", write)
     monkeypatch.setattr(index.LedgerIndex, "record_many", record_many)
@@ -125,7 +125,7 @@ def _sync_and_die_while_indexing(store: Any, monkeypatch: pytest.MonkeyPatch) ->
     """``store.sync()`` in a process that ends after its pack is on disk and before its rows are in the index."""
     from agentreview.store.index import LedgerIndex
 
-    def record_many(self: LedgerIndex, entries: Any, **kw: Any) -> None:
+    def record_many(self: LedgerIndex, entries: Any, **kw: Any) -> bool:
         raise KeyboardInterrupt
 
     with monkeypatch.context() as patch:
@@ -299,3 +299,67 @@ def test_an_unchanged_fetch_loads_neither_the_config_the_plugins_nor_the_ledger(
     publish_batch(hosts, keys, BATCH)
     broken = cli(hosts.home_b, hosts.b, "fetch", "--remote", "shared", "--json")
     assert broken.returncode == 3 and "config.toml" in broken.stderr, broken.stderr
+
+
+def test_a_fetch_past_one_write_batch_writes_a_pack_a_batch_and_indexes_every_entry(
+    hosts: Hosts, keys: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The writer thread takes the entries a batch at a time (one pack each) while git reads the
+    next notes' blobs a batch ahead: every note is imported once, every entry indexed, and no
+    re-scan marker is left behind."""
+    from agentreview.share import exchange
+    from agentreview.store import foreign
+    from agentreview.store.index import INDEX_STALE
+
+    monkeypatch.setattr(foreign, "WRITE_BATCH", 4)
+    monkeypatch.setattr(exchange, "READ_BATCH", 6)
+    run_ids = publish_batch(hosts, keys, 0)
+    root = tmp_path / "ledger"
+    store = foreign.ForeignStore(root)
+    try:
+        result = exchange.fetch(hosts.b, store, remote="shared", state_file=tmp_path / "state.json")
+        listed = [att["runId"] for att, _host in store.all()]
+        again = exchange.fetch(hosts.b, store, remote="shared", state_file=tmp_path / "state.json", rescan=True)
+    finally:
+        store.close()
+    packs = sorted(root.glob("*/foreign/pack-*.jsonl"))
+    assert (result.read, result.new, result.complete, result.notes) == (BATCH, BATCH, True, [])
+    assert len(packs) == -(-BATCH // 4) and sum(p.read_bytes().count(b"\n") for p in packs) == BATCH
+    assert sorted(listed) == sorted(run_ids)
+    assert (again.read, again.new) == (BATCH, 0)  # read again, stored once
+    assert not (root / INDEX_STALE).exists()
+
+
+def test_a_batch_the_index_refuses_leaves_the_rescan_marker_and_its_entries_are_found(
+    hosts: Hosts, keys: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One batch's rows cannot go in (a busy or broken index): the others' do, the marker stays
+    (the fetch must not say the index is whole), and the next reader re-scans and lists every entry."""
+    from agentreview.share import exchange
+    from agentreview.store import foreign
+    from agentreview.store.index import INDEX_STALE, LedgerIndex
+
+    monkeypatch.setattr(foreign, "WRITE_BATCH", 4)
+    run_ids = publish_batch(hosts, keys, 0)
+    root = tmp_path / "ledger"
+    real_record, calls = LedgerIndex.record_many, []
+
+    def record_many(self: LedgerIndex, entries: Any, **kw: Any) -> bool:
+        calls.append(len(entries))
+        return False if len(calls) == 2 else real_record(self, entries, **kw)
+
+    store = foreign.ForeignStore(root)
+    try:
+        with monkeypatch.context() as patch:
+            patch.setattr(LedgerIndex, "record_many", record_many)
+            result = exchange.fetch(hosts.b, store, remote="shared", state_file=tmp_path / "state.json")
+    finally:
+        store.close()
+    assert result.new == BATCH and len(calls) == -(-BATCH // 4)
+    assert (root / INDEX_STALE).exists()
+    reader = foreign.ForeignStore(root)
+    try:
+        assert sorted(att["runId"] for att, _host in reader.all()) == sorted(run_ids)
+    finally:
+        reader.close()
+    assert not (root / INDEX_STALE).exists()

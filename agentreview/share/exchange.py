@@ -11,11 +11,13 @@ and signature checks; the next fetch goes on where one stopped.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentreview.host.gitrun import GitError
+from agentreview.model.digests import canonical_json
 from agentreview.share import fetchstate, notes
 from agentreview.share.batch import NoteEntry, changed_notes, existing_commits, object_sizes, read_blobs
 from agentreview.share.fetchstate import FetchState
@@ -46,6 +48,7 @@ class Published:
 MAX_NOTES_PER_FETCH = 20_000  # notes read by one fetch; the next fetch goes on from where it stopped
 MAX_FETCH_BYTES = 64 * 1024 * 1024  # note bytes read by one fetch (the first note is always read)
 MAX_SIGNATURE_CHECKS_PER_FETCH = 1000  # signer processes one fetch starts (team trust on)
+READ_BATCH = 2500  # notes whose blobs one ``git cat-file --batch`` reads, a batch ahead of the import
 
 
 @dataclass
@@ -64,8 +67,6 @@ class Fetched:
 
 def attestation_line(att: Attestation) -> bytes:
     """The one line a note holds for ``att``: its canonical JSON (signature included)."""
-    from agentreview.model.digests import canonical_json
-
     return canonical_json(att.to_json_dict())
 
 
@@ -177,7 +178,10 @@ def _import(cwd: Path, store: ForeignStore, entries: list[NoteEntry], budget: _B
             signers: Path | None, registry: Registry | None) -> tuple[bool, str | None]:  # fmt: skip
     """Import ``entries`` (in order) within ``budget``: whether all were read, and the annotated
     id of the last note read in full (None: none)."""
-    present = existing_commits(cwd, (e.commit for e in entries))
+    with ThreadPoolExecutor(max_workers=1) as side:  # the two git processes run at once
+        sizing = side.submit(object_sizes, cwd, (e.blob for e in entries))
+        present = existing_commits(cwd, (e.commit for e in entries))
+        sizes = sizing.result()
     relevant = [e for e in entries if e.commit in present]
     if len(relevant) < len(entries):
         out.notes.append(
@@ -185,7 +189,6 @@ def _import(cwd: Path, store: ForeignStore, entries: list[NoteEntry], budget: _B
             "branches, then run 'agentreview fetch --rescan' to read them"
         )
     note_limit = notes.MAX_NOTE_BYTES
-    sizes = object_sizes(cwd, (e.blob for e in relevant[: budget.notes]))
     readable = {blob for blob, size in sizes.items() if size is not None and size <= note_limit}
     chosen: list[NoteEntry] = []
     counted: set[str] = set()
@@ -196,15 +199,39 @@ def _import(cwd: Path, store: ForeignStore, entries: list[NoteEntry], budget: _B
         chosen.append(entry)
         counted.add(entry.blob)
         budget.bytes -= cost
-    blobs = read_blobs(cwd, {e.blob for e in chosen if e.blob in readable})
-    last: str | None = None
-    for entry in chosen:
+    reader = ThreadPoolExecutor(max_workers=1)  # git reads the next batch's blobs while this one is imported
+    try:
+        batches = [chosen[start : start + READ_BATCH] for start in range(0, len(chosen), READ_BATCH)]
+        reads = [reader.submit(read_blobs, cwd, {e.blob for e in batch if e.blob in readable}) for batch in batches]
+        last: str | None = None
+        for batch, read in zip(batches, reads, strict=True):
+            done, last = _import_batch(batch, read.result(), sizes, store, budget, out, last,
+                                       signers=signers, registry=registry)  # fmt: skip
+            if not done:
+                return False, last
+    finally:
+        reader.shutdown(wait=True, cancel_futures=True)
+    if len(chosen) == len(relevant):
+        return True, last
+    out.notes.append(
+        f"fetch: {len(relevant)} new note(s), only the first {len(chosen)} read; run 'agentreview fetch' again "
+        "to read the rest"
+    )
+    return False, last
+
+
+def _import_batch(batch: list[NoteEntry], blobs: dict[str, bytes], sizes: dict[str, int | None], store: ForeignStore,
+                  budget: _Budget, out: Fetched, last: str | None, *, signers: Path | None,
+                  registry: Registry | None) -> tuple[bool, str | None]:  # fmt: skip
+    """Import the notes of ``batch`` (their blobs read): whether all were read, and the annotated
+    id of the last note read in full (``last`` when none was)."""
+    for entry in batch:
         where = f"{NOTES_REF} note of {entry.commit[:12]}"
         size = sizes.get(entry.blob)
         out.read += 1
         budget.notes -= 1
-        if size is not None and size > note_limit:
-            out.notes.append(f"the note of {entry.commit[:12]} is larger than {note_limit} bytes — skipped")
+        if size is not None and size > notes.MAX_NOTE_BYTES:
+            out.notes.append(f"the note of {entry.commit[:12]} is larger than {notes.MAX_NOTE_BYTES} bytes — skipped")
         elif entry.blob not in blobs:
             out.notes.append(f"{where} is not a readable blob — skipped")
         elif not _import_note(blobs[entry.blob], where, store, out, budget, signers=signers, registry=registry):
@@ -214,13 +241,7 @@ def _import(cwd: Path, store: ForeignStore, entries: list[NoteEntry], budget: _B
             )
             return False, last
         last = entry.commit
-    if len(chosen) == len(relevant):
-        return True, last
-    out.notes.append(
-        f"fetch: {len(relevant)} new note(s), only the first {len(chosen)} read; run 'agentreview fetch' again "
-        "to read the rest"
-    )
-    return False, last
+    return True, last
 
 
 def _import_note(data: bytes, where: str, store: ForeignStore, out: Fetched, budget: _Budget, *,

@@ -20,12 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from agentreview.host.gitrun import GitError, run_git
+from agentreview.model.digests import loads_strict, refuse_constant
 
 NOTES_REF = "refs/notes/agentreview"
 INCOMING_REF = "refs/notes/agentreview-incoming"
 MAX_LINE_BYTES = 1024 * 1024
 MAX_NOTE_BYTES = 64 * 1024 * 1024
 PUSH_ATTEMPTS = 5
+_LOOSE = json.JSONDecoder(parse_constant=refuse_constant)  # json.loads(line, parse_constant=...), built once
 _FALLBACK_IDENT = {"user.name": "agentreview", "user.email": "agentreview@localhost"}
 
 
@@ -66,14 +68,19 @@ def read_note(cwd: Path, commit: str, ref: str = NOTES_REF) -> bytes:
     return data
 
 
+def _loads_loose(line: bytes) -> Any:
+    """``json.loads(line, parse_constant=refuse_constant)`` with its decoder built once, not per line."""
+    utf8 = line[:1] == b"{" and line[1:2] != b"\x00"  # what json.detect_encoding says of such a line
+    encoding = "utf-8" if utf8 else json.detect_encoding(line)
+    return _LOOSE.decode(line.decode(encoding, "surrogatepass"))
+
+
 def parse_note(
     data: bytes, where: str = "note", *, strict: bool = True
 ) -> tuple[list[tuple[bytes, dict[str, Any]]], list[str]]:
     """The JSON objects of a note, one per line, each with its line, and a message for every line
     skipped. ``strict``: duplicate keys refused too (else the later one wins, as in JavaScript);
     NaN and Infinity are refused either way."""
-    from agentreview.model.digests import loads_strict, refuse_constant
-
     out: list[tuple[bytes, dict[str, Any]]] = []
     skipped: list[str] = []
     for number, line in enumerate(data.split(b"\n"), start=1):
@@ -83,7 +90,7 @@ def parse_note(
             skipped.append(f"{where}: line {number} is larger than {MAX_LINE_BYTES} bytes — skipped")
             continue
         try:
-            value = loads_strict(line) if strict else json.loads(line, parse_constant=refuse_constant)
+            value = loads_strict(line) if strict else _loads_loose(line)
         except (ValueError, UnicodeDecodeError) as exc:
             skipped.append(f"{where}: line {number} is not JSON ({str(exc)[:120]}) — skipped")
             continue
@@ -110,9 +117,16 @@ def add_lines(cwd: Path, commit: str, lines: Iterable[bytes]) -> bool:
     return True
 
 
-def _rev(cwd: Path, ref: str) -> str | None:
-    proc = run_git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"], cwd, check=False)
-    return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
+def _commits(cwd: Path, *refs: str) -> dict[str, str]:
+    """The commit each of ``refs`` names (a ref that names none is left out), from one process."""
+    proc = run_git(["for-each-ref", "--format=%(objecttype) %(objectname) %(refname)", "--", *refs], cwd)
+    found = {}
+    for line in proc.stdout.decode("utf-8", "replace").splitlines():
+        kind, _, rest = line.partition(" ")
+        oid, _, name = rest.partition(" ")
+        if kind == "commit" and name in refs:
+            found[name] = oid
+    return found
 
 
 def remote_commit(cwd: Path, remote: str) -> str | None:
@@ -132,7 +146,6 @@ def remote_commit(cwd: Path, remote: str) -> str | None:
 def fetch_and_merge(cwd: Path, remote: str) -> str | None:
     """Fetch the remote's notes ref and merge it into ours as a set; the remote's notes commit
     (kept as :data:`INCOMING_REF`), or None when the remote has none."""
-    run_git(["update-ref", "-d", INCOMING_REF], cwd, check=False)
     proc = run_git(["fetch", "--quiet", "--no-tags", "--end-of-options", remote, f"+{NOTES_REF}:{INCOMING_REF}"],
                    cwd, check=False, timeout=120)  # fmt: skip
     if proc.returncode != 0:
@@ -141,10 +154,10 @@ def fetch_and_merge(cwd: Path, remote: str) -> str | None:
             return None
         last = [ln for ln in message.splitlines() if ln.strip()]
         raise NotesError(f"git fetch {remote}: {last[-1] if last else 'failed'}")
-    incoming = _rev(cwd, INCOMING_REF)
+    refs = _commits(cwd, INCOMING_REF, NOTES_REF)
+    incoming, local = refs.get(INCOMING_REF), refs.get(NOTES_REF)
     if incoming is None:
         return None
-    local = _rev(cwd, NOTES_REF)
     if local is None:
         run_git(["update-ref", NOTES_REF, incoming], cwd)
     elif local != incoming:

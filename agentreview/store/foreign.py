@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -33,6 +34,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from agentreview.store.index import LedgerIndex
 
 
+WRITE_BATCH = 2048  # entries per pack: the writer indexes one batch while the importer reads the next
+
+
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
@@ -54,6 +58,9 @@ class ForeignStore:
         self._warn = warn or (lambda _msg: None)
         self._index_obj: LedgerIndex | None = None
         self._pending: dict[str, tuple[Path, Summary, bytes]] = {}  # by digest: (folder, summary, line) to write
+        self._added: set[str] = set()  # digests added with durable=False: pending, or with the writer
+        self._writer: ThreadPoolExecutor | None = None  # writes full batches while the caller reads on
+        self._writes: list[Future[bool]] = []
         self._marked: bool | None = None  # whether the index's re-scan marker is ours (None: none set)
         self._folders: dict[str, Path] = {}  # by repoRemote
         self._stored: dict[Path, set[str]] = {}  # the digests each folder held when first asked
@@ -84,7 +91,7 @@ class ForeignStore:
     def has(self, incoming: dict[str, Any] | Incoming) -> bool:
         """True when the attestation is stored already (or added, waiting for :meth:`sync`)."""
         found = incoming if isinstance(incoming, Incoming) else self.check(incoming)
-        if found.digest in self._pending:
+        if found.digest in self._added:
             return True
         if (stored := self._stored.get(found.folder)) is None:
             rel = found.folder.relative_to(self.root).as_posix()
@@ -95,8 +102,9 @@ class ForeignStore:
             durable: bool = True) -> bool:  # fmt: skip
         """Store the attestation; True when it was not here yet. Raises as :meth:`check`.
 
-        ``durable=False`` keeps it for :meth:`sync`, which writes every such entry into one pack
-        file with one fsync and indexes them in one transaction."""
+        ``durable=False`` keeps it for :meth:`sync`: every :data:`WRITE_BATCH` such entries are one
+        pack file, written with one fsync and indexed in one transaction by a writer thread while
+        the caller reads on; :meth:`sync` writes the rest and waits for them all."""
         found = incoming if isinstance(incoming, Incoming) else self.check(incoming)
         if self.has(found):
             return False
@@ -109,25 +117,48 @@ class ForeignStore:
             if self._marked is None:  # a crash before sync() leaves a pack the index has not seen: say so
                 self._marked = self._index().begin_writes()
             self._pending[found.digest] = (found.folder, summary, line)
+            self._added.add(found.digest)
+            if len(self._pending) >= WRITE_BATCH:
+                self._hand_over()
             return True
         path = found.folder / f"{found.digest}.json"
         found.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         atomic_write_bytes(path, line)
         rel = found.folder.relative_to(self.root).as_posix()
-        self._index().record_many([(rel, path.name, path.stat(), summary, found.digest)], foreign=True, marked=False)
+        self._index().record_many([(rel, path.name, path.stat(), summary, found.digest)], foreign=True)
         self._stored.setdefault(found.folder, set()).add(found.digest)
         return True
 
+    def _hand_over(self) -> None:
+        """Give the pending entries to the writer thread (started on first use)."""
+        if self._writer is None:
+            self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentreview-foreign")
+        pending, self._pending = self._pending, {}
+        self._writes.append(self._writer.submit(self._write, pending))
+
     def sync(self) -> None:
-        """Write every entry added with ``durable=False``: one pack per folder, then their index rows."""
+        """Write every entry added with ``durable=False`` and wait until each is indexed; raises
+        what a write raised (the entries written stay: a re-scan of the files finds them)."""
+        if self._pending:
+            self._hand_over()
+        writes, self._writes = self._writes, []
+        indexed = [write.result() for write in writes]  # in order: the first failure is raised
+        if self._marked and all(indexed):
+            self._index().end_writes()
+        self._marked = None
+
+    def _write(self, pending: dict[str, tuple[Path, Summary, bytes]]) -> bool:
+        """One pack per folder of ``pending``, then their index rows in one transaction; False when
+        the index could not take them (the marker stays, so a reader re-scans)."""
         folders: dict[Path, list[tuple[str, Summary, bytes]]] = {}
-        for digest, (folder, summary, line) in self._pending.items():
+        for digest, (folder, summary, line) in pending.items():
             folders.setdefault(folder, []).append((digest, summary, line))
         rows = []
-        for folder, pending in folders.items():
+        for folder, entries in folders.items():
             rel = folder.relative_to(self.root).as_posix()
-            stored = self._index().digests(rel) if folder.is_dir() else set()  # another fetch's, meanwhile
-            members = [member for member in pending if member[0] not in stored]
+            # another fetch's, meanwhile
+            stored = self._index().digests(rel, among=list(pending)) if folder.is_dir() else set()
+            members = [member for member in entries if member[0] not in stored]
             if not members:
                 continue
             folder.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -137,11 +168,7 @@ class ForeignStore:
             for digest, summary, line in members:
                 rows.append((rel, f"{pack.name}{MEMBER}{offset}", st, summary, digest))
                 offset += len(line)
-            self._stored.setdefault(folder, set()).update(digest for digest, _summary, _line in members)
-        if rows:
-            self._index().record_many(rows, foreign=True, marked=bool(self._marked))
-        self._pending.clear()
-        self._marked = None
+        return self._index().record_many(rows, foreign=True) if rows else True
 
     def _index(self) -> LedgerIndex:
         """The ledger's index, which lists foreign entries beside this host's own (opened on first use)."""
@@ -152,6 +179,9 @@ class ForeignStore:
         return self._index_obj
 
     def close(self) -> None:
+        if self._writer is not None:  # a batch being written is finished; one not begun is dropped
+            self._writer.shutdown(wait=True, cancel_futures=True)
+            self._writer = None
         if self._index_obj is not None:
             self._index_obj.close()
 

@@ -58,12 +58,16 @@ def listable_key(att: Any) -> LedgerKey:
         raise ValueError("not an attestation: no target object")
     if att.get("verdict") not in VERDICTS:
         raise ValueError(f"verdict must be one of {', '.join(VERDICTS)}")
-    texts = (att.get("runId"), att.get("reviewId"), att.get("createdAt"), target.get("baseSha"), target.get("headSha"))
-    if not all(isinstance(value, str) for value in texts) or not isinstance(att.get("lanes"), list):
+    get, target_get = att.get, target.get
+    for text in (get("runId"), get("reviewId"), get("createdAt"), target_get("baseSha"), target_get("headSha")):
+        if not isinstance(text, str):
+            raise ValueError("runId, reviewId, createdAt, target.baseSha, target.headSha and lanes are required")
+    if not isinstance(get("lanes"), list):
         raise ValueError("runId, reviewId, createdAt, target.baseSha, target.headSha and lanes are required")
-    parts = (target.get("repoRemote"), att.get("manifestSha"), att.get("binding"), att.get("rangeSha"))
-    if not all(isinstance(part, str) for part in parts):
-        raise ValueError("target.repoRemote, manifestSha, binding and rangeSha must be strings")
+    parts = (target_get("repoRemote"), get("manifestSha"), get("binding"), get("rangeSha"))
+    for part in parts:
+        if not isinstance(part, str):
+            raise ValueError("target.repoRemote, manifestSha, binding and rangeSha must be strings")
     key = LedgerKey(*cast(tuple[str, str, str, str], parts))
     check_key(key)
     return key

@@ -38,6 +38,7 @@ INDEX_FILE_SUFFIXES = ("", "-wal", "-shm", "-journal")
 INDEX_STALE = ".index.stale"
 INDEX_SCHEMA_VERSION = 3
 BUSY_TIMEOUT_MS = 5000
+CACHE_KIB = 32 * 1024  # sqlite's page cache (grown only as used): a fetch's batch of rows is written without spilling
 FIRST_SYNC_LOCK_TIMEOUT_S = 600
 # A directory changed this recently may change again within the same timestamp tick
 # (ext4 stamps with a coarse clock, FAT with 2 s), so it is re-listed on the next query.
@@ -130,10 +131,17 @@ def _not_ok(rel: str, name: str, st: os.stat_result, *, foreign: bool) -> tuple[
     return (rel, name, *_stat_sig(st), 0, *([None] * 11), int(foreign), None, None)
 
 
-def _digests(conn: sqlite3.Connection, rel: str) -> set[str]:
-    """The attestation digests of the usable entries in the directory ``rel``."""
+def _digests(conn: sqlite3.Connection, rel: str, among: Sequence[str] | None = None) -> set[str]:
+    """The attestation digests of the usable entries in the directory ``rel`` (of ``among``, when given)."""
     sql = "SELECT digest FROM entries WHERE dir = ? AND ok = 1 AND digest IS NOT NULL"
-    return {digest for (digest,) in conn.execute(sql, (rel,))}
+    if among is None:
+        return {digest for (digest,) in conn.execute(sql, (rel,))}
+    found: set[str] = set()
+    for start in range(0, len(among), ANY_OF_CHUNK):  # through the digest index ("+dir": not the folder's)
+        chunk = among[start : start + ANY_OF_CHUNK]
+        query = f"{sql.replace('dir =', '+dir =')} AND digest IN ({', '.join('?' * len(chunk))})"
+        found.update(digest for (digest,) in conn.execute(query, (rel, *chunk)))
+    return found
 
 
 def _file_of(name: str) -> str:
@@ -255,7 +263,7 @@ class LedgerIndex:
         """Say that entries are about to be written whose rows come later (:meth:`record_many`):
         until then a reader that opens the index re-scans the files, so entries written by a
         process that dies before it records them are found. True when this call left the marker
-        (then :meth:`record_many` removes it). The index is opened first: this process's own
+        (then :meth:`end_writes` removes it). The index is opened first: this process's own
         connection must not take its marker for a reason to re-scan."""
         with self._lock:
             try:
@@ -271,17 +279,19 @@ class LedgerIndex:
         return True
 
     def record_many(self, entries: Sequence[tuple[str, str, os.stat_result, Summary, str | None]], *,
-                    foreign: bool, marked: bool) -> None:  # fmt: skip
+                    foreign: bool) -> bool:  # fmt: skip
         """Index entries just written, ``(dir, name, stat, summary, digest)`` each: files, or members
-        ``<pack>#<offset>`` of a pack whose stat is given. One transaction; ``marked``:
-        :meth:`begin_writes` left the marker, removed once they are in."""
+        ``<pack>#<offset>`` of a pack whose stat is given. One transaction; False as :meth:`_upsert`."""
         rows = [_row(rel, name, st, summary, foreign=foreign, digest=digest)
                 for rel, name, st, summary, digest in entries]  # fmt: skip
         packs = {(rel, _file_of(name)): st for rel, name, st, _summary, _digest in entries if MEMBER in name}
         rows.extend(_not_ok(rel, name, st, foreign=foreign) for (rel, name), st in packs.items())
-        if self._upsert(rows) and marked:
-            with contextlib.suppress(OSError):
-                os.unlink(self.root / INDEX_STALE)
+        return self._upsert(rows)
+
+    def end_writes(self) -> None:
+        """The rows of every entry written since :meth:`begin_writes` are in: remove its marker."""
+        with contextlib.suppress(OSError):
+            os.unlink(self.root / INDEX_STALE)
 
     def _upsert(self, rows: Sequence[tuple[Any, ...]]) -> bool:
         """Write ``rows`` in one transaction; False when the index could not take them (then a
@@ -297,9 +307,10 @@ class LedgerIndex:
                 return False
         return True
 
-    def digests(self, rel: str) -> set[str]:
-        """The attestation digests of the usable entries in the directory ``rel``."""
-        found: set[str] = self._read(lambda conn: _digests(conn, rel))
+    def digests(self, rel: str, among: Sequence[str] | None = None) -> set[str]:
+        """The attestation digests of the usable entries in the directory ``rel`` (those of ``among``
+        only, when given: a lookup bounded by their number)."""
+        found: set[str] = self._read(lambda conn: _digests(conn, rel, among))
         return found
 
     def rebuild(self) -> int:
@@ -422,6 +433,7 @@ class LedgerIndex:
         conn = sqlite3.connect(target, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
         try:
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
             if target != ":memory:":
                 conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute("PRAGMA synchronous = NORMAL")
