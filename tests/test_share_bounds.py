@@ -276,3 +276,26 @@ def test_changed_notes_lists_what_was_added_or_changed_between_notes_commits(rep
     assert {blobs[e.blob] for e in changed} == {b"first, edited\n", b"third\n"}
     assert object_sizes(repo.root, [changed[0].blob, one]) == {changed[0].blob: len(blobs[changed[0].blob]), one: None}
     assert existing_commits(repo.root, [one, "f" * 40, changed[0].blob]) == {one}
+
+
+def test_junk_notes_ahead_of_a_real_one_do_not_keep_it_from_a_capped_fetch(hosts: Hosts, keys: dict) -> None:
+    """The attack: notes of commits that do not exist, named so that they come first in the notes
+    tree, as many as ``--max-notes``. They are not notes this fetch reads, so the real note after
+    them is still sized, read and imported by the first fetch, not pushed out by the junk."""
+    raw = sign(hosts.a.attestation(), keys["trusted"])
+    git(hosts.a.root, "push", "-q", "shared", "feature")
+    git(hosts.b, "pull", "-q", "--ff-only", "shared", "feature")
+
+    def blob_of(data: bytes) -> str:
+        return subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=hosts.a.root, input=data,
+                              capture_output=True, check=True, timeout=30).stdout.decode().strip()  # fmt: skip
+
+    junk, real = blob_of(b'{"junk": true}\n'), blob_of(canonical_json(raw) + b"\n")
+    listing = "".join(f"100644 blob {junk}\t{n:040x}\n" for n in range(1, 4))
+    listing += f"100644 blob {real}\t{raw['target']['headSha']}\n"
+    tree = subprocess.run(["git", "mktree"], cwd=hosts.a.root, input=listing.encode(), capture_output=True,
+                          check=True, timeout=60).stdout.decode().strip()  # fmt: skip
+    git(hosts.a.root, "push", "-q", "-f", "shared", f"{git(hosts.a.root, 'commit-tree', tree, '-m', 'notes')}:{NOTES}")
+    first = body(cli(hosts.home_b, hosts.b, "fetch", "--remote", "shared", "--json", "--max-notes", "2"))
+    assert (first["read"], first["new"], first["complete"]) == (1, 1, True), first
+    assert any("3 note(s) of commits not in this repository skipped" in n for n in first["notes"]), first

@@ -178,11 +178,13 @@ def _import(cwd: Path, store: ForeignStore, entries: list[NoteEntry], budget: _B
             signers: Path | None, registry: Registry | None) -> tuple[bool, str | None]:  # fmt: skip
     """Import ``entries`` (in order) within ``budget``: whether all were read, and the annotated
     id of the last note read in full (None: none)."""
-    with ThreadPoolExecutor(max_workers=1) as side:  # the two git processes run at once
-        sizing = side.submit(object_sizes, cwd, (e.blob for e in entries))
+    with ThreadPoolExecutor(max_workers=1) as side:  # the sizes of the first notes while their commits are looked up
+        sizing = side.submit(object_sizes, cwd, (e.blob for e in entries[: budget.notes]))
         present = existing_commits(cwd, (e.commit for e in entries))
         sizes = sizing.result()
     relevant = [e for e in entries if e.commit in present]
+    if unsized := [e.blob for e in relevant[: budget.notes] if e.blob not in sizes]:  # absent commits' notes first
+        sizes.update(object_sizes(cwd, unsized))
     if len(relevant) < len(entries):
         out.notes.append(
             f"{len(entries) - len(relevant)} note(s) of commits not in this repository skipped — fetch their "
