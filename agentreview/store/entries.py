@@ -88,7 +88,8 @@ class LedgerRow:
 
 
 class Summary(NamedTuple):
-    """What the index keeps of one entry: its key, the filter columns, and the settled row."""
+    """What the index keeps of one entry: its key, the filter columns, and the settled row (None
+    for an imported entry: its ``ledger`` row is made from the entry when it is listed)."""
 
     key: LedgerKey
     base_sha: str
@@ -96,7 +97,9 @@ class Summary(NamedTuple):
     run_id: str
     requester_session: str | None
     created_at: str
-    row: dict[str, Any]
+    verdict: str
+    dirty: bool
+    row: dict[str, Any] | None
 
 
 def entry_text(attestation: Attestation, host: HostInfo) -> str:
@@ -215,4 +218,5 @@ def summarize(doc: Any) -> Summary:
         row["pr"] = att["pr"]
     row["signed"] = isinstance(attestor.get("signature"), dict)
     row["lanes"] = [{"id": lane["id"], "status": lane["status"], "blocking": lane["blocking"]} for lane in lanes]
-    return Summary(LedgerKey(remote, manifest_sha, binding, rsha), base, head, run_id, session, created, row)
+    return Summary(LedgerKey(remote, manifest_sha, binding, rsha), base, head, run_id, session, created, verdict,
+                   att.get("dirty") is True, row)  # fmt: skip

@@ -112,7 +112,7 @@ class ForeignStore:
             host = {"foreign": {"remote": remote, "principal": principal, "importedAt": _now()}}
             made = self._hosts[(remote, principal)] = (host, pack_host(host))
         host, host_text = made
-        line, summary = pack_line(found.text, host_text), foreign_summary(found.document, host)
+        line, summary = pack_line(found.text, host_text), foreign_summary(found.document)
         if not durable:
             if self._marked is None:  # a crash before sync() leaves a pack the index has not seen: say so
                 self._marked = self._index().begin_writes()

@@ -97,17 +97,34 @@ def read_foreign_at(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def summarize_foreign(data: bytes) -> Summary:
-    """The index columns and the ``ledger`` row (:func:`foreign_row`) of a foreign entry file."""
-    return foreign_summary(*read_foreign(data))
+    """The index columns of a foreign entry file (its ``ledger`` row is made when it is listed)."""
+    return foreign_summary(read_foreign(data)[0])
 
 
-def foreign_summary(att: dict[str, Any], host: dict[str, Any]) -> Summary:
-    """The index columns and ``ledger`` row of the entry ``{attestation: att, host: host}``, for
-    a writer that has the attestation at hand (no file read back)."""
-    row = foreign_row(att, host)
-    key = LedgerKey(row["repoRemote"], row["manifestSha"], row["binding"], row["rangeSha"])
+def foreign_summary(att: dict[str, Any]) -> Summary:
+    """The index columns of the foreign entry of ``att``, whose listed members are checked
+    (:func:`listable_key`, or the strict model)."""
+    target = att["target"]
+    key = LedgerKey(target["repoRemote"], att["manifestSha"], att["binding"], att["rangeSha"])
     # no requester session: a foreign entry was requested by no session of this host
-    return Summary(key, row["baseSha"], row["headSha"], row["runId"], None, row["createdAt"], row)
+    return Summary(key, target["baseSha"], target["headSha"], att["runId"], None, att["createdAt"], att["verdict"],
+                   att.get("dirty") is True, None)  # fmt: skip
+
+
+def listing_row(path: Path) -> dict[str, Any]:
+    """The ``ledger`` row (:func:`foreign_row`) of the entry file or pack member ``path``, read as
+    an import reads it (the rows listed are those the index found well formed); raises ValueError
+    or :class:`~agentreview.host.files.UnreadableFileError`."""
+    pack, member, offset = path.name.partition(MEMBER)
+    if member:
+        data = read_regular_line(path.with_name(pack), int(offset), limit=MAX_ENTRY_BYTES)
+    else:
+        data = read_regular_file(path, limit=MAX_ENTRY_BYTES, follow_symlinks=False)
+    try:
+        doc = json.loads(data)
+        return foreign_row(_obj(doc["attestation"]), _obj(doc["host"]))
+    except (KeyError, TypeError, RecursionError) as exc:
+        raise ValueError(f"not a foreign entry {{attestation, host}} ({exc})") from exc
 
 
 def pack_host(host: dict[str, Any]) -> bytes:
@@ -142,7 +159,7 @@ def pack_members(data: bytes) -> Iterator[Member]:
             if not line.startswith(PACK_PREFIX):
                 raise ValueError("not a pack line")
             text = line[len(PACK_PREFIX) : line.rindex(b',"host":')]
-            found = Member(offset, foreign_summary(att, host), sha256_hex(text), None)
+            found = Member(offset, foreign_summary(att), sha256_hex(text), None)
         except (ValueError, LedgerError, KeyError, TypeError, RecursionError) as exc:
             found = Member(offset, None, None, str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__)
         yield found

@@ -94,6 +94,7 @@ _UPSERT = (
     "digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
+_Found = tuple[str, str, str | None, str, str]  # (dir, name, row_json, dir/name, created_at) of a row checked
 _CORRUPT_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
 
 
@@ -123,7 +124,7 @@ def _row(rel: str, name: str, st: os.stat_result, summary: Summary, *, foreign: 
     key, row = summary.key, summary.row
     return (rel, name, *_stat_sig(st), 1, key.repo_remote, key.manifest_sha, key.binding, key.range_sha,
             summary.base_sha, summary.head_sha, summary.run_id, summary.requester_session, summary.created_at,
-            row.get("verdict"), int(row.get("dirty") is True), int(foreign), json.dumps(row), digest)
+            summary.verdict, int(summary.dirty), int(foreign), None if row is None else json.dumps(row), digest)
 
 
 def _not_ok(rel: str, name: str, st: os.stat_result, *, foreign: bool) -> tuple[Any, ...]:
@@ -212,8 +213,9 @@ class LedgerIndex:
         foreign: bool | None = False,
         passing: bool = False,
         any_of: tuple[str, Sequence[str]] | None = None,
-    ) -> list[tuple[str, str, str]]:
-        """``(dir, name, row_json)`` of the ok entries matching every non-None filter, newest first.
+    ) -> list[tuple[str, str, str | None]]:
+        """``(dir, name, row_json)`` of the ok entries matching every non-None filter, newest first
+        (``row_json`` None for an imported entry: its row is made from the entry when listed).
 
         ``foreign``: False for this host's entries, True for imported ones, None for both;
         ``passing``: only passes that are not dirty; ``any_of``: ``(column, values)``, the column
@@ -327,7 +329,7 @@ class LedgerIndex:
 
     # ------------------------------------------------------------------ queries
 
-    def _query_verified(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[tuple[str, str, str, str, str]]:
+    def _query_verified(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[_Found]:
         """Run each statement and check each row against its file; re-read and retry when a
         file changed behind the index (replaced in place, or gone). Rows carry their
         ``(dir, name, row_json, dir/name, created_at)``."""
@@ -335,7 +337,7 @@ class LedgerIndex:
         def fetch(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
             return [row for sql, params in statements for row in conn.execute(sql, params).fetchall()]
 
-        def run(conn: sqlite3.Connection) -> list[tuple[str, str, str, str, str]]:
+        def run(conn: sqlite3.Connection) -> list[_Found]:
             for _ in range(3):
                 rows = fetch(conn)
                 stale: list[tuple[str, str, os.stat_result | None]] = []
@@ -356,7 +358,7 @@ class LedgerIndex:
                 rows = fetch(conn)
             return [(rel, name, row, f"{rel}/{name}", created or "") for rel, name, _m, _s, _i, row, created in rows]
 
-        result: list[tuple[str, str, str, str, str]] = self._read(run)
+        result: list[_Found] = self._read(run)
         return result
 
     # ------------------------------------------------------------------ connection

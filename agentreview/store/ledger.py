@@ -242,9 +242,18 @@ class Ledger:
         out = []
         for rel, name, row_json in self._index.query(filters, limit=limit, foreign=foreign):
             path = self.root / rel / name
-            row = json.loads(row_json)
-            if "foreign" not in row:
-                row = merge_into_row(row, read_annotations(sibling(path, ANNOTATIONS_SUFFIX), self._warn))
+            if row_json is not None:
+                row = json.loads(row_json)
+                if "foreign" not in row:
+                    row = merge_into_row(row, read_annotations(sibling(path, ANNOTATIONS_SUFFIX), self._warn))
+            else:  # an imported entry
+                from agentreview.store.foreign_entry import listing_row
+
+                try:
+                    row = listing_row(path)
+                except (UnreadableFileError, ValueError) as exc:
+                    self._warn(f"{path}: skipped foreign entry: {exc}")
+                    continue
             out.append(LedgerRow(row, path))
         return out
 
