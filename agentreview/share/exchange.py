@@ -49,6 +49,7 @@ MAX_NOTES_PER_FETCH = 20_000  # notes read by one fetch; the next fetch goes on 
 MAX_FETCH_BYTES = 64 * 1024 * 1024  # note bytes read by one fetch (the first note is always read)
 MAX_SIGNATURE_CHECKS_PER_FETCH = 1000  # signer processes one fetch starts (team trust on)
 READ_BATCH = 2500  # notes whose blobs one ``git cat-file --batch`` reads, a batch ahead of the import
+FIRST_READ_BATCH = 500
 
 
 @dataclass
@@ -203,7 +204,8 @@ def _import(cwd: Path, store: ForeignStore, entries: list[NoteEntry], budget: _B
         budget.bytes -= cost
     reader = ThreadPoolExecutor(max_workers=1)  # git reads the next batch's blobs while this one is imported
     try:
-        batches = [chosen[start : start + READ_BATCH] for start in range(0, len(chosen), READ_BATCH)]
+        starts = [0, *range(min(FIRST_READ_BATCH, len(chosen)), len(chosen), READ_BATCH)]  # a small first batch
+        batches = [chosen[start:end] for start, end in zip(starts, [*starts[1:], len(chosen)], strict=True)]
         reads = [reader.submit(read_blobs, cwd, {e.blob for e in batch if e.blob in readable}) for batch in batches]
         last: str | None = None
         for batch, read in zip(batches, reads, strict=True):
