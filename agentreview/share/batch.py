@@ -1,11 +1,9 @@
 """Many notes read in a few git processes, whatever their number.
 
-Anyone who can push the notes ref decides how many notes there are, so no step here starts a
-process per note: the notes that changed between two notes commits come from one ``git
-diff-tree`` (or one ``git ls-tree`` for a first import), which of the annotated commits exist
-here from one ``git rev-list --stdin``, the sizes of their notes from one ``git cat-file
---batch-check`` and their bytes from one ``git cat-file --batch`` (``--buffer``: git's output in
-large writes, not one per object; only for notes within
+Anyone who can push the notes ref decides how many notes there are, so no step starts a process
+per note: which notes changed (one ``git diff-tree``, or ``git ls-tree``), which annotated commits
+exist (one ``git rev-list --stdin``), the notes' sizes (one ``git cat-file --batch-check``) and
+their bytes (one ``git cat-file --batch`` per batch of thousands, only for notes within
 :data:`agentreview.share.notes.MAX_NOTE_BYTES`, so nothing oversized is ever read).
 """
 
