@@ -20,6 +20,13 @@ def test_all_lists_exactly_the_exported_names() -> None:
     assert set(api.__all__) == set(api._EXPORTS) | {"API_VERSION", "ApiVersionError", "require"}
 
 
+def test_the_type_checkers_imports_name_exactly_the_exported_names() -> None:
+    tree = ast.parse(Path(api.__file__).read_text())
+    block = next(node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING")
+    imported = [alias.name for node in block.body if isinstance(node, ast.ImportFrom) for alias in node.names]
+    assert sorted(imported) == sorted(api._EXPORTS)
+
+
 @pytest.mark.parametrize("name", sorted(api._EXPORTS))
 def test_every_exported_name_resolves_to_its_defining_module(name: str) -> None:
     import importlib
