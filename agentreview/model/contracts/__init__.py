@@ -37,57 +37,16 @@ if TYPE_CHECKING:  # pragma: no cover
     )
     from agentreview.model.contracts.signing import KeyInfo, Signer, SignerContext
 
-_HOME = {
-    "DeltaRange": "lanes",
-    "FallbackAttempt": "lanes",
-    "KeyInfo": "signing",
-    "LaneExecutor": "lanes",
-    "LaneOutcome": "lanes",
-    "LaneRequest": "lanes",
-    "LoadedPack": "packs",
-    "OutcomeKind": "lanes",
-    "PackLoadContext": "packs",
-    "PackLoadError": "errors",
-    "PackLoader": "packs",
-    "PackUnavailableError": "errors",
-    "PresetSpec": "reviewers",
-    "ProviderStatus": "reviewers",
-    "ReportedFinding": "lanes",
-    "ReviewerEnd": "reviewers",
-    "ReviewerProvider": "reviewers",
-    "ReviewerRequest": "reviewers",
-    "ReviewerResult": "reviewers",
-    "SignatureInvalidError": "errors",
-    "Signer": "signing",
-    "SignerContext": "signing",
-    "SigningError": "errors",
+# submodule -> the names it defines, importable from this package on first access.
+_MODULES = {
+    "errors": "PackLoadError PackUnavailableError SignatureInvalidError SigningError",
+    "lanes": "DeltaRange FallbackAttempt LaneExecutor LaneOutcome LaneRequest OutcomeKind ReportedFinding",
+    "packs": "LoadedPack PackLoadContext PackLoader",
+    "reviewers": "PresetSpec ProviderStatus ReviewerEnd ReviewerProvider ReviewerRequest ReviewerResult",
+    "signing": "KeyInfo Signer SignerContext",
 }
-
-__all__ = [
-    "DeltaRange",
-    "FallbackAttempt",
-    "KeyInfo",
-    "LaneExecutor",
-    "LaneOutcome",
-    "LaneRequest",
-    "LoadedPack",
-    "OutcomeKind",
-    "PackLoadContext",
-    "PackLoadError",
-    "PackLoader",
-    "PackUnavailableError",
-    "PresetSpec",
-    "ProviderStatus",
-    "ReportedFinding",
-    "ReviewerEnd",
-    "ReviewerProvider",
-    "ReviewerRequest",
-    "ReviewerResult",
-    "SignatureInvalidError",
-    "Signer",
-    "SignerContext",
-    "SigningError",
-]
+_HOME = {name: module for module, names in _MODULES.items() for name in names.split()}
+__all__ = list(_HOME)
 
 
 def __getattr__(name: str) -> Any:
