@@ -16,29 +16,6 @@ from typing import Any
 
 from agentreview.model.numbers import whole_number
 
-__all__ = [
-    "Bool",
-    "DictOf",
-    "Int",
-    "ListOf",
-    "Lit",
-    "Nullable",
-    "Obj",
-    "ReadError",
-    "Record",
-    "Rule",
-    "Spec",
-    "Str",
-    "Tagged",
-    "json_schema",
-    "key_of",
-    "read",
-    "read_json",
-    "spec",
-    "to_json",
-    "validate",
-]
-
 Error = dict[str, Any]
 _BAD: Any = object()  # what a value that failed reads as; its problems are already recorded
 
