@@ -1,8 +1,7 @@
 """The parse memo: what a strict parse of some manifest bytes concluded, kept under the home for the next command.
 
-Content-addressed (format, version, the parsing code's files, kind, bytes), self-checking, rebuilt through the
-same reader without YAML; errors and plugin check kinds are never stored, and any doubt is a miss that the full
-parse rewrites. docs/architecture.md ("State") gives the key, the checks and why the home may hold it.
+Keyed by the parsing code and the bytes, rebuilt through the same reader; errors and plugin check kinds are never
+stored, and any doubt is a miss. docs/architecture.md ("State") gives the key and why the home may hold it.
 """
 
 from __future__ import annotations
@@ -47,14 +46,10 @@ _CODE_PACKAGES = ("manifest", "model")
 
 @functools.cache
 def code_stamp() -> str:
-    """The files that decide what a parse concludes, each with its ``stat``, as one string.
+    """The ``stat`` of the files that decide what a parse concludes, as one string: a change is a miss.
 
-    The parsing modules of this installation (an editable install changes them without a new
-    version) and every ``*-packages`` directory on ``sys.path`` (installing or upgrading a
-    distribution such as pydantic or PyYAML changes it). A change means a new key: a miss.
-    Taken once per process: the code a process parses with is the code it imported, so a
-    change on disk afterwards must not give its answers the new code's key (and a run that
-    parses a manifest and its packs, looking each up and storing it, stats the files once).
+    The parsing modules (an editable install changes them without a new version) and every ``*-packages``
+    directory on ``sys.path``; taken once per process, since a process parses with the code it imported.
     """
     root = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
     parts = [sys.version, sys.prefix]

@@ -490,10 +490,8 @@ class Attestation(Member):
     def to_json_dict(self) -> dict[str, Any]:
         """The JSON members, a fresh copy; raises :class:`AttestationInconsistentError` for a forged document.
 
-        A document this host builds omits unset members (never ``"x": null``), so its bytes
-        are what they always were. A document read from a file keeps exactly the members
-        the file has, an explicit ``null`` included: canonical JSON keeps ``null``, so its
-        signed bytes and digest (composedFrom, a re-export) are those its host signed.
+        A document read from a file keeps exactly its members, an explicit ``null`` included, so its signed
+        bytes and digest are those its host signed; one this host builds omits unset members.
         """
         return copy_json(self._document())
 
