@@ -1,8 +1,5 @@
-"""agentreview's public plugin API: the one module a plugin imports.
-
-Nothing else in ``agentreview`` is public; the names in ``__all__`` keep their meaning within a major
-:data:`API_VERSION` (docs/plugins.md). Each name is loaded from its defining module on first use, so a
-plugin that only registers objects stays cheap to import during discovery.
+"""agentreview's public plugin API, the one module a plugin imports; its names keep their meaning within a major
+:data:`API_VERSION` (docs/plugins.md). Each loads from its defining module on first use, so discovery stays cheap.
 """
 
 from __future__ import annotations

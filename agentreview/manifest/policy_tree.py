@@ -1,8 +1,7 @@
 """The review policy as a commit REF has it, written out where the loaders can read it (``--policy-from REF``).
 
-The manifest, its rubrics and its in-repository path packs are read from REF as git objects, never from the
-working tree the change controls, into a temporary git repository of their own, so a path pack there is trusted
-as one tracked in REF is. Anything outside REF's tree resolves as the loaders always do.
+Read from REF's git objects, never from the working tree the change controls, into a temporary repository of
+their own, so a path pack there is trusted as one tracked in REF is.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """The attestation document, ``agentproto.review.attestation/v1``: its JSON members seen through read-only views.
 
-Plain Python, so a ``verify`` or a cache hit imports no validation library. By construction ``verdict`` is
-the fold of ``lanes`` and ``rangeSha`` the digest of ``target``: every way to make or serialize a document
-re-checks them, so a forged verdict is never signed or exported. Unknown members and explicit nulls read from
-another host are kept, since they are signed; a document this host builds omits unset members.
+Every way to make or serialize a document re-checks that ``verdict`` is the fold of ``lanes`` and ``rangeSha``
+the digest of ``target``, so a forged verdict is never signed or exported. Members read from another host,
+unknown ones and explicit nulls included, are kept, since they are signed.
 """
 
 from __future__ import annotations

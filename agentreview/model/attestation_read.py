@@ -1,9 +1,6 @@
-"""The strict reader of an attestation document, ``agentproto.review.attestation/v1``.
-
-It accepts exactly what ``docs/schemas/attestation.schema.json`` accepts plus the rules a schema cannot state
-(docs/architecture.md, "Reading rules a schema cannot state"), coerces nothing, and reports every problem with
-its location (:class:`AttestationShapeError`). The members are declared once, on the views of
-:mod:`agentreview.model.attestation`, as open objects of :mod:`agentreview.model.reader`; a read returns a copy.
+"""The attestation reader's words and rules: what ``docs/schemas/attestation.schema.json`` accepts plus the rules a
+schema cannot state (docs/architecture.md), every problem with its location; nothing is coerced. The members
+are declared on the views of :mod:`agentreview.model.attestation`.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """The manifest's one declaration: the records of ``kind: review`` and ``kind: review-pack`` and each field's meaning.
 
-Frozen dataclasses whose fields carry their meaning (:func:`~agentreview.model.reader.spec`); reading them
-(:func:`agentreview.model.reader.read`) validates and the JSON Schemas are generated from the same fields.
-Constructing a record directly does not validate. Cross-field rules live in ``agentreview.manifest.rules``.
+Reading them (:func:`agentreview.model.reader.read`) validates, and the JSON Schemas come from the same fields;
+constructing a record directly does not validate. Cross-field rules live in ``agentreview.manifest.rules``.
 """
 
 from __future__ import annotations

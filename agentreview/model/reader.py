@@ -1,9 +1,7 @@
-"""The strict reader of both documents: one vocabulary of field meanings, every problem at once.
+"""The strict reader of both documents: one vocabulary of field meanings, every problem at once, nothing coerced.
 
-Manifest records are frozen dataclasses whose fields carry a :class:`Spec` (:func:`spec`), read by :func:`read`
-and turned into JSON Schema by :func:`json_schema`; the attestation is open objects (:class:`Obj`) read by
-:func:`read_json`. A refusal is :class:`ReadError` with pydantic-shaped error dicts, so the manifest's
-translator words these and a plugin model's alike. Nothing is coerced.
+Manifest records are dataclasses whose fields carry a :class:`Spec` (:func:`spec`); the attestation is open
+objects (:class:`Obj`). :class:`ReadError` holds pydantic-shaped errors, so a plugin model's are worded alike.
 """
 
 from __future__ import annotations

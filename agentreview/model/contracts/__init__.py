@@ -1,8 +1,6 @@
-"""The plain data that crosses the boundary between the core and its plugins.
+"""The plain data that crosses the boundary between the core and its plugins, one module per plugin kind.
 
-Free of pydantic and split by plugin kind, so a command imports only the contracts it uses (every name is
-importable from this package on first access). Plugins report what happened; the core alone decides a lane's
-status (:mod:`agentreview.model.lanes`), computes pack digests and confines rubrics.
+Plugins report what happened; the core alone decides a lane's status, computes pack digests and confines rubrics.
 """
 
 from __future__ import annotations
