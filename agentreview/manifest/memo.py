@@ -21,21 +21,6 @@ from agentreview.model.digests import sha256
 if TYPE_CHECKING:  # pragma: no cover
     from agentreview.model.manifest import Binding, ReviewManifest, ReviewPack
 
-__all__ = [
-    "FORMAT",
-    "KEEP",
-    "MAX_MEMO_BYTES",
-    "code_stamp",
-    "memo_key",
-    "memo_path",
-    "recall",
-    "recall_pack",
-    "recall_review",
-    "remember",
-    "remember_pack",
-    "remember_review",
-]
-
 FORMAT = "agentreview-parse-memo/2"
 MAX_MEMO_BYTES = 4 << 20  # a manifest is at most 1 MiB; a parse whose records take more is not stored
 KEEP = 256  # memos kept; past this the oldest go (each edit of a manifest makes a new one)

@@ -23,17 +23,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from agentreview.host.refs import ResolvedRef
     from agentreview.manifest.parse import ParsedReview
 
-__all__ = [
-    "MAX_POLICY_FILES",
-    "MAX_POLICY_TREE_BYTES",
-    "PolicyTree",
-    "PolicyTreeError",
-    "manifest_rel",
-    "policy_tree",
-    "repo_rel",
-    "written_policy",
-]
-
 MAX_POLICY_TREE_BYTES = 64 * 1024 * 1024  # every file written, together
 MAX_POLICY_FILES = 10_000
 _MAX_FILE_BYTES = 4 * 1024 * 1024  # one rubric or pack file (the pack loaders' own bound)

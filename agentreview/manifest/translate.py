@@ -17,8 +17,6 @@ from agentreview.model.packref import GitPackRefError, parse_git_pack_ref
 from agentreview.model.problems import MAX_PROBLEMS, ManifestError, Problem
 from agentreview.model.record import record
 
-__all__ = ["MAX_PROBLEMS", "Schema", "fail", "schema_problems"]
-
 _UNLISTED = "(not listed)"
 
 

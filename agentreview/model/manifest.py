@@ -13,35 +13,6 @@ from agentreview.model.packref import PACK_REF_PATTERN, parse_git_pack_ref
 from agentreview.model.reader import Bool, DictOf, Int, ListOf, Lit, Nullable, Record, Str, Tagged, spec
 from agentreview.model.record import record
 
-__all__ = [
-    "CHECK",
-    "DEFAULT_AGENT_TIMEOUT_MS",
-    "DEFAULT_BASE",
-    "DEFAULT_COMMAND_TIMEOUT_MS",
-    "FALSE_ONLY",
-    "ID",
-    "ID_PATTERN",
-    "MAX_TIMEOUT_MS",
-    "PACK_CHECK",
-    "QUORUM",
-    "RECORDS",
-    "REF_PATTERN",
-    "SEMVER_PATTERN",
-    "TIMEOUT_MS",
-    "AgentCheck",
-    "Binding",
-    "CommandCheck",
-    "Override",
-    "PackAgentCheck",
-    "PackCommandCheck",
-    "ReviewManifest",
-    "ReviewPack",
-    "Severity",
-    "Target",
-    "UsesEntry",
-    "VerdictConfig",
-]
-
 ID_PATTERN = r"^[a-z][a-z0-9-]*$"
 REF_PATTERN = r"^[a-z][a-z0-9-]*(?:/[a-z][a-z0-9-]*)?$"
 SEMVER_PATTERN = r"^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$"

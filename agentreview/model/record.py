@@ -11,8 +11,6 @@ import reprlib
 from collections.abc import Callable
 from typing import Any, TypeVar, dataclass_transform, overload
 
-__all__ = ["record"]
-
 T = TypeVar("T", bound=type)
 
 
