@@ -150,7 +150,7 @@ def recall_review(home: Path, source: bytes) -> tuple[ReviewManifest, dict[str, 
     """A ``kind: review`` parse of ``source`` rebuilt from its memo: manifest, bindings and body; None on a miss."""
     from agentreview.manifest.read import frontmatter_body
     from agentreview.model.manifest import ID, Binding, ReviewManifest
-    from agentreview.model.reader import DictOf, Record, read, validate
+    from agentreview.model.reader import DictOf, Record, read
 
     payload = recall(home, "review", source)
     if payload is None or set(payload) != {"manifest", "bindings"}:
@@ -158,7 +158,7 @@ def recall_review(home: Path, source: bytes) -> tuple[ReviewManifest, dict[str, 
     body = frontmatter_body(source)
     try:
         manifest = read(ReviewManifest, payload["manifest"])
-        bindings = validate(DictOf(ID, Record(Binding)), payload["bindings"])
+        bindings = read(DictOf(ID, Record(Binding)), payload["bindings"])
     except Exception:  # refused by the reader (ReadError), or anything else: a miss, never a failed command
         return None
     return None if body is None else (manifest, bindings, body)

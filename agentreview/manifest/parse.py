@@ -216,10 +216,10 @@ def _uses_chain_problems(raw_uses: list[Any], manifest: ReviewManifest | None = 
 
 def _try(record: Any, raw: Any, extra: Mapping[str, type[Any]] | None = None) -> Any:
     """``raw`` read as ``record`` (a record class or a spec), or None when it has a problem (reported elsewhere)."""
-    from agentreview.model.reader import ReadError, validate
+    from agentreview.model.reader import ReadError, read
 
     try:
-        return validate(record, raw, extra=extra)
+        return read(record, raw, extra=extra)
     except ReadError:
         return None
 

@@ -460,20 +460,9 @@ def _plugin(model: Any, value: Any, loc: tuple[Any, ...], cx: _Context) -> Any:
         return _BAD
 
 
-def read(cls: type[Any], data: Any, *, extra: Mapping[str, Any] | None = None) -> Any:
-    """``data`` read into the record ``cls``; :class:`ReadError` listing every problem otherwise.
-
-    ``extra`` maps a tag of an open union (a plugin's check kind) to the model that reads it.
-    """
-    cx = _Context(extra or {})
-    built = _build(cls, data, (), cx)
-    if cx.errors or built is _BAD:
-        raise ReadError(cx.errors)
-    return built
-
-
-def validate(meaning: Spec | type[Any], data: Any, *, extra: Mapping[str, Any] | None = None) -> Any:
-    """``data`` read by a spec, or by a record class's fields; :class:`ReadError` otherwise."""
+def read(meaning: Spec | type[Any], data: Any, *, extra: Mapping[str, Any] | None = None) -> Any:
+    """``data`` read by a spec, or into a record class by its fields; :class:`ReadError` listing every problem
+    otherwise. ``extra`` maps a tag of an open union (a plugin's check kind) to the model that reads it."""
     cx = _Context(extra or {})
     built = _build(meaning, data, (), cx) if isinstance(meaning, type) else meaning.read(data, (), cx)
     if cx.errors or built is _BAD:
