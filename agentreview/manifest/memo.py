@@ -135,10 +135,7 @@ def _prune(folder: Path) -> None:
     ]
     memos = sorted((item for item in found if item[1].endswith(".json")), reverse=True)
     stale = [path for mtime, path in found if ".json.tmp." in path and mtime < time.time() - 3600]
-    for _, path in memos[KEEP:]:
-        with contextlib.suppress(OSError):
-            os.unlink(path)
-    for path in stale:
+    for path in [path for _, path in memos[KEEP:]] + stale:
         with contextlib.suppress(OSError):
             os.unlink(path)
 
