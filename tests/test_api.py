@@ -6,10 +6,12 @@ import ast
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import agentreview.api as api
+import agentreview.model.contracts as contracts
 
 ROOT = Path(__file__).resolve().parents[1]
 PLUGIN_PACKAGES = sorted(ROOT.glob("plugins/*/agentreview_*")) + sorted(ROOT.glob("docs/examples/*/agentreview_*"))
@@ -18,6 +20,14 @@ PLUGIN_PACKAGES = sorted(ROOT.glob("plugins/*/agentreview_*")) + sorted(ROOT.glo
 def test_all_lists_exactly_the_exported_names() -> None:
     assert len(api.__all__) == len(set(api.__all__))
     assert set(api.__all__) == set(api._EXPORTS) | {"API_VERSION", "ApiVersionError", "require"}
+
+
+@pytest.mark.parametrize(("module", "lazy"), [(api, api._EXPORTS), (contracts, contracts._HOME)], ids=str)
+def test_the_type_checkers_imports_name_exactly_the_lazy_names(module: Any, lazy: dict[str, str]) -> None:
+    tree = ast.parse(Path(module.__file__).read_text())
+    block = next(node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING")
+    imported = [alias.name for node in block.body if isinstance(node, ast.ImportFrom) for alias in node.names]
+    assert sorted(imported) == sorted(lazy)
 
 
 @pytest.mark.parametrize("name", sorted(api._EXPORTS))

@@ -38,7 +38,7 @@ from jsonschema.validators import extend
 from agentreview.manifest.parse import ManifestError, parse_pack, parse_review
 from agentreview.model import manifest as m
 from agentreview.model.numbers import whole_number
-from agentreview.model.reader import Lit, Nullable, ReadError, validate
+from agentreview.model.reader import Lit, Nullable, ReadError, read
 
 EXAMPLES = int(os.environ.get("AGENTREVIEW_TEST_EXAMPLES", "150"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -63,17 +63,17 @@ def test_no_literal_takes_what_merely_equals_its_values(record: type) -> None:
     for name, spec in _specs(record):
         if isinstance(spec, Lit):
             for value in spec.values:
-                assert validate(spec, value) is value, f"{record.__name__}.{name}"
+                assert read(spec, value) is value, f"{record.__name__}.{name}"
                 for equal in [0, 0.0, -0.0] if value is False else [1, 1.0] if value is True else []:
                     with pytest.raises(ReadError):
-                        validate(spec, equal)
+                        read(spec, equal)
 
 
 def test_false_only_is_false_and_nothing_equal_to_it() -> None:
-    assert validate(m.FALSE_ONLY, False) is False
+    assert read(m.FALSE_ONLY, False) is False
     for value in (0, 0.0, -0.0, "false", None, True, 1, 1.0, [], {}):
         with pytest.raises(ReadError):
-            validate(m.FALSE_ONLY, value)
+            read(m.FALSE_ONLY, value)
 
 
 # --------------------------------------------------------------------------- the decision, against the schema
@@ -145,7 +145,7 @@ def _inside(record: type, data: Any) -> tuple[Any, type]:
 def assert_same_decision(record: type, data: Any) -> str:
     """The reader accepts ``data`` exactly when the schema does (a record of its type); its outcome."""
     try:
-        built: Any = validate(record, copy.deepcopy(data))
+        built: Any = read(record, copy.deepcopy(data))
     except ReadError as exc:
         assert exc.errors, data  # a refusal always says why
         assert not oracle_accepts(record, data), data

@@ -49,19 +49,19 @@ def test_records_are_frozen_keyword_only_and_closed(record: type) -> None:
 
 
 def test_strictness_is_per_field() -> None:
-    from agentreview.model.reader import ReadError, validate
+    from agentreview.model.reader import ReadError, read
 
     good = {"id": "lint", "kind": "command", "run": "make lint"}
-    assert validate(m.CommandCheck, good) == m.CommandCheck(id="lint", kind="command", run="make lint")
+    assert read(m.CommandCheck, good) == m.CommandCheck(id="lint", kind="command", run="make lint")
     for key, value in [("blocking", "true"), ("blocking", 1), ("timeoutMs", "5"), ("timeoutMs", 5.5), ("run", 5)]:
         with pytest.raises(ReadError):
-            validate(m.CommandCheck, {**good, key: value})
+            read(m.CommandCheck, {**good, key: value})
     with pytest.raises(ReadError):
-        validate(m.AgentCheck, {"id": "a", "kind": "agent", "preset": "p", "rubric": "r", "fallbackPresets": ("x",)})
-    uses = validate(m.UsesEntry, {"pack": "./p", "as": "core", "overrides": {"x": {"blocking": False}}})
+        read(m.AgentCheck, {"id": "a", "kind": "agent", "preset": "p", "rubric": "r", "fallbackPresets": ("x",)})
+    uses = read(m.UsesEntry, {"pack": "./p", "as": "core", "overrides": {"x": {"blocking": False}}})
     assert uses.as_ == "core" and uses.overrides == {"x": m.Override(blocking=False)}
     with pytest.raises(ReadError):
-        validate(m.UsesEntry, {"pack": "./p", "as_": "core"})  # only the spelling `as` is input
+        read(m.UsesEntry, {"pack": "./p", "as_": "core"})  # only the spelling `as` is input
 
 
 def test_every_problem_is_reported_at_once_with_its_location() -> None:

@@ -378,16 +378,16 @@ def test_every_record_field_declares_its_meaning_in_the_one_declaration() -> Non
     import dataclasses
 
     from agentreview.model.manifest import FALSE_ONLY, RECORDS
-    from agentreview.model.reader import Nullable, spec, validate
+    from agentreview.model.reader import Nullable, read, spec
 
     for record in RECORDS:
         for f in dataclasses.fields(record):
             assert isinstance(f.metadata["spec"], Spec), (record, f.name)
-            assert validate(Nullable(f.metadata["spec"]), None) is None
-    assert validate(FALSE_ONLY, False) is False
+            assert read(Nullable(f.metadata["spec"]), None) is None
+    assert read(FALSE_ONLY, False) is False
     for value in (0, 0.0, -0.0, "false", True):
         with pytest.raises(ReadError):
-            validate(FALSE_ONLY, value)
+            read(FALSE_ONLY, value)
 
     @dataclasses.dataclass(frozen=True)
     class Undeclared:

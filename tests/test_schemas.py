@@ -19,7 +19,7 @@ from agentreview.model.attestation import Attestation, AttestationShapeError
 from agentreview.model.manifest import ReviewManifest, ReviewPack
 from agentreview.model.numbers import whole_number
 from agentreview.model.reader import ReadError
-from agentreview.model.reader import validate as validate_record
+from agentreview.model.reader import read as validate_record
 from agentreview.model.schemas import DOCUMENTS, JSON_SCHEMA_DIALECT, UnknownDocumentError, schema_for, schema_text
 
 ROOT = Path(__file__).resolve().parents[1]

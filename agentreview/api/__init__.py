@@ -1,8 +1,5 @@
-"""agentreview's public plugin API: the one module a plugin imports.
-
-Nothing else in ``agentreview`` is public; the names in ``__all__`` keep their meaning within a major
-:data:`API_VERSION` (docs/plugins.md). Each name is loaded from its defining module on first use, so a
-plugin that only registers objects stays cheap to import during discovery.
+"""agentreview's public plugin API, the one module a plugin imports; its names keep their meaning within a major
+:data:`API_VERSION` (docs/plugins.md). Each loads from its defining module on first use, so discovery stays cheap.
 """
 
 from __future__ import annotations
@@ -12,148 +9,49 @@ from typing import TYPE_CHECKING, Any
 
 API_VERSION = "2.2"
 
-# name -> module that defines it. One table, so ``__all__``, the lazy loader and the
-# documentation cannot disagree.
-_EXPORTS: dict[str, str] = {
-    # the hook marker
-    "hookimpl": "agentreview",
-    # lane executors
-    "LaneExecutor": "agentreview.model.contracts.lanes",
-    "LaneRequest": "agentreview.model.contracts.lanes",
-    "LaneOutcome": "agentreview.model.contracts.lanes",
-    "OutcomeKind": "agentreview.model.contracts.lanes",
-    "ReportedFinding": "agentreview.model.contracts.lanes",
-    "FallbackAttempt": "agentreview.model.contracts.lanes",
-    "DeltaRange": "agentreview.model.contracts.lanes",
-    # check kinds a plugin contributes (the model its lane executor declares as check_model)
-    "CheckModel": "agentreview.model.check_model",
+# module -> the names it defines, exported lazily. ``__all__`` is made from it; the imports
+# under TYPE_CHECKING at the end give type checkers the same names (a test holds them equal).
+_MODULES: dict[str, str] = {
+    "agentreview": "hookimpl",
+    # lane executors; check kinds a plugin contributes (the model its executor declares as check_model)
+    "agentreview.model.contracts.lanes": (
+        "LaneExecutor LaneRequest LaneOutcome OutcomeKind ReportedFinding FallbackAttempt DeltaRange"
+    ),
+    "agentreview.model.check_model": "CheckModel",
     # pack loaders
-    "PackLoader": "agentreview.model.contracts.packs",
-    "PackLoadContext": "agentreview.model.contracts.packs",
-    "LoadedPack": "agentreview.model.contracts.packs",
-    "PackLoadError": "agentreview.model.contracts.errors",
-    "PackUnavailableError": "agentreview.model.contracts.errors",
-    "read_pack_manifest": "agentreview.packs.confine",
-    "read_confined": "agentreview.packs.confine",
-    "PACK_MANIFEST": "agentreview.packs.confine",
-    "parse_git_pack_ref": "agentreview.model.packref",
-    "GitPackRefError": "agentreview.model.packref",
-    # reviewer providers
-    "ReviewerProvider": "agentreview.model.contracts.reviewers",
-    "ReviewerRequest": "agentreview.model.contracts.reviewers",
-    "ReviewerResult": "agentreview.model.contracts.reviewers",
-    "ReviewerEnd": "agentreview.model.contracts.reviewers",
-    "ProviderStatus": "agentreview.model.contracts.reviewers",
-    "PresetSpec": "agentreview.model.contracts.reviewers",
-    # the reviewer-provider base: environment allow-list, private homes, preset options, running the CLI
-    "ReviewerBase": "agentreview.reviewers.base",
-    "CliReviewer": "agentreview.reviewers.base",
-    "CliInfo": "agentreview.reviewers.cli",
-    "PresetOption": "agentreview.reviewers.options",
-    "reviewer_env": "agentreview.reviewers.env",
-    "env_names_problem": "agentreview.reviewers.env",
-    "attempt_dir": "agentreview.reviewers.attempt",
-    "fresh_dir": "agentreview.reviewers.attempt",
-    "remove_path": "agentreview.reviewers.attempt",
-    "link_if_exists": "agentreview.reviewers.attempt",
-    "user_dir": "agentreview.reviewers.attempt",
+    "agentreview.model.contracts.packs": "PackLoader PackLoadContext LoadedPack",
+    "agentreview.model.contracts.errors": "PackLoadError PackUnavailableError SigningError SignatureInvalidError",
+    "agentreview.packs.confine": "read_pack_manifest read_confined PACK_MANIFEST",
+    "agentreview.model.packref": "parse_git_pack_ref GitPackRefError",
+    # reviewer providers, and their base: environment allow-list, private homes, preset options, running the CLI
+    "agentreview.model.contracts.reviewers": (
+        "ReviewerProvider ReviewerRequest ReviewerResult ReviewerEnd ProviderStatus PresetSpec"
+    ),
+    "agentreview.reviewers.base": "ReviewerBase CliReviewer",
+    "agentreview.reviewers.cli": "CliInfo",
+    "agentreview.reviewers.options": "PresetOption",
+    "agentreview.reviewers.env": "reviewer_env env_names_problem",
+    "agentreview.reviewers.attempt": "attempt_dir fresh_dir remove_path link_if_exists user_dir",
     # signers
-    "Signer": "agentreview.model.contracts.signing",
-    "SignerContext": "agentreview.model.contracts.signing",
-    "KeyInfo": "agentreview.model.contracts.signing",
-    "SigningError": "agentreview.model.contracts.errors",
-    "SignatureInvalidError": "agentreview.model.contracts.errors",
+    "agentreview.model.contracts.signing": "Signer SignerContext KeyInfo",
     # files, locks, JSON, host state
-    "read_regular_file": "agentreview.host.files",
-    "UnreadableFileError": "agentreview.host.files",
-    "MissingFileError": "agentreview.host.files",
-    "atomic_write_bytes": "agentreview.host.files",
-    "atomic_write_text": "agentreview.host.files",
-    "FileLock": "agentreview.host.locks",
-    "LockTimeout": "agentreview.host.locks",
-    "loads_strict": "agentreview.model.digests",
-    "whole_number": "agentreview.model.numbers",
-    "sha256_hex": "agentreview.model.digests",
-    "home_dir": "agentreview.host.home",
-    "pack_cache_dir": "agentreview.host.home",
-    "load_config": "agentreview.host.home",
-    "lane_env": "agentreview.host.secrets",
+    "agentreview.host.files": (
+        "read_regular_file UnreadableFileError MissingFileError atomic_write_bytes atomic_write_text"
+    ),
+    "agentreview.host.locks": "FileLock LockTimeout",
+    "agentreview.model.digests": "loads_strict sha256_hex",
+    "agentreview.model.numbers": "whole_number",
+    "agentreview.host.home": "home_dir pack_cache_dir load_config",
+    "agentreview.host.secrets": "lane_env",
     # child processes: one process group each, bounded, killed with the host
-    "run_process_group": "agentreview.host.procs.group",
-    "ProcessResult": "agentreview.host.procs.group",
+    "agentreview.host.procs.group": "run_process_group ProcessResult",
     # git, always with the hardened configuration (no fsmonitor, hooks, external diff, textconv, filters, prompts)
-    "run_git": "agentreview.host.gitrun",
-    "GitError": "agentreview.host.gitrun",
+    "agentreview.host.gitrun": "run_git GitError",
     # programs by absolute path, from the absolute PATH entries only (since API 2.1)
-    "find_program": "agentreview.host.programs",
+    "agentreview.host.programs": "find_program",
 }
-
-# Kept literal so linters and type checkers read it; a test checks it against _EXPORTS.
-__all__ = [
-    "API_VERSION",
-    "PACK_MANIFEST",
-    "ApiVersionError",
-    "CheckModel",
-    "CliInfo",
-    "CliReviewer",
-    "DeltaRange",
-    "FallbackAttempt",
-    "FileLock",
-    "GitError",
-    "GitPackRefError",
-    "KeyInfo",
-    "LaneExecutor",
-    "LaneOutcome",
-    "LaneRequest",
-    "LoadedPack",
-    "LockTimeout",
-    "MissingFileError",
-    "OutcomeKind",
-    "PackLoadContext",
-    "PackLoadError",
-    "PackLoader",
-    "PackUnavailableError",
-    "PresetOption",
-    "PresetSpec",
-    "ProcessResult",
-    "ProviderStatus",
-    "ReportedFinding",
-    "ReviewerBase",
-    "ReviewerEnd",
-    "ReviewerProvider",
-    "ReviewerRequest",
-    "ReviewerResult",
-    "SignatureInvalidError",
-    "Signer",
-    "SignerContext",
-    "SigningError",
-    "UnreadableFileError",
-    "atomic_write_bytes",
-    "atomic_write_text",
-    "attempt_dir",
-    "env_names_problem",
-    "find_program",
-    "fresh_dir",
-    "home_dir",
-    "hookimpl",
-    "lane_env",
-    "link_if_exists",
-    "load_config",
-    "loads_strict",
-    "pack_cache_dir",
-    "parse_git_pack_ref",
-    "read_confined",
-    "read_pack_manifest",
-    "read_regular_file",
-    "remove_path",
-    "require",
-    "reviewer_env",
-    "run_git",
-    "run_process_group",
-    "sha256_hex",
-    "user_dir",
-    "whole_number",
-]
+_EXPORTS: dict[str, str] = {name: module for module, names in _MODULES.items() for name in names.split()}
+__all__ = ["API_VERSION", "ApiVersionError", "require", *_EXPORTS]
 
 
 class ApiVersionError(RuntimeError):
@@ -198,6 +96,7 @@ if TYPE_CHECKING:  # pragma: no cover - static names for type checkers and IDEs
     from agentreview.host.locks import FileLock, LockTimeout
     from agentreview.host.procs.group import ProcessResult, run_process_group
     from agentreview.host.programs import find_program
+    from agentreview.host.secrets import lane_env
     from agentreview.model.check_model import CheckModel
     from agentreview.model.contracts import (
         DeltaRange,

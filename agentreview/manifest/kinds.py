@@ -16,12 +16,6 @@ from agentreview.model.record import record
 if TYPE_CHECKING:  # pragma: no cover
     from agentreview.plugins.registry import Registry
 
-__all__ = [
-    "BUILTIN_CHECK_KINDS",
-    "PluginKinds",
-    "find_plugin_kinds",
-]
-
 # The spec's kinds: validated by the built-in models, never looked up among plugins.
 BUILTIN_CHECK_KINDS = ("command", "agent")
 

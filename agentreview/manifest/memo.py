@@ -1,8 +1,7 @@
 """The parse memo: what a strict parse of some manifest bytes concluded, kept under the home for the next command.
 
-Content-addressed (format, version, the parsing code's files, kind, bytes), self-checking, rebuilt through the
-same reader without YAML; errors and plugin check kinds are never stored, and any doubt is a miss that the full
-parse rewrites. docs/architecture.md ("State") gives the key, the checks and why the home may hold it.
+Keyed by the parsing code and the bytes, rebuilt through the same reader; errors and plugin check kinds are never
+stored, and any doubt is a miss. docs/architecture.md ("State") gives the key and why the home may hold it.
 """
 
 from __future__ import annotations
@@ -22,21 +21,6 @@ from agentreview.model.digests import sha256
 if TYPE_CHECKING:  # pragma: no cover
     from agentreview.model.manifest import Binding, ReviewManifest, ReviewPack
 
-__all__ = [
-    "FORMAT",
-    "KEEP",
-    "MAX_MEMO_BYTES",
-    "code_stamp",
-    "memo_key",
-    "memo_path",
-    "recall",
-    "recall_pack",
-    "recall_review",
-    "remember",
-    "remember_pack",
-    "remember_review",
-]
-
 FORMAT = "agentreview-parse-memo/2"
 MAX_MEMO_BYTES = 4 << 20  # a manifest is at most 1 MiB; a parse whose records take more is not stored
 KEEP = 256  # memos kept; past this the oldest go (each edit of a manifest makes a new one)
@@ -47,14 +31,10 @@ _CODE_PACKAGES = ("manifest", "model")
 
 @functools.cache
 def code_stamp() -> str:
-    """The files that decide what a parse concludes, each with its ``stat``, as one string.
+    """The ``stat`` of the files that decide what a parse concludes, as one string: a change is a miss.
 
-    The parsing modules of this installation (an editable install changes them without a new
-    version) and every ``*-packages`` directory on ``sys.path`` (installing or upgrading a
-    distribution such as pydantic or PyYAML changes it). A change means a new key: a miss.
-    Taken once per process: the code a process parses with is the code it imported, so a
-    change on disk afterwards must not give its answers the new code's key (and a run that
-    parses a manifest and its packs, looking each up and storing it, stats the files once).
+    The parsing modules (an editable install changes them without a new version) and every ``*-packages``
+    directory on ``sys.path``; taken once per process, since a process parses with the code it imported.
     """
     root = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
     parts = [sys.version, sys.prefix]
@@ -155,10 +135,7 @@ def _prune(folder: Path) -> None:
     ]
     memos = sorted((item for item in found if item[1].endswith(".json")), reverse=True)
     stale = [path for mtime, path in found if ".json.tmp." in path and mtime < time.time() - 3600]
-    for _, path in memos[KEEP:]:
-        with contextlib.suppress(OSError):
-            os.unlink(path)
-    for path in stale:
+    for path in [path for _, path in memos[KEEP:]] + stale:
         with contextlib.suppress(OSError):
             os.unlink(path)
 
@@ -170,7 +147,7 @@ def recall_review(home: Path, source: bytes) -> tuple[ReviewManifest, dict[str, 
     """A ``kind: review`` parse of ``source`` rebuilt from its memo: manifest, bindings and body; None on a miss."""
     from agentreview.manifest.read import frontmatter_body
     from agentreview.model.manifest import ID, Binding, ReviewManifest
-    from agentreview.model.reader import DictOf, Record, read, validate
+    from agentreview.model.reader import DictOf, Record, read
 
     payload = recall(home, "review", source)
     if payload is None or set(payload) != {"manifest", "bindings"}:
@@ -178,7 +155,7 @@ def recall_review(home: Path, source: bytes) -> tuple[ReviewManifest, dict[str, 
     body = frontmatter_body(source)
     try:
         manifest = read(ReviewManifest, payload["manifest"])
-        bindings = validate(DictOf(ID, Record(Binding)), payload["bindings"])
+        bindings = read(DictOf(ID, Record(Binding)), payload["bindings"])
     except Exception:  # refused by the reader (ReadError), or anything else: a miss, never a failed command
         return None
     return None if body is None else (manifest, bindings, body)

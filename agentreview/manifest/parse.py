@@ -1,8 +1,7 @@
 """Parse a REVIEW.md (``kind: review``) or a pack's REVIEW.md (``kind: review-pack``).
 
-Parse loudly (AIP-62 design principle 6): every schema error (translated with location, line and fix) and every
-cross-field violation is reported at once, and nothing is defaulted around an error. The names other modules
-and tests use are importable from here.
+Parse loudly (AIP-62 design principle 6): every schema error and cross-field violation is reported at once, with
+location, line and fix, and nothing is defaulted around an error.
 """
 
 from __future__ import annotations
@@ -78,12 +77,8 @@ def parse_review(
 ) -> ParsedReview:
     """Parse a ``kind: review`` REVIEW.md; raise :class:`ManifestError` listing every problem.
 
-    ``registry`` serves a check whose kind is neither ``command`` nor ``agent``; when it is
-    None and such a check appears, the installed plugins are loaded (only then).
-
-    With ``home``, the parse memo under it (:mod:`agentreview.manifest.memo`) answers for bytes
-    parsed before, without YAML, and a successful parse is stored there; the answer
-    is the same either way.
+    ``registry`` serves a plugin's check kind (loaded only when one appears and it is None); with ``home``,
+    the parse memo (:mod:`agentreview.manifest.memo`) answers for bytes parsed before, the same answer.
     """
     path = Path(path).absolute() if path is not None else None
     if home is None:
@@ -148,11 +143,8 @@ def _review_rules(
 ) -> tuple[list[Problem], dict[str, Binding]]:
     """Every cross-field rule, over the parts of the manifest whose shape is valid.
 
-    A check, binding or uses entry with a bad shape is left out (its schema error is
-    reported already); a valid-shaped rest is still checked, so one typo never hides
-    another error. When the whole ``manifest`` validated, its parts are those of the
-    record (validating each part again would give the same records, at the cost of
-    building more validators).
+    A part with a bad shape is left out (its schema error is reported already), so one typo never hides
+    another error; when the whole ``manifest`` validated, its parts are the record's.
     """
     from agentreview.manifest import rules
 
@@ -224,10 +216,10 @@ def _uses_chain_problems(raw_uses: list[Any], manifest: ReviewManifest | None = 
 
 def _try(record: Any, raw: Any, extra: Mapping[str, type[Any]] | None = None) -> Any:
     """``raw`` read as ``record`` (a record class or a spec), or None when it has a problem (reported elsewhere)."""
-    from agentreview.model.reader import ReadError, validate
+    from agentreview.model.reader import ReadError, read
 
     try:
-        return validate(record, raw, extra=extra)
+        return read(record, raw, extra=extra)
     except ReadError:
         return None
 
@@ -282,9 +274,8 @@ def _valid_bindings(raw: Any) -> dict[str, Binding] | None:
 def parse_pack(source: bytes, path: Path | None = None, *, home: Path | None = None) -> ReviewPack:
     """Parse a pack's REVIEW.md (``kind: review-pack``); raise :class:`ManifestError` listing every problem.
 
-    A pack declares only the spec's kinds: a check kind a plugin contributes belongs in the
-    consumer's REVIEW.md (pack overrides, namespacing and trust are defined for those two).
-    With ``home``, the parse memo answers for bytes parsed before (see :func:`parse_review`).
+    A pack declares only the spec's kinds (overrides, namespacing and trust are defined for those two);
+    ``home`` as for :func:`parse_review`.
     """
     path = Path(path).absolute() if path is not None else None
     if home is None:

@@ -64,13 +64,9 @@ def compile_checks(
     *,
     binding_name: str | None = None,
 ) -> list[Problem]:
-    """The compile-time placeholder rules for one binding, before anything runs.
-
-    Prepare steps see only the host variables, so ``{head}`` there is an error (the
-    head is resolved after prepare); lanes see the host variables plus ``base`` and
-    ``head``. Refs missing from ``checks_by_id`` are skipped: dangling refs are
-    another rule's error, and pack checks are compiled after resolution.
-    """
+    """The compile-time placeholder rules for one binding: prepare steps see only the host variables
+    (the head is resolved after prepare), lanes ``base`` and ``head`` too. Refs missing from
+    ``checks_by_id`` are skipped: a dangling ref is another rule's error."""
     prepare_bound = set(host_vars)
     lane_bound = prepare_bound | set(LANE_VARS)
     where = f"bindings.{binding_name}" if binding_name else "binding"

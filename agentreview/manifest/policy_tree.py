@@ -1,8 +1,7 @@
 """The review policy as a commit REF has it, written out where the loaders can read it (``--policy-from REF``).
 
-The manifest, its rubrics and its in-repository path packs are read from REF as git objects, never from the
-working tree the change controls, into a temporary git repository of their own, so a path pack there is trusted
-as one tracked in REF is. Anything outside REF's tree resolves as the loaders always do.
+Read from REF's git objects, never from the working tree the change controls, into a temporary repository of
+their own, so a path pack there is trusted as one tracked in REF is.
 """
 
 from __future__ import annotations
@@ -23,17 +22,6 @@ from agentreview.model.errors import AgentreviewError, UsageError
 if TYPE_CHECKING:  # pragma: no cover
     from agentreview.host.refs import ResolvedRef
     from agentreview.manifest.parse import ParsedReview
-
-__all__ = [
-    "MAX_POLICY_FILES",
-    "MAX_POLICY_TREE_BYTES",
-    "PolicyTree",
-    "PolicyTreeError",
-    "manifest_rel",
-    "policy_tree",
-    "repo_rel",
-    "written_policy",
-]
 
 MAX_POLICY_TREE_BYTES = 64 * 1024 * 1024  # every file written, together
 MAX_POLICY_FILES = 10_000

@@ -13,16 +13,6 @@ from typing import Any
 from agentreview.model.problems import MAX_PROBLEMS, ManifestError, Problem
 from agentreview.model.record import record
 
-__all__ = [
-    "BOM",
-    "MAX_MANIFEST_BYTES",
-    "Frontmatter",
-    "decode",
-    "frontmatter_body",
-    "load_frontmatter",
-    "read_manifest_bytes",
-]
-
 MAX_MANIFEST_BYTES = 1 << 20
 BOM = "\ufeff"
 

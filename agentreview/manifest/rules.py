@@ -43,11 +43,9 @@ def duplicate_problems(items: Iterable[tuple[int, str]], list_name: str, field: 
 
 
 def validate_reviewer_chain(label: str, preset: str | None, fallbacks: Sequence[str]) -> list[Problem]:
-    """A reviewer chain ``[preset, *fallbacks]`` names each preset once.
+    """A reviewer chain ``[preset, *fallbacks]`` names each preset once; ``label`` is the location reported.
 
-    ``label`` is the location reported (``checks[3].fallbackPresets``, or a pack
-    resolution label). ``preset`` may be ``None`` when the primary is not known yet
-    (a pack check's own preset); then only repeats among the fallbacks are found.
+    ``preset`` is None when the primary is not known yet (a pack check's); then only the fallbacks are compared.
     """
     problems: list[Problem] = []
     seen: set[str] = set()
@@ -75,10 +73,8 @@ def validate_reviewer_chain(label: str, preset: str | None, fallbacks: Sequence[
 def run_placeholder_problems(indexed_checks: Iterable[tuple[int, Any]], list_name: str = "checks") -> list[Problem]:
     """Rule 11 for every command check of one document, whether or not a binding selects it.
 
-    An ``effects: true`` check can only run in ``prepare`` (rules 4 and 5), where only the
-    host variables are bound; any other check can only be a lane, where ``head`` is bound
-    too. So this per-check test is exactly the compile-time rule, and it also catches a
-    check no binding selects yet.
+    An ``effects: true`` check runs only in ``prepare`` (rules 4 and 5), any other only as a lane, so this
+    per-check test is exactly the compile-time rule.
     """
     problems: list[Problem] = []
     for index, check in indexed_checks:
@@ -111,15 +107,9 @@ def binding_problems(
 ) -> tuple[dict[str, Binding], list[Problem]]:
     """Rules 2–7 (and 9 when ``namespaces`` is given), plus rule 11 per binding when asked.
 
-    * ``namespaces`` given: the parse-time mode for a manifest with ``uses``. A
-      namespaced ref must name a declared ``as``; it is not looked up (the pack is not
-      resolved yet), and a binding holding one is not tested for a blocking check.
-      Local refs are checked in full, because every local check is known now.
-    * ``opaque_ids``: checks whose shape was invalid (already reported). A ref to one
-      is not "unknown", and rules that need its fields are skipped for it.
-
-    Returns the finalized bindings (the implied ``default`` when none were declared
-    and ``namespaces`` is None) and the problems.
+    With ``namespaces`` (a manifest with ``uses``, packs not resolved yet) a namespaced ref must name a
+    declared ``as`` and is not looked up. ``opaque_ids`` are checks whose shape was invalid (already
+    reported): a ref to one is not "unknown". Returns the finalized bindings and the problems.
     """
     from agentreview.model.manifest import Binding
 
@@ -255,11 +245,8 @@ def finalize_bindings(
     *,
     path: Path | None = None,
 ) -> dict[str, Binding]:
-    """Apply rules 2–7 and 11 over the complete check list; return the bindings that run.
-
-    Used by the parser (no ``uses``) and again after pack resolution over local plus
-    pack checks. Raises :class:`ManifestError` listing every violation.
-    """
+    """Rules 2–7 and 11 over the complete check list (local plus pack checks): the bindings that run,
+    or :class:`ManifestError` listing every violation."""
     final, problems = binding_problems(checks, bindings)
     if problems:
         raise ManifestError(path, problems)
@@ -269,9 +256,8 @@ def finalize_bindings(
 def resolve_binding(review_id: str, bindings: Mapping[str, Binding], name: str | None) -> tuple[str, Binding]:
     """The binding to run: the one named; else the only one; else ``default``.
 
-    An unknown or ambiguous binding is a fact about the manifest, not a malformed command
-    line, so it is a could-not-run error (exit 3), as in the reference (reference-notes 5.1:
-    an error thrown while running, such as a bad REVIEW.md, exits 3)."""
+    An unknown or ambiguous one is a fact about the manifest, so could-not-run (exit 3), as in the
+    reference (reference-notes 5.1)."""
     available = ", ".join(bindings) or "(none)"
     if name is not None:
         if name in bindings:

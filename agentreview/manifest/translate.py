@@ -17,8 +17,6 @@ from agentreview.model.packref import GitPackRefError, parse_git_pack_ref
 from agentreview.model.problems import MAX_PROBLEMS, ManifestError, Problem
 from agentreview.model.record import record
 
-__all__ = ["MAX_PROBLEMS", "Schema", "fail", "schema_problems"]
-
 _UNLISTED = "(not listed)"
 
 
@@ -26,10 +24,8 @@ _UNLISTED = "(not listed)"
 class Schema:
     """What a translation needs besides the error: the raw document and which models validated it.
 
-    ``check_models`` maps a plugin's check kind to the model its lane executor declared (only the
-    kinds this manifest uses); ``broken_kinds`` maps a kind whose plugin declared no usable model
-    to the problem's message and fix; ``plugin_warnings`` are the registry's load warnings, counted
-    when a kind is provided by no plugin (the plugin that would provide it may be the one that failed).
+    ``check_models``: a used plugin kind -> its executor's model; ``broken_kinds``: a kind without a usable
+    model -> (message, fix); ``plugin_warnings``: the registry's load warnings, counted for an unprovided kind.
     """
 
     data: dict[str, Any]

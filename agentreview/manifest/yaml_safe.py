@@ -1,9 +1,8 @@
 """Frontmatter YAML read with YAML 1.2 core-schema meaning, refusing what a manifest never needs.
 
-PyYAML gives only the event stream; values are built here, iteratively, so ``on: pre-push`` stays a string and
-hostile depth never meets the recursion limit. Refused with ``line:column``: anchors, aliases, merge keys,
-foreign tags, duplicate keys, over-long integers, ``.inf``/``.nan``, and plain scalars a YAML 1.1 reader (the
-reference host's) reads otherwise, so one file means one thing on both. docs/concepts.md lists each choice.
+Values are built here from PyYAML's events, iteratively, so hostile depth never meets the recursion limit.
+Refused with ``line:column``: anchors, aliases, duplicate keys and plain scalars the reference host's YAML 1.1
+reader reads otherwise, so one file means one thing on both; docs/concepts.md lists each choice.
 """
 
 from __future__ import annotations

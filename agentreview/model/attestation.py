@@ -1,22 +1,37 @@
 """The attestation document, ``agentproto.review.attestation/v1``: its JSON members seen through read-only views.
 
-Plain Python, so a ``verify`` or a cache hit imports no validation library. By construction ``verdict`` is
-the fold of ``lanes`` and ``rangeSha`` the digest of ``target``: every way to make or serialize a document
-re-checks them, so a forged verdict is never signed or exported. Unknown members and explicit nulls read from
-another host are kept, since they are signed; a document this host builds omits unset members.
+Every way to make or serialize a document re-checks that ``verdict`` is the fold of ``lanes`` and ``rangeSha``
+the digest of ``target``, so a forged verdict is never signed or exported. Members read from another host,
+unknown ones and explicit nulls included, are kept, since they are signed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, ClassVar, Generic, Literal, Self, TypeVar, overload
+from typing import Any, ClassVar, Generic, Literal, Self, TypeVar, get_args, overload
 
+from agentreview.model.attestation_read import (
+    DATETIME,
+    DURATION,
+    HEX64,
+    KIND,
+    NON_EMPTY,
+    OWNER_NAME,
+    PRESETS,
+    SIGNATURE_ALG,
+    STRING,
+    STRINGS,
+    TRUE,
+    copy_json,
+    prefixed,
+    read_object,
+)
 from agentreview.model.attestation_read import SCHEMA as SCHEMA
 from agentreview.model.attestation_read import AttestationShapeError as AttestationShapeError
-from agentreview.model.attestation_read import copy_json, read_attestation, read_object
 from agentreview.model.digests import attestation_sha256_of, json_text, loads_strict, range_sha, signed_bytes_of
 from agentreview.model.fold import fold_verdict
+from agentreview.model.reader import Bool, Int, ListOf, Lit, Obj, Spec
 
 PACK_DIGEST_ALG = "agentproto-pack-digest/v1"
 
@@ -36,12 +51,12 @@ class AttestationInconsistentError(ValueError):
 
 
 class _Value(Generic[T]):
-    """A JSON member seen as its value (None when absent)."""
+    """A JSON member seen as its value (None when absent), with what the reader takes for it."""
 
-    __slots__ = ("key",)
+    __slots__ = ("key", "required", "spec")
 
-    def __init__(self, key: str = "") -> None:
-        self.key = key
+    def __init__(self, spec: Spec, *, optional: bool = False, key: str = "") -> None:
+        self.spec, self.required, self.key = spec, not optional, key
 
     def __set_name__(self, owner: type, name: str) -> None:
         if not self.key:
@@ -58,17 +73,14 @@ class _Value(Generic[T]):
         return obj._data.get(self.key)  # type: ignore[return-value]
 
 
-class _Views(Generic[T]):
+class _Views(_Value[T]):
     """A JSON member seen as typed views (an object's view, a tuple of them), made once per document."""
 
-    __slots__ = ("key", "make")
+    __slots__ = ("make",)
 
-    def __init__(self, make: Callable[[Any], T]) -> None:
-        self.key = ""
+    def __init__(self, spec: Spec, make: Callable[[Any], T], *, optional: bool = False) -> None:
+        super().__init__(spec, optional=optional)
         self.make = make
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.key = name
 
     @overload
     def __get__(self, obj: None, owner: type) -> _Views[T]: ...
@@ -85,28 +97,28 @@ class _Views(Generic[T]):
             return made
 
 
-def _one(cls: type[V]) -> Callable[[Any], V]:
-    return cls._of
+def _one(cls: type[V]) -> _Views[V]:
+    return _Views(cls._obj, cls._of)
 
 
-def _maybe_one(cls: type[V]) -> Callable[[Any], V | None]:
-    return lambda data: None if data is None else cls._of(data)
+def _maybe_one(cls: type[V]) -> _Views[V | None]:
+    return _Views(cls._obj, lambda data: None if data is None else cls._of(data), optional=True)
 
 
-def _many(cls: type[V]) -> Callable[[Any], tuple[V, ...]]:
-    return lambda data: tuple(cls._of(item) for item in data)
+def _many(cls: type[V]) -> _Views[tuple[V, ...]]:
+    return _Views(ListOf(cls._obj), lambda data: tuple(cls._of(item) for item in data))
 
 
-def _maybe_many(cls: type[V]) -> Callable[[Any], tuple[V, ...] | None]:
-    return lambda data: None if data is None else tuple(cls._of(item) for item in data)
+def _maybe_many(cls: type[V], min_length: int | None = None) -> _Views[tuple[V, ...] | None]:
+    return _Views(
+        ListOf(cls._obj, min_length=min_length),
+        lambda data: None if data is None else tuple(cls._of(item) for item in data),
+        optional=True,
+    )
 
 
-def _strings(data: Any) -> tuple[str, ...]:
-    return tuple(data)
-
-
-def _maybe_strings(data: Any) -> tuple[str, ...] | None:
-    return None if data is None else tuple(data)
+def _maybe_strings() -> _Views[tuple[str, ...] | None]:
+    return _Views(STRINGS, lambda data: None if data is None else tuple(data), optional=True)
 
 
 def _json_of(value: Any) -> Any:
@@ -143,12 +155,17 @@ class Member:
     """
 
     __slots__ = ("_data", "_views")
-    _definition: ClassVar[str] = ""
+    _obj: ClassVar[Obj]  # what the reader takes for the object: the schema's definition, from its members
     _data: dict[str, Any]
     _views: dict[str, Any]
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        members = [m for m in vars(cls).values() if isinstance(m, _Value)]
+        cls._obj = Obj(cls.__name__, *((m.key, m.required, m.spec) for m in members))
+
     def __init__(self, **members: Any) -> None:
-        data = read_object(self._definition, _members(members), drop_nulls=True)
+        data = read_object(self._obj, _members(members), drop_nulls=True)
         object.__setattr__(self, "_data", data)
         object.__setattr__(self, "_views", {})
 
@@ -163,7 +180,7 @@ class Member:
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | Member) -> Self:
         """The object of these JSON members (views and tuples allowed), shape-checked; null members are unset."""
-        return cls._of(read_object(cls._definition, _members(data), drop_nulls=True))
+        return cls._of(read_object(cls._obj, _members(data), drop_nulls=True))
 
     def replace(self, **changes: Any) -> Self:
         """A new object with ``changes`` applied (None unsets a member), checked as a new object is."""
@@ -171,7 +188,7 @@ class Member:
 
     def to_json_dict(self) -> dict[str, Any]:
         """The JSON members, a fresh copy; unset members (null) left out."""
-        return read_object(self._definition, self._data, drop_nulls=True)
+        return read_object(self._obj, self._data, drop_nulls=True)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"{type(self).__name__} is read-only: make a changed copy with replace()")
@@ -201,148 +218,135 @@ class Member:
 
 class Finding(Member):
     __slots__ = ()
-    _definition = "Finding"
-    severity: _Value[Severity] = _Value()
-    title: _Value[str] = _Value()
-    detail: _Value[str] = _Value()
-    file: _Value[str | None] = _Value()
-    line: _Value[int | None] = _Value()
+    severity: _Value[Severity] = _Value(Lit(*get_args(Severity)))
+    title: _Value[str] = _Value(STRING)
+    detail: _Value[str] = _Value(STRING)
+    file: _Value[str | None] = _Value(STRING, optional=True)
+    line: _Value[int | None] = _Value(Int(gt=0, exact=True), optional=True)
 
 
 class ComposedFrom(Member):
     __slots__ = ()
-    _definition = "ComposedFrom"
-    rangeSha: _Value[str] = _Value()
-    headSha: _Value[str] = _Value()
-    attestationSha256: _Value[str] = _Value()
+    rangeSha: _Value[str] = _Value(HEX64)
+    headSha: _Value[str] = _Value(NON_EMPTY)
+    attestationSha256: _Value[str] = _Value(HEX64)
 
 
 class Fallback(Member):
     __slots__ = ()
-    _definition = "Fallback"
-    preset: _Value[str] = _Value()
-    error: _Value[str] = _Value()
-    unknownFields = _Views(_maybe_strings)
-    unsafeValues = _Views(_maybe_strings)
+    preset: _Value[str] = _Value(STRING)
+    error: _Value[str] = _Value(STRING)
+    unknownFields = _maybe_strings()
+    unsafeValues = _maybe_strings()
 
 
 class LaneResult(Member):
     __slots__ = ()
-    _definition = "LaneResult"
-    id: _Value[str] = _Value()
+    id: _Value[str] = _Value(STRING)
     # The spec's kinds ("command", "agent"), or a check kind a plugin contributes (an id-shaped name).
-    kind: _Value[str] = _Value()
-    status: _Value[LaneStatus] = _Value()
-    blocking: _Value[bool] = _Value()
-    findings = _Views(_many(Finding))
-    durationMs: _Value[int | float] = _Value()
-    error: _Value[str | None] = _Value()
-    sessionId: _Value[str | None] = _Value()
-    preset: _Value[str | None] = _Value()
-    summary: _Value[str | None] = _Value()
-    exitCode: _Value[int | None] = _Value()
-    model: _Value[str | None] = _Value()
-    fallbacks = _Views(_maybe_many(Fallback))
+    kind: _Value[str] = _Value(KIND)
+    status: _Value[LaneStatus] = _Value(Lit(*get_args(LaneStatus)))
+    blocking: _Value[bool] = _Value(Bool())
+    findings = _many(Finding)
+    durationMs: _Value[int | float] = _Value(DURATION)
+    error: _Value[str | None] = _Value(STRING, optional=True)
+    sessionId: _Value[str | None] = _Value(STRING, optional=True)
+    preset: _Value[str | None] = _Value(STRING, optional=True)
+    summary: _Value[str | None] = _Value(STRING, optional=True)
+    exitCode: _Value[int | None] = _Value(Int(exact=True), optional=True)
+    model: _Value[str | None] = _Value(STRING, optional=True)
+    fallbacks = _maybe_many(Fallback)
     # The reviewer audit's two buckets: shapes it could not verify, and breached boundaries.
-    unknownFields = _Views(_maybe_strings)
-    unsafeValues = _Views(_maybe_strings)
-    composedFrom = _Views(_maybe_one(ComposedFrom))
+    unknownFields = _maybe_strings()
+    unsafeValues = _maybe_strings()
+    composedFrom = _maybe_one(ComposedFrom)
 
 
 class Target(Member):
     __slots__ = ()
-    _definition = "Target"
-    repoRemote: _Value[str] = _Value()
-    baseSha: _Value[str] = _Value()
-    headSha: _Value[str] = _Value()
+    repoRemote: _Value[str] = _Value(NON_EMPTY)
+    baseSha: _Value[str] = _Value(NON_EMPTY)
+    headSha: _Value[str] = _Value(NON_EMPTY)
 
 
 class Signature(Member):
     __slots__ = ()
-    _definition = "Signature"
     # Any alg of a sane shape (model/signature_alg.py): which signer verifies it is the verifier's question.
-    alg: _Value[str] = _Value()
-    keyFingerprint: _Value[str] = _Value()
-    principal: _Value[str] = _Value()
-    signedAt: _Value[str] = _Value()
-    sig: _Value[str] = _Value()
+    alg: _Value[str] = _Value(SIGNATURE_ALG)
+    keyFingerprint: _Value[str] = _Value(prefixed("SHA256:"))
+    principal: _Value[str] = _Value(STRING)
+    signedAt: _Value[str] = _Value(DATETIME)
+    sig: _Value[str] = _Value(STRING)
 
 
 class Attestor(Member):
     __slots__ = ()
-    _definition = "Attestor"
-    daemon: _Value[str] = _Value()
-    presets = _Views(_strings)
-    signature = _Views(_maybe_one(Signature))
+    daemon: _Value[str] = _Value(STRING)
+    presets: _Views[tuple[str, ...]] = _Views(PRESETS, tuple)
+    signature = _maybe_one(Signature)
 
 
 class RubricDigest(Member):
     __slots__ = ()
-    _definition = "RubricDigest"
-    check: _Value[str] = _Value()
-    path: _Value[str] = _Value()
-    sha256: _Value[str] = _Value()
+    check: _Value[str] = _Value(STRING)
+    path: _Value[str] = _Value(STRING)
+    sha256: _Value[str] = _Value(HEX64)
 
 
 class PackDigest(Member):
     __slots__ = ()
-    _definition = "PackDigest"
-    ref: _Value[str] = _Value()
-    id: _Value[str] = _Value()
-    version: _Value[str] = _Value()
-    # Any string when reading: an unknown recipe is a verification failure with its own message.
-    alg: _Value[str] = _Value()
-    sha256: _Value[str] = _Value()
+    ref: _Value[str] = _Value(STRING)
+    id: _Value[str] = _Value(STRING)
+    version: _Value[str] = _Value(STRING)
+    # Any string: an unknown recipe is a verification failure with its own message, not an unreadable document.
+    alg: _Value[str] = _Value(STRING)
+    sha256: _Value[str] = _Value(HEX64)
 
 
 class GitAuthor(Member):
     __slots__ = ()
-    _definition = "GitAuthor"
-    name: _Value[str] = _Value()
-    email: _Value[str] = _Value()
+    name: _Value[str] = _Value(STRING)
+    email: _Value[str] = _Value(STRING)
 
 
 class Requester(Member):
     __slots__ = ()
-    _definition = "Requester"
-    sessionId: _Value[str | None] = _Value()
-    gitAuthor = _Views(_maybe_one(GitAuthor))
+    sessionId: _Value[str | None] = _Value(STRING, optional=True)
+    gitAuthor = _maybe_one(GitAuthor)
 
 
 class PullRequest(Member):
     __slots__ = ()
-    _definition = "PullRequest"
-    provider: _Value[Literal["github"]] = _Value()
-    repo: _Value[str] = _Value()
-    number: _Value[int] = _Value()
-    url: _Value[str] = _Value()
+    provider: _Value[Literal["github"]] = _Value(Lit("github"))
+    repo: _Value[str] = _Value(OWNER_NAME)
+    number: _Value[int] = _Value(Int(gt=0, exact=True))
+    url: _Value[str] = _Value(STRING)
 
 
 class Attestation(Member):
     """The whole document. Made by :meth:`build`, :meth:`read` (for verification) or :meth:`from_json`."""
 
     __slots__ = ("_read",)
-    _definition = "Attestation"
     # True only for a document read for verification: its derived members are whatever the
     # file says, and the verifier reports a mismatch instead of refusing to read it.
     _read: bool
 
-    schema_: _Value[Literal["agentproto.review.attestation/v1"]] = _Value("schema")
-    runId: _Value[str] = _Value()
-    reviewId: _Value[str] = _Value()
-    manifestSha: _Value[str] = _Value()
-    binding: _Value[str] = _Value()
-    target = _Views(_one(Target))
-    rangeSha: _Value[str] = _Value()
-    lanes = _Views(_many(LaneResult))
-    verdict: _Value[Verdict] = _Value()
-    attestor = _Views(_one(Attestor))
-    rubrics = _Views(_many(RubricDigest))
-    packs = _Views(_maybe_many(PackDigest))
-    dirty: _Value[Literal[True] | None] = _Value()
-    requester = _Views(_maybe_one(Requester))
-    pr = _Views(_maybe_one(PullRequest))
-    createdAt: _Value[str] = _Value()
+    schema_: _Value[Literal["agentproto.review.attestation/v1"]] = _Value(Lit(SCHEMA), key="schema")
+    runId: _Value[str] = _Value(prefixed("review-"))
+    reviewId: _Value[str] = _Value(STRING)
+    manifestSha: _Value[str] = _Value(HEX64)
+    binding: _Value[str] = _Value(NON_EMPTY)
+    target = _one(Target)
+    rangeSha: _Value[str] = _Value(HEX64)
+    lanes = _many(LaneResult)
+    verdict: _Value[Verdict] = _Value(Lit(*get_args(Verdict)))
+    attestor = _one(Attestor)
+    rubrics = _many(RubricDigest)
+    packs = _maybe_many(PackDigest, min_length=1)
+    dirty: _Value[Literal[True] | None] = _Value(TRUE, optional=True)
+    requester = _maybe_one(Requester)
+    pr = _maybe_one(PullRequest)
+    createdAt: _Value[str] = _Value(DATETIME)
 
     def __init__(self, **members: Any) -> None:
         """A new document from its members; its verdict and rangeSha must follow from them."""
@@ -360,7 +364,7 @@ class Attestation(Member):
     def from_json(cls, data: Mapping[str, Any] | Member) -> Self:
         """A new document from its JSON members: shapes checked, null members unset, and its
         verdict and rangeSha must follow (:class:`AttestationInconsistentError` otherwise)."""
-        att = cls._of(read_attestation(_members(data), drop_nulls=True))
+        att = super().from_json(data)
         att._require_consistent()
         return att
 
@@ -369,7 +373,7 @@ class Attestation(Member):
         """Read a document for verification: shapes are checked, the fold is not (a verifier
         reports a verdict that does not follow from the lanes as a problem); every member is
         kept as the file has it, unknown ones and explicit nulls included."""
-        return cls._of(read_attestation(data), read=True)
+        return cls._of(read_object(cls._obj, data, drop_nulls=False), read=True)
 
     @classmethod
     def read_json(cls, text: str | bytes) -> Self:
@@ -423,7 +427,7 @@ class Attestation(Member):
         lane_data = [
             lane._data
             if isinstance(lane, LaneResult)
-            else read_object("LaneResult", lane, drop_nulls=True, at=("lanes", i))
+            else read_object(LaneResult._obj, lane, drop_nulls=True, at=("lanes", i))
             for i, lane in enumerate(lanes)
         ]
         presets: list[str] = []
@@ -485,10 +489,8 @@ class Attestation(Member):
     def to_json_dict(self) -> dict[str, Any]:
         """The JSON members, a fresh copy; raises :class:`AttestationInconsistentError` for a forged document.
 
-        A document this host builds omits unset members (never ``"x": null``), so its bytes
-        are what they always were. A document read from a file keeps exactly the members
-        the file has, an explicit ``null`` included: canonical JSON keeps ``null``, so its
-        signed bytes and digest (composedFrom, a re-export) are those its host signed.
+        A document read from a file keeps exactly its members, an explicit ``null`` included, so its signed
+        bytes and digest are those its host signed; one this host builds omits unset members.
         """
         return copy_json(self._document())
 

@@ -1,9 +1,6 @@
-"""The strict reader of an attestation document, ``agentproto.review.attestation/v1``.
-
-It accepts exactly what ``docs/schemas/attestation.schema.json`` accepts plus the rules a schema cannot state
-(docs/architecture.md, "Reading rules a schema cannot state"), coerces nothing, and reports every problem with
-its location (:class:`AttestationShapeError`). The members are declared as open objects in the vocabulary of
-:mod:`agentreview.model.reader`; a read returns a private copy.
+"""The attestation reader's words and rules: what ``docs/schemas/attestation.schema.json`` accepts plus the rules a
+schema cannot state (docs/architecture.md), every problem with its location; nothing is coerced. The members
+are declared on the views of :mod:`agentreview.model.attestation`.
 """
 
 from __future__ import annotations
@@ -15,7 +12,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from agentreview.model.reader import Bool, Int, ListOf, Lit, Obj, ReadError, Rule, Spec, Str, read_json
+from agentreview.model.reader import ListOf, Obj, ReadError, Rule, Str, read_json
 from agentreview.model.signature_alg import SIGNATURE_ALG_PATTERN, is_signature_alg
 
 SCHEMA = "agentproto.review.attestation/v1"
@@ -200,149 +197,43 @@ def _words(kind: str, value: Any, ctx: dict[str, Any], msg: str) -> str:
     return msg  # a Rule's own words
 
 
-def _unique(message: str) -> Any:
-    def check(items: list[Any]) -> list[Any]:
-        if len(set(items)) != len(items):
-            raise ValueError(message)
-        return items
-
-    return check
+def _unique_presets(items: list[Any]) -> list[Any]:
+    if len(set(items)) != len(items):
+        raise ValueError("must not repeat a preset")
+    return items
 
 
-# --------------------------------------------------------------------------- the schema's $defs
+# --------------------------------------------------------------------------- the schema's $defs, in
+# the members of the views in model/attestation.py
 
 STRING = Str()
 NON_EMPTY = Str(min_length=1)
 HEX64 = Str(pattern="^[0-9a-f]{64}$")
 STRINGS = ListOf(STRING)
+PRESETS = ListOf(STRING, after=_unique_presets)
+KIND = Rule(_kind)
+DURATION = Rule(_duration)
+DATETIME = Rule(_datetime)
+SIGNATURE_ALG = Rule(_alg)
+OWNER_NAME = Rule(_owner_name)
+TRUE = Rule(_true)
 
 
-def _prefixed(prefix: str) -> Str:
+def prefixed(prefix: str) -> Str:
     """^<prefix>.+$ with ECMA-262's ``.``: any character but a line terminator."""
     return Str(pattern=f"^{re.escape(prefix)}[^\n\r\u2028\u2029]+$", schema_pattern=f"^{prefix}.+$")
 
 
-def _req(key: str, meaning: Spec) -> tuple[str, bool, Spec]:
-    return (key, True, meaning)
-
-
-def _opt(key: str, meaning: Spec) -> tuple[str, bool, Spec]:
-    return (key, False, meaning)
-
-
-FINDING = Obj(
-    "Finding",
-    _req("severity", Lit("high", "medium", "low")),
-    _req("title", STRING),
-    _req("detail", STRING),
-    _opt("file", STRING),
-    _opt("line", Int(gt=0, exact=True)),
-)
-COMPOSED_FROM = Obj(
-    "ComposedFrom", _req("rangeSha", HEX64), _req("headSha", NON_EMPTY), _req("attestationSha256", HEX64)
-)
-FALLBACK = Obj(
-    "Fallback",
-    _req("preset", STRING),
-    _req("error", STRING),
-    _opt("unknownFields", STRINGS),
-    _opt("unsafeValues", STRINGS),
-)
-LANE_RESULT = Obj(
-    "LaneResult",
-    _req("id", STRING),
-    _req("kind", Rule(_kind)),
-    _req("status", Lit("pass", "fail", "skipped", "timeout")),
-    _req("blocking", Bool()),
-    _req("findings", ListOf(FINDING)),
-    _req("durationMs", Rule(_duration)),
-    _opt("error", STRING),
-    _opt("sessionId", STRING),
-    _opt("preset", STRING),
-    _opt("summary", STRING),
-    _opt("exitCode", Int(exact=True)),
-    _opt("model", STRING),
-    _opt("fallbacks", ListOf(FALLBACK)),
-    _opt("unknownFields", STRINGS),
-    _opt("unsafeValues", STRINGS),
-    _opt("composedFrom", COMPOSED_FROM),
-)
-TARGET = Obj("Target", _req("repoRemote", NON_EMPTY), _req("baseSha", NON_EMPTY), _req("headSha", NON_EMPTY))
-SIGNATURE = Obj(
-    "Signature",
-    _req("alg", Rule(_alg)),
-    _req("keyFingerprint", _prefixed("SHA256:")),
-    _req("principal", STRING),
-    _req("signedAt", Rule(_datetime)),
-    _req("sig", STRING),
-)
-ATTESTOR = Obj(
-    "Attestor",
-    _req("daemon", STRING),
-    _req("presets", ListOf(STRING, after=_unique("must not repeat a preset"))),
-    _opt("signature", SIGNATURE),
-)
-RUBRIC_DIGEST = Obj("RubricDigest", _req("check", STRING), _req("path", STRING), _req("sha256", HEX64))
-PACK_DIGEST = Obj(
-    "PackDigest",
-    _req("ref", STRING),
-    _req("id", STRING),
-    _req("version", STRING),
-    # Any string: an unknown recipe is a verification failure with its own message, not an unreadable document.
-    _req("alg", STRING),
-    _req("sha256", HEX64),
-)
-GIT_AUTHOR = Obj("GitAuthor", _req("name", STRING), _req("email", STRING))
-REQUESTER = Obj("Requester", _opt("sessionId", STRING), _opt("gitAuthor", GIT_AUTHOR))
-PULL_REQUEST = Obj(
-    "PullRequest",
-    _req("provider", Lit("github")),
-    _req("repo", Rule(_owner_name)),
-    _req("number", Int(gt=0, exact=True)),
-    _req("url", STRING),
-)
-ATTESTATION = Obj(
-    "Attestation",
-    _req("schema", Lit(SCHEMA)),
-    _req("runId", _prefixed("review-")),
-    _req("reviewId", STRING),
-    _req("manifestSha", HEX64),
-    _req("binding", NON_EMPTY),
-    _req("target", TARGET),
-    _req("rangeSha", HEX64),
-    _req("lanes", ListOf(LANE_RESULT)),
-    _req("verdict", Lit("pass", "block", "incomplete")),
-    _req("attestor", ATTESTOR),
-    _req("rubrics", ListOf(RUBRIC_DIGEST)),
-    _opt("packs", ListOf(PACK_DIGEST, min_length=1)),
-    _opt("dirty", Rule(_true)),
-    _opt("requester", REQUESTER),
-    _opt("pr", PULL_REQUEST),
-    _req("createdAt", Rule(_datetime)),
-)
-
-DEFINITIONS: dict[str, Obj] = {
-    d.name: d
-    for d in (ATTESTATION, FINDING, COMPOSED_FROM, FALLBACK, LANE_RESULT, TARGET, SIGNATURE, ATTESTOR,
-              RUBRIC_DIGEST, PACK_DIGEST, GIT_AUTHOR, REQUESTER, PULL_REQUEST)
-}  # fmt: skip
-
-
-def read_object(definition: str, data: Any, *, drop_nulls: bool, at: Location = ()) -> dict[str, Any]:
-    """Read ``data`` as the schema's ``definition`` ("Attestation", "LaneResult", ...): its private copy,
+def read_object(definition: Obj, data: Any, *, drop_nulls: bool, at: Location = ()) -> dict[str, Any]:
+    """Read ``data`` as the schema's ``definition`` (an attestation, a lane result, ...): its private copy,
     or :class:`AttestationShapeError` with every problem, located under ``at``."""
     try:
-        out: dict[str, Any] = read_json(DEFINITIONS[definition], data, drop_nulls=drop_nulls, words=_words, at=at)
+        out: dict[str, Any] = read_json(definition, data, drop_nulls=drop_nulls, words=_words, at=at)
     except RecursionError:
         raise AttestationShapeError([(at, "is nested too deeply to read")]) from None
     except ReadError as exc:
         raise AttestationShapeError([(e["loc"], e["msg"]) for e in exc.errors]) from None
     return out
-
-
-def read_attestation(data: Any, *, drop_nulls: bool = False) -> dict[str, Any]:
-    """Read a whole attestation document (see the module's docstring)."""
-    return read_object("Attestation", data, drop_nulls=drop_nulls)
 
 
 def copy_json(value: Any) -> Any:

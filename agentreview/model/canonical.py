@@ -61,14 +61,9 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def well_formed_json(text: str) -> str:
-    """JSON ``text`` with every surrogate code point written as ``JSON.stringify`` writes it, so
-    the text encodes as UTF-8: a high surrogate followed by a low one is one character to
-    JavaScript and is joined into it; one still alone becomes its ``\\udxxx`` escape.
-
-    Exact on JSON text: outside strings JSON has only ASCII, and inside one a backslash is
-    always escaped, so the escape reads back as the very same string. Text without a
-    surrogate (nearly all) is returned as it is.
-    """
+    """JSON ``text`` with every surrogate written as ``JSON.stringify`` writes it, so it encodes as UTF-8:
+    a high-low pair joined into one character, a lone one as its ``\\udxxx`` escape. Exact on JSON text:
+    outside strings JSON is ASCII, and inside one a backslash is always escaped."""
     if _SURROGATE.search(text) is None:
         return text
     # The UTF-16 round trip joins the pairs; what is still alone is escaped.

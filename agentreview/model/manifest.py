@@ -1,8 +1,7 @@
 """The manifest's one declaration: the records of ``kind: review`` and ``kind: review-pack`` and each field's meaning.
 
-Frozen dataclasses whose fields carry their meaning (:func:`~agentreview.model.reader.spec`); reading them
-(:func:`agentreview.model.reader.read`) validates and the JSON Schemas are generated from the same fields.
-Constructing a record directly does not validate. Cross-field rules live in ``agentreview.manifest.rules``.
+Reading them (:func:`agentreview.model.reader.read`) validates, and the JSON Schemas come from the same fields;
+constructing a record directly does not validate. Cross-field rules live in ``agentreview.manifest.rules``.
 """
 
 from __future__ import annotations
@@ -13,35 +12,6 @@ from typing import Any, Final, Literal
 from agentreview.model.packref import PACK_REF_PATTERN, parse_git_pack_ref
 from agentreview.model.reader import Bool, DictOf, Int, ListOf, Lit, Nullable, Record, Str, Tagged, spec
 from agentreview.model.record import record
-
-__all__ = [
-    "CHECK",
-    "DEFAULT_AGENT_TIMEOUT_MS",
-    "DEFAULT_BASE",
-    "DEFAULT_COMMAND_TIMEOUT_MS",
-    "FALSE_ONLY",
-    "ID",
-    "ID_PATTERN",
-    "MAX_TIMEOUT_MS",
-    "PACK_CHECK",
-    "QUORUM",
-    "RECORDS",
-    "REF_PATTERN",
-    "SEMVER_PATTERN",
-    "TIMEOUT_MS",
-    "AgentCheck",
-    "Binding",
-    "CommandCheck",
-    "Override",
-    "PackAgentCheck",
-    "PackCommandCheck",
-    "ReviewManifest",
-    "ReviewPack",
-    "Severity",
-    "Target",
-    "UsesEntry",
-    "VerdictConfig",
-]
 
 ID_PATTERN = r"^[a-z][a-z0-9-]*$"
 REF_PATTERN = r"^[a-z][a-z0-9-]*(?:/[a-z][a-z0-9-]*)?$"

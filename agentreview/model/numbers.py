@@ -9,8 +9,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["whole_number"]
-
 
 def whole_number(value: Any) -> int | None:
     """``value`` as an ``int`` when it is an integral number (``3``, ``3.0``, ``1e1``), else None."""

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["GIT_PACK_REF", "PACK_REF_PATTERN", "GitPackRefError", "parse_git_pack_ref"]
-
 GIT_PACK_REF = re.compile(r"^git\+(https://[^\s#]+)#([0-9a-f]{40})$")
 # Any reference that is not a git one, or a pinned git+https one (the JSON Schema's pattern).
 PACK_REF_PATTERN = r"^(?!git\+)\S+$|^git\+https://[^\s#]+#[0-9a-f]{40}$"

@@ -11,8 +11,6 @@ from typing import NamedTuple
 
 from agentreview.model.errors import EXIT_ERROR, AgentreviewError
 
-__all__ = ["MAX_PROBLEMS", "ManifestError", "Problem"]
-
 # A hostile file must not flood the terminal: past this many problems, the rest is one counted line.
 MAX_PROBLEMS = 100
 

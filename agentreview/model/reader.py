@@ -1,9 +1,7 @@
-"""The strict reader of both documents: one vocabulary of field meanings, every problem at once.
+"""The strict reader of both documents: one vocabulary of field meanings, every problem at once, nothing coerced.
 
-Manifest records are frozen dataclasses whose fields carry a :class:`Spec` (:func:`spec`), read by :func:`read`
-and turned into JSON Schema by :func:`json_schema`; the attestation is open objects (:class:`Obj`) read by
-:func:`read_json`. A refusal is :class:`ReadError` with pydantic-shaped error dicts, so the manifest's
-translator words these and a plugin model's alike. Nothing is coerced.
+Manifest records are dataclasses whose fields carry a :class:`Spec` (:func:`spec`); the attestation is open
+objects (:class:`Obj`). :class:`ReadError` holds pydantic-shaped errors, so a plugin model's are worded alike.
 """
 
 from __future__ import annotations
@@ -15,29 +13,6 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from agentreview.model.numbers import whole_number
-
-__all__ = [
-    "Bool",
-    "DictOf",
-    "Int",
-    "ListOf",
-    "Lit",
-    "Nullable",
-    "Obj",
-    "ReadError",
-    "Record",
-    "Rule",
-    "Spec",
-    "Str",
-    "Tagged",
-    "json_schema",
-    "key_of",
-    "read",
-    "read_json",
-    "spec",
-    "to_json",
-    "validate",
-]
 
 Error = dict[str, Any]
 _BAD: Any = object()  # what a value that failed reads as; its problems are already recorded
@@ -485,20 +460,9 @@ def _plugin(model: Any, value: Any, loc: tuple[Any, ...], cx: _Context) -> Any:
         return _BAD
 
 
-def read(cls: type[Any], data: Any, *, extra: Mapping[str, Any] | None = None) -> Any:
-    """``data`` read into the record ``cls``; :class:`ReadError` listing every problem otherwise.
-
-    ``extra`` maps a tag of an open union (a plugin's check kind) to the model that reads it.
-    """
-    cx = _Context(extra or {})
-    built = _build(cls, data, (), cx)
-    if cx.errors or built is _BAD:
-        raise ReadError(cx.errors)
-    return built
-
-
-def validate(meaning: Spec | type[Any], data: Any, *, extra: Mapping[str, Any] | None = None) -> Any:
-    """``data`` read by a spec, or by a record class's fields; :class:`ReadError` otherwise."""
+def read(meaning: Spec | type[Any], data: Any, *, extra: Mapping[str, Any] | None = None) -> Any:
+    """``data`` read by a spec, or into a record class by its fields; :class:`ReadError` listing every problem
+    otherwise. ``extra`` maps a tag of an open union (a plugin's check kind) to the model that reads it."""
     cx = _Context(extra or {})
     built = _build(meaning, data, (), cx) if isinstance(meaning, type) else meaning.read(data, (), cx)
     if cx.errors or built is _BAD:

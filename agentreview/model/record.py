@@ -1,9 +1,7 @@
 """``@record``: a frozen dataclass whose ``__eq__``, ``__hash__`` and ``__repr__`` are shared functions.
 
-``dataclass`` compiles each method it generates from source text when the class is created, and every
-command pays that at start-up for each class it imports (docs/performance.md). These three need no
-per-class code: they read the field names kept on the class and behave as the generated ones do.
-To ``dataclasses.fields``, ``replace``, ``asdict`` and mypy it is an ordinary frozen dataclass.
+``dataclass`` compiles the methods it generates at every start-up (docs/performance.md); these read the field
+names kept on the class instead. To ``dataclasses`` and mypy it is an ordinary frozen dataclass.
 """
 
 from __future__ import annotations
@@ -12,8 +10,6 @@ import dataclasses
 import reprlib
 from collections.abc import Callable
 from typing import Any, TypeVar, dataclass_transform, overload
-
-__all__ = ["record"]
 
 T = TypeVar("T", bound=type)
 

@@ -1,8 +1,6 @@
-"""The plain data that crosses the boundary between the core and its plugins.
+"""The plain data that crosses the boundary between the core and its plugins, one module per plugin kind.
 
-Free of pydantic and split by plugin kind, so a command imports only the contracts it uses (every name is
-importable from this package on first access). Plugins report what happened; the core alone decides a lane's
-status (:mod:`agentreview.model.lanes`), computes pack digests and confines rubrics.
+Plugins report what happened; the core alone decides a lane's status, computes pack digests and confines rubrics.
 """
 
 from __future__ import annotations
@@ -37,57 +35,16 @@ if TYPE_CHECKING:  # pragma: no cover
     )
     from agentreview.model.contracts.signing import KeyInfo, Signer, SignerContext
 
-_HOME = {
-    "DeltaRange": "lanes",
-    "FallbackAttempt": "lanes",
-    "KeyInfo": "signing",
-    "LaneExecutor": "lanes",
-    "LaneOutcome": "lanes",
-    "LaneRequest": "lanes",
-    "LoadedPack": "packs",
-    "OutcomeKind": "lanes",
-    "PackLoadContext": "packs",
-    "PackLoadError": "errors",
-    "PackLoader": "packs",
-    "PackUnavailableError": "errors",
-    "PresetSpec": "reviewers",
-    "ProviderStatus": "reviewers",
-    "ReportedFinding": "lanes",
-    "ReviewerEnd": "reviewers",
-    "ReviewerProvider": "reviewers",
-    "ReviewerRequest": "reviewers",
-    "ReviewerResult": "reviewers",
-    "SignatureInvalidError": "errors",
-    "Signer": "signing",
-    "SignerContext": "signing",
-    "SigningError": "errors",
+# submodule -> the names it defines, importable from this package on first access.
+_MODULES = {
+    "errors": "PackLoadError PackUnavailableError SignatureInvalidError SigningError",
+    "lanes": "DeltaRange FallbackAttempt LaneExecutor LaneOutcome LaneRequest OutcomeKind ReportedFinding",
+    "packs": "LoadedPack PackLoadContext PackLoader",
+    "reviewers": "PresetSpec ProviderStatus ReviewerEnd ReviewerProvider ReviewerRequest ReviewerResult",
+    "signing": "KeyInfo Signer SignerContext",
 }
-
-__all__ = [
-    "DeltaRange",
-    "FallbackAttempt",
-    "KeyInfo",
-    "LaneExecutor",
-    "LaneOutcome",
-    "LaneRequest",
-    "LoadedPack",
-    "OutcomeKind",
-    "PackLoadContext",
-    "PackLoadError",
-    "PackLoader",
-    "PackUnavailableError",
-    "PresetSpec",
-    "ProviderStatus",
-    "ReportedFinding",
-    "ReviewerEnd",
-    "ReviewerProvider",
-    "ReviewerRequest",
-    "ReviewerResult",
-    "SignatureInvalidError",
-    "Signer",
-    "SignerContext",
-    "SigningError",
-]
+_HOME = {name: module for module, names in _MODULES.items() for name in names.split()}
+__all__ = list(_HOME)
 
 
 def __getattr__(name: str) -> Any:

@@ -121,7 +121,7 @@ def capture(cli: str, binary: str) -> Path:
 
     from agentreview.model.contracts import LaneRequest
     from agentreview.model.manifest import AgentCheck
-    from agentreview.model.reader import validate
+    from agentreview.model.reader import read
 
     if cli not in SCRIPTS:
         raise SystemExit(f"capture_stream: no capture recipe for {cli!r} yet ({', '.join(SCRIPTS)})")
@@ -141,7 +141,7 @@ def capture(cli: str, binary: str) -> Path:
         base, head = _repo(repo)
         run_dir = tmp / "run"
         run_dir.mkdir()
-        check = validate(
+        check = read(
             AgentCheck, {"id": "correctness", "kind": "agent", "preset": cli, "rubric": "./rubrics/correctness.md"}
         )
         with ModelServer(SCRIPTS[cli]) as server:

@@ -15,7 +15,7 @@ from agentreview_agent.executor import AgentLaneExecutor
 
 from agentreview.model.contracts import DeltaRange, LaneRequest, PresetSpec
 from agentreview.model.manifest import AgentCheck
-from agentreview.model.reader import validate
+from agentreview.model.reader import read
 
 
 def git(repo: Path, *args: str) -> str:
@@ -77,7 +77,7 @@ class Lane:
         data = {"id": "correctness", "kind": "agent", "preset": "bot", "rubric": "./rubrics/correctness.md"}
         data.update(fields)
         check_id = data.pop("id")
-        return replace(validate(AgentCheck, {**data, "id": "placeholder"}), id=check_id)
+        return replace(read(AgentCheck, {**data, "id": "placeholder"}), id=check_id)
 
     def request(self, check: AgentCheck | None = None, *, delta: DeltaRange | None = None, rubric="default"):
         return LaneRequest(

@@ -46,14 +46,14 @@ import json, sys, threading
 from pathlib import Path
 from agentreview.model.contracts import LaneRequest
 from agentreview.model.manifest import AgentCheck
-from agentreview.model.reader import validate
+from agentreview.model.reader import read
 from agentreview.model.lanes import to_lane_result
 from agentreview.plugins.registry import load_registry
 from agentreview.host.presets import load_presets
 
 registry = load_registry()
 providers = registry.objects("providers")
-check = validate(AgentCheck, {{"id": "lint", "kind": "agent", "preset": "example-linter", "rubric": "r.md"}})
+check = read(AgentCheck, {{"id": "lint", "kind": "agent", "preset": "example-linter", "rubric": "r.md"}})
 request = LaneRequest(
     check=check, review_id="rev", repo_root=Path({str(repo.root)!r}), base_sha={repo.base!r}, head_sha={repo.head!r},
     placeholders={{}}, run_dir=Path({str(run_dir)!r}), cancel=threading.Event(), rubric_path=Path({str(repo.rubric)!r}),

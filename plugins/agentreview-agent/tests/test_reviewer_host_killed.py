@@ -24,11 +24,11 @@ DRIVER = textwrap.dedent(
     from agentreview.host.procs import watchdog
     from agentreview.model.contracts import LaneRequest, PresetSpec
     from agentreview.model.manifest import AgentCheck
-    from agentreview.model.reader import validate
+    from agentreview.model.reader import read
 
     cfg = json.loads(sys.argv[1])
     fields = {"id": "correctness", "kind": "agent", "preset": cfg["preset"], "rubric": "r.md", "timeoutMs": 300000}
-    check = validate(AgentCheck, fields)
+    check = read(AgentCheck, fields)
     presets = {
         "claude": PresetSpec(name="claude", provider="claude", builtin=True),
         "hang": PresetSpec(name="hang", provider="exec", options={"command": cfg["command"]}),
