@@ -16,7 +16,23 @@ from agentreview.cli.helptext import epilog
 from agentreview.model.errors import AgentreviewError, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agentreview.store.ledger import Ledger, LedgerRow
+    from agentreview.store.ledger import Ledger, LedgerEntry, LedgerRow
+
+
+def recorded_entry(run_id: str | None, range_: str | None, binding: str | None, cwd: Path | None) -> LedgerEntry:
+    """The ledger entry named by RUN_ID or ``--range`` (and ``--binding``), for export and publish."""
+    from agentreview.cli.warnings import print_warning
+    from agentreview.host.home import ledger_root
+    from agentreview.store.ledger import Ledger
+
+    if not run_id and not range_:
+        raise UsageError("give a RUN_ID or --range BASE..HEAD (see 'agentreview ledger')")
+    with Ledger(ledger_root(), warn=print_warning) as led:
+        row = _pick(led, run_id, range_, binding, cwd)
+        entry = led.get(*row.key)
+    if entry is None:
+        raise AgentreviewError(f"ledger entry {row.path} cannot be read — re-run the review")
+    return entry
 
 
 def _pick(led: Ledger, run_id: str | None, range_: str | None, binding: str | None, cwd: Path | None) -> LedgerRow:
@@ -68,18 +84,9 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="Print {path, runId, verdict}.")] = False,
     ) -> int:
         """Write a recorded attestation as an export file (two-space JSON)."""
-        from agentreview.cli.warnings import print_warning
-        from agentreview.host.home import ledger_root
         from agentreview.store.export import recorded_export_target, write_export
-        from agentreview.store.ledger import Ledger
 
-        if not run_id and not range_:
-            raise UsageError("give a RUN_ID or --range BASE..HEAD (see 'agentreview ledger')")
-        with Ledger(ledger_root(), warn=print_warning) as led:
-            row = _pick(led, run_id, range_, binding, cwd)
-            entry = led.get(*row.key)
-        if entry is None:
-            raise AgentreviewError(f"ledger entry {row.path} cannot be read — re-run the review")
+        entry = recorded_entry(run_id, range_, binding, cwd)
         att = entry.attestation
         if to is not None:
             target = to if to.is_absolute() else (cwd or Path.cwd()) / to

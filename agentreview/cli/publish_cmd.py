@@ -62,20 +62,11 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="Print {runId, commit, added, pushed, ref}.")] = False,
     ) -> int:
         """Add a recorded attestation to the git note of its head commit and push the notes ref."""
-        from agentreview.cli.export_cmd import _pick
-        from agentreview.cli.warnings import print_warning
-        from agentreview.host.home import ledger_root
-        from agentreview.store.ledger import Ledger
+        from agentreview.cli.export_cmd import recorded_entry
 
-        if not run_id and not range_:
-            raise UsageError("give a RUN_ID or --range BASE..HEAD (see 'agentreview ledger')")
         if no_push and remote is not None:
             raise UsageError("--remote and --no-push exclude each other")
-        with Ledger(ledger_root(), warn=print_warning) as led:
-            row = _pick(led, run_id, range_, binding, cwd)
-            entry = led.get(*row.key)
-        if entry is None:
-            raise AgentreviewError(f"ledger entry {row.path} cannot be read — re-run the review")
+        entry = recorded_entry(run_id, range_, binding, cwd)
         repo = cwd or Path(entry.host.repo_root)
         report = publish_attestation(entry.attestation, repo, None if no_push else (remote or "origin"))
         if as_json:
