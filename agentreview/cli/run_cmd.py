@@ -245,8 +245,6 @@ def register(app: typer.Typer) -> None:
         from agentreview.engine.run import run_review
         from agentreview.report.progress import make_reporter
 
-        if annotate is not None and annotate != "github":
-            raise UsageError(f"--annotate supports only 'github', not '{annotate}'")
         if annotate and as_json:
             raise UsageError("--annotate writes workflow commands to stdout; it cannot be combined with --json")
         pr_ref = parse_pr_url(pr) if pr else None
