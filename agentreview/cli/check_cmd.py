@@ -1,7 +1,6 @@
 """``agentreview check``: validate a REVIEW.md (or a review pack) and show what each binding would run.
 
-The cheap, side-effect-free view of a manifest as the runner resolves it; an invalid one exits 3 with every
-problem on stderr. Plugins load only when the manifest needs them (``uses``, or a plugin's check kind).
+Side-effect free; an invalid manifest exits 3 with every problem on stderr. Plugins load only when needed.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """``agentreview export``: write a recorded attestation where a CI gate reads it.
 
-The entry is picked by RUN_ID, or by ``--range`` and ``--binding``; the file goes to ``--to`` or to the
-manifest's ``verdict.exportDir`` as recorded.
+The entry is picked by RUN_ID or ``--range``/``--binding``; it goes to ``--to`` or the recorded ``verdict.exportDir``.
 """
 
 from __future__ import annotations

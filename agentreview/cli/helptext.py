@@ -1,7 +1,6 @@
 """What every command's ``--help`` ends with: examples and exit codes, rendered one way.
 
-Each exit code's meaning is declared here once (docs/cli.md "Exit codes" is the long form). Blocks start with
-click's ``\\b`` marker so they are printed as written.
+Each exit code's meaning is declared here once; blocks start with click's ``\\b`` so they print as written.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """``agentreview init``: REVIEW.md, a rubric, allowed_signers, the pre-push hook and a CI gate.
 
-The work is :mod:`agentreview.setup`'s; this module parses options, reaches the plugin registry (reviewer
-providers, the configured signer) and prints.
+The work is :mod:`agentreview.setup`'s; this module parses options, reaches the plugin registry and prints.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """``agentreview pack check DIR``: validate a review pack the way a consumer would load it.
 
-Rubrics are read through the same confined reader resolution uses, so an escaping symlink fails here first; the
-printed ``agentproto-pack-digest/v1`` covers all checks, as a consumer importing every check would record.
+Rubrics go through resolution's confined reader, so an escaping symlink fails here first.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """``agentreview publish``: share a recorded attestation through git notes.
 
-Its canonical JSON joins the note of its head commit under ``refs/notes/agentreview`` (lines merge as a set),
-then that ref is pushed unless ``--no-push``.
+It joins the note of its head commit under ``refs/notes/agentreview``, then that ref is pushed unless ``--no-push``.
 """
 
 from __future__ import annotations

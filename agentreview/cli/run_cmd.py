@@ -1,7 +1,4 @@
-"""``agentreview run``: review a range, sign and record the attestation, optionally export it.
-
-Exit codes: 0 pass, 1 block, 2 incomplete or cancelled, 3 could not run, 64 usage.
-"""
+"""``agentreview run``: review a range, sign and record the attestation, optionally export it."""
 
 # No `from __future__ import annotations` here: typer reads the command's parameters from their
 # annotations, and written as strings each would be compiled again on every start (docs/performance.md).

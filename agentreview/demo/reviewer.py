@@ -1,7 +1,6 @@
 """A deterministic stand-in reviewer for ``agentreview demo`` (the ``exec`` provider runs it), not an AI model.
 
-It flags added ``eval(``/``exec(`` calls (high) and new functions without a test (low) in the committed range,
-and writes the verdict file the agent-lane contract defines.
+It flags added ``eval(``/``exec(`` calls and new functions without a test, and writes the agent-lane verdict file.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """A small GitHub REST client on the standard library, for ``agentreview pr`` and ``review_pr``.
 
-A few GET requests do not earn a dependency, and a direct client bounds everything: a timeout per
-request, a bounded read, and the token sent only to the configured API origin (no redirect elsewhere).
+Every request is bounded (timeout, read size), and the token goes only to the configured API origin.
 """
 
 from __future__ import annotations

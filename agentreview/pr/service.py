@@ -1,8 +1,7 @@
 """``link_pr``: link a ledger entry to its GitHub pull request and record a status snapshot.
 
-The one implementation of ``review_pr`` (MCP) and ``agentreview pr`` (CLI); the entry and PR are
-selected as the reference host does (docs/cli.md, "agentreview pr"). The snapshot goes to the
-annotations sidecar, never the (possibly signed) attestation; nothing raises: a bad argument is a reply.
+Shared by MCP ``review_pr`` and ``agentreview pr``; the snapshot goes to the annotations sidecar, never the
+(possibly signed) attestation. Nothing raises: a bad argument is a reply.
 """
 
 from __future__ import annotations

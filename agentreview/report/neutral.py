@@ -1,9 +1,7 @@
 """Text that others wrote, made safe to print into a CI log.
 
-A CI runner obeys some lines a step prints (``::command`` after leading whitespace, ``##[``,
-``##vso[``), and reviewer, command and export text is the change's to steer, so :func:`neutralize`
-escapes those openings wherever any reader might split a line; :func:`printable` keeps a lone
-surrogate from ending the output in an encoding error.
+A CI runner obeys some printed lines (``::command``, ``##[``, ``##vso[``) and that text is the change's to steer,
+so :func:`neutralize` escapes those openings; :func:`printable` keeps a lone surrogate from an encoding error.
 """
 
 from __future__ import annotations

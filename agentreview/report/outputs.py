@@ -1,7 +1,6 @@
 """Writing the reports ``run`` and ``verify`` are asked for: the SARIF log and the job summary.
 
-A report the caller named that cannot be written turns a pass into exit 3 (a gate asked for an
-artifact it does not have must not pass quietly); one only ``GITHUB_STEP_SUMMARY`` named is a warning.
+A named report that cannot be written turns a pass into exit 3: a gate must not pass without its artifact.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """How a run reports progress: a live per-lane display on a terminal, plain lines in CI.
 
-Everything goes to stderr, so stdout stays clean for ``--json`` and ``--annotate``; every line is
-neutralized, since it may quote what a reviewer or command printed.
+All on stderr (stdout stays for ``--json`` and ``--annotate``), every line neutralized: it may quote a reviewer.
 """
 
 from __future__ import annotations

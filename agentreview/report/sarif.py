@@ -1,9 +1,7 @@
 """SARIF 2.1.0 logs of a run and of a verification, for code scanning (``--sarif PATH``).
 
-Pure, from plain JSON data, so ``run`` and ``verify`` share it without the engine or the verifier
-(the mapping: docs/cli.md, "SARIF and the job summary"). An attestation's paths and text are the
-change's to write: a path outside the repository is never a location, and an unverified finding
-lands on no line of code.
+Pure, from plain JSON. An attestation's paths and text are the change's to write: a path outside the repository is
+never a location, and an unverified finding lands on no line of code.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """Which detected commands run here, and what stands in for one that cannot.
 
-Only commands whose program is here are kept, since a check that cannot start on day one teaches people to bypass
-the hook. tox is kept only when its plugins and interpreters are here (else it skips everything and exits 0);
-pytest stands in for it, and each missing piece becomes a warning with its install command.
+A check that cannot start on day one teaches people to bypass the hook; tox without its plugins and interpreters
+skips everything and exits 0, so pytest stands in and each missing piece becomes a warning.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """What the repository already runs, so REVIEW.md's command checks are the team's own.
 
-Only files are read, nothing is executed: the repository is not yet trusted. Each rule looks for a tool *in use*
-(a configuration section or a script), not merely installed.
+Only files are read, nothing is executed: the repository is not yet trusted.
 """
 
 from __future__ import annotations

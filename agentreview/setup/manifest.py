@@ -1,7 +1,6 @@
 """The REVIEW.md and rubric ``init`` writes: the repository's own commands, one agent check, one binding.
 
-Rendered by hand, so it reads like a file a person wrote and is byte-for-byte stable (a second ``init`` writes
-nothing). The reviewer is the first usable preset; the base is the remote's default branch.
+Rendered by hand, so it reads like a file a person wrote and a second ``init`` writes the same bytes.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """What a valid REVIEW.md needs that this host lacks: a command's program, a preset, a reviewer CLI.
 
 Warnings, not errors (another host may have what this one lacks), so a misspelt preset is found before a run.
-Only a command's plain first program is looked up; reviewer CLIs through their provider's bounded status.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """What a repository's tox configuration needs: its default environments, their interpreters, its plugins.
 
-Read from the configuration files, never by running tox: a configuration needing what this host lacks makes a
-plain ``tox`` skip every environment and exit 0, a pass that tested nothing.
+Read from the files, never by running tox: tox lacking them skips every environment and exits 0, testing nothing.
 """
 
 from __future__ import annotations

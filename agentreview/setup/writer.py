@@ -1,7 +1,6 @@
 """The one rule every file ``init`` writes obeys: a user's file is never overwritten without --force.
 
-Identical bytes are left alone (a second run changes nothing); a link or a non-regular file is never replaced,
-even with ``force``, nor written through a folder that leads out of the repository. Writes are atomic.
+A link or non-regular file is never replaced, nor written through a folder leading out of the repository.
 """
 
 from __future__ import annotations
