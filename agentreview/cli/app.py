@@ -65,11 +65,7 @@ def _module_of(command: str) -> str | None:
 
 
 def build_app(only: str | None = None) -> typer.Typer:
-    """The app with every command, or with only ``only`` (the command being run).
-
-    Registering one command spares the start-up cost of importing every other command module
-    and of Typer converting every other command's parameters, which each invocation pays.
-    """
+    """The app with every command, or with only ``only``: registering one spares importing and converting the rest."""
     keep_argument_help()
     app = typer.Typer(
         name="agentreview",

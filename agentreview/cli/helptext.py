@@ -44,10 +44,9 @@ ExitCode = int | tuple[int, str]
 
 
 def epilog(examples: Sequence[str], codes: Sequence[ExitCode]) -> str:
-    """The help's closing text: ``Examples:`` (one or two invocations) and ``Exit codes:``.
+    """The help's closing text: ``Examples:`` and ``Exit codes:``.
 
-    ``codes`` lists the codes the command returns, each an int (its shared meaning) or
-    ``(code, meaning)`` for a command-specific one; 2, 3 and 64 are added when missing.
+    ``codes``: an int (its shared meaning) or ``(code, meaning)``; 2, 3 and 64 are added when missing.
     """
     meanings: dict[int, str] = {}
     for code in codes:
@@ -68,9 +67,7 @@ def choice(*values: str) -> click.Choice:
 def keep_argument_help() -> None:
     """Show a positional argument's ``help`` once, in typer's ``Arguments:`` section.
 
-    typer 0.24 sets an argument's help, then click >= 8.3's ``Argument.__init__`` (which takes
-    ``help`` itself) resets it to None; and such a click adds its own ``Positional arguments:``
-    section, which would repeat typer's.
+    click >= 8.3 resets the help typer 0.24 sets, and adds a ``Positional arguments:`` section repeating typer's.
     """
     argument = typer.core.TyperArgument
     init = argument.__init__

@@ -16,10 +16,7 @@ from agentreview.model.errors import EXIT_ERROR, AgentreviewError
 
 
 def check_pack(directory: Path) -> dict[str, Any]:
-    """Validate the pack in ``directory``; return its description and digest record.
-
-    Raises :class:`AgentreviewError` (exit 3) naming the file and the problem.
-    """
+    """Validate the pack in ``directory``; its description and digest record, else an AgentreviewError (exit 3)."""
     from agentreview.manifest.parse import parse_pack
     from agentreview.model.contracts import PackLoadError
     from agentreview.model.digests import PACK_DIGEST_ALG, pack_digest_sha256

@@ -35,11 +35,9 @@ def parse_pr_url(url: str) -> dict[str, Any]:
 
 
 def render_summary(result: "RunResult", *, lanes_shown: bool = False) -> str:
-    """The final table of lanes with status and duration, and the verdict line.
+    """The final table of lanes with status and duration, and the verdict line (after a live display, only findings).
 
-    After a live display (``lanes_shown``) the table is already on screen, so only each
-    lane's findings and errors are repeated under its id. Findings and command output are
-    the change's words: no line of them can read as a CI workflow command (``neutralize``).
+    Findings and command output are the change's words, so every line is neutralized.
     """
     from agentreview.report.neutral import neutralize
 
@@ -345,10 +343,9 @@ def _report(result: "RunResult", reporter: object) -> int:
 
 
 def _publish(result: "RunResult", cwd: Path) -> tuple[dict[str, object] | None, str | None]:
-    """``--publish``: share a recorded attestation through git notes; ``(report, error)``.
+    """``--publish``: share the attestation through git notes; ``(report, error)``.
 
-    A failure (no ``origin``, a push refused every time) is reported and turns a passing run's
-    exit into 3; the attestation stays recorded and can be published later (``agentreview publish``).
+    A failure turns a passing run's exit into 3; the attestation stays recorded for ``agentreview publish``.
     """
     if result.attestation is None or result.ledger_path is None:
         return None, None
@@ -364,9 +361,8 @@ def _publish(result: "RunResult", cwd: Path) -> tuple[dict[str, object] | None, 
 def _write_reports(
     result: "RunResult", cwd: Path, sarif: Path | None, summary: Path | None, *, background: bool
 ) -> int:
-    """``--sarif`` and the job summary (``--summary``, else ``$GITHUB_STEP_SUMMARY``, which a
-    background run of ``--detach`` leaves alone: its step is over). The exit code stays the
-    verdict's unless a named report could not be written after a pass (3; see report.outputs)."""
+    """``--sarif`` and the job summary (``$GITHUB_STEP_SUMMARY`` not for a ``--detach`` run: its step is over);
+    the verdict's exit, or 3 when a named report could not be written after a pass."""
     from agentreview.report.outputs import ReportTargets, write_reports
 
     targets = ReportTargets.resolve(sarif, summary, base=cwd, environ={} if background else None)

@@ -26,12 +26,8 @@ def neutralize(text: str) -> str:
 
 
 def printable(text: str) -> str:
-    """``text`` with every character UTF-8 cannot encode (a lone surrogate such as ``\\ud800``,
-    which strict JSON reads from an escape) written as its ``\\uXXXX`` escape.
+    """``text`` with every character UTF-8 cannot encode (a lone surrogate) as its ``\\uXXXX`` escape.
 
-    An export is the change's to write, and a string stdout cannot encode would end the
-    report in an encoding error. Applied to JSON text it is exact: outside strings JSON
-    has only ASCII, and inside one a backslash is always escaped, so the ``\\uXXXX`` written
-    here reads back as the very same string.
+    An export is the change's to write; applied to JSON text it is exact: the escape reads back as the same string.
     """
     return text.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -395,11 +395,10 @@ def verify_sarif(
     anchor: str | None = None,
     attestation: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The SARIF log of one ``agentreview verify``, from its ``--json`` object and the
-    attestation it found: the gate's own results, then the attestation's findings.
+    """The SARIF log of one ``agentreview verify``: the gate's own results, then the attestation's findings.
 
-    ``anchor`` (the export's or the manifest's path relative to the repository root) is the
-    location of the gate's results and of findings with no file; None leaves them unlocated."""
+    ``anchor`` (a path relative to the repository root) locates the gate's results and findings with no file.
+    """
     rules = _Rules()
     results: list[dict[str, Any]] = []
     anchor_uri = safe_relative_uri(anchor)

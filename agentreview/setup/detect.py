@@ -122,8 +122,7 @@ def _node(root: Path) -> list[DetectedCheck]:
 def detect_checks(root: Path) -> list[DetectedCheck]:
     """The command checks for ``root``, in a stable order (so a second ``init`` writes the same bytes).
 
-    ``make test`` stands in for the language's own test runner when the Makefile has that target:
-    it is what the team types, and usually wraps the runner (running both would test twice).
+    ``make test`` stands in for the language's test runner when the Makefile has it: running both would test twice.
     """
     makefile = next((root / n for n in ("GNUmakefile", "makefile", "Makefile") if (root / n).is_file()), None)
     make_test = makefile is not None and bool(_MAKE_TEST.search(read_text(makefile) or ""))

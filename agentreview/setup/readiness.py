@@ -24,10 +24,7 @@ def lane_warnings(
     presets: Callable[[], tuple[Mapping[str, Any], Mapping[str, Any]]],
     presets_file: str,
 ) -> list[str]:
-    """One line per problem of ``checks`` (the binding lanes' checks, each once) on this host.
-
-    ``presets`` gives ``(presets, providers)`` when an agent check is there (loading them costs a
-    plugin registry, so a manifest of command checks never pays it)."""
+    """One line per problem of ``checks`` on this host; ``presets`` is loaded only when an agent check needs it."""
     out: list[str] = []
     agent: list[Any] = []
     for check in checks:

@@ -48,8 +48,7 @@ def _escapes(path: Path, root: Path | None) -> bool:
 def place(path: Path, data: bytes, *, root: Path, force: bool, mode: int = 0o644, confine: bool = True) -> Outcome:
     """Write ``data`` to ``path`` under the never-overwrite rule and say what happened.
 
-    ``confine`` (for files of the repository, not the hooks folder a user configured) refuses a
-    path whose existing folders resolve outside ``root``.
+    ``confine`` refuses a path whose existing folders resolve outside ``root``.
     """
     name = shown(path, root)
     if confine and _escapes(path, root):
