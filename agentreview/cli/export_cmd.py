@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from agentreview.cli.helptext import epilog
+from agentreview.cli.helptext import RangeOption, epilog
 from agentreview.model.errors import AgentreviewError, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -70,9 +70,7 @@ def register(app: typer.Typer) -> None:
         run_id: Annotated[
             str | None, typer.Argument(help="The run to export (see 'agentreview ledger'); or name it by --range.")
         ] = None,
-        range_: Annotated[
-            str | None, typer.Option("--range", help="BASE..HEAD (refs resolved in --cwd) or a 64-hex rangeSha.")
-        ] = None,
+        range_: RangeOption = None,
         binding: Annotated[str | None, typer.Option("--binding", help="Which binding, when several match.")] = None,
         cwd: Annotated[
             Path | None, typer.Option("--cwd", help="Repository, and base of a relative --to.", show_default="here")

@@ -6,7 +6,8 @@ Each exit code's meaning is declared here once; blocks start with click's ``\\b`
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 
@@ -41,6 +42,15 @@ EXIT_MEANINGS: dict[int, str] = {
 COMMON = (EXIT_INCOMPLETE, EXIT_ERROR, EXIT_USAGE)
 
 ExitCode = int | tuple[int, str]
+
+# Options several commands declare alike, so each --help says it the same way.
+RangeOption = Annotated[
+    str | None, typer.Option("--range", help="BASE..HEAD (refs resolved in --cwd) or a 64-hex rangeSha.")
+]
+SummaryOption = Annotated[
+    Path | None,
+    typer.Option("--summary", help="Append a Markdown summary to PATH.", show_default="$GITHUB_STEP_SUMMARY"),
+]
 
 
 def epilog(examples: Sequence[str], codes: Sequence[ExitCode]) -> str:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from agentreview import __version__
-from agentreview.cli.helptext import choice, epilog
+from agentreview.cli.helptext import SummaryOption, choice, epilog
 from agentreview.model.digests import json_text
 from agentreview.model.errors import EXIT_ERROR, AgentreviewError, UsageError
 
@@ -202,12 +202,7 @@ def register(app: typer.Typer) -> None:
         sarif: Annotated[
             Path | None, typer.Option("--sarif", help="Also write the findings as a SARIF 2.1.0 log to PATH.")
         ] = None,
-        summary_to: Annotated[
-            Path | None,
-            typer.Option(
-                "--summary", help="Append a Markdown summary to PATH.", show_default="$GITHUB_STEP_SUMMARY"
-            ),
-        ] = None,
+        summary_to: SummaryOption = None,
         pre_push: Annotated[
             bool,
             typer.Option(
