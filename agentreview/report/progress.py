@@ -23,20 +23,6 @@ class Reporter(Protocol):
     def close(self) -> None: ...
 
 
-class QuietReporter:
-    def phase(self, message: str) -> None:
-        pass
-
-    def lanes_started(self, lanes: list[tuple[str, str, bool]]) -> None:
-        pass
-
-    def lane_finished(self, result: Any) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
 class PlainReporter:
     """One line per event: readable in CI logs, no control characters."""
 
@@ -64,6 +50,13 @@ class PlainReporter:
         )
 
     def close(self) -> None:
+        pass
+
+
+class QuietReporter(PlainReporter):
+    """Reports nothing: with ``--json`` only errors reach stderr."""
+
+    def _line(self, text: str) -> None:
         pass
 
 
