@@ -7,6 +7,7 @@ import json
 import os
 import re
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -269,20 +270,6 @@ def register(app: typer.Typer) -> None:
                 policy_from=policy_from,
             )
             return _detach(args, cwd, as_json)
-        if pre_push:
-            from agentreview.cli.prepush import PushedRef, review_pushed
-
-            def review_ref(ref: PushedRef, over: str | None) -> int:
-                ref_options = RunOptions(
-                    cwd=cwd, manifest=manifest, binding=binding, head=ref.local_sha, pushed=True, pushed_over=over,
-                    no_cache=no_cache, no_compose=no_compose, headless=headless, supersede=supersede,
-                    session_id=requester_from_env(), authored_by=tuple(families), policy_from=policy_from,
-                )  # fmt: skip
-                reporter = make_reporter(quiet=False)
-                return _report(run_review(ref_options, reporter), reporter)
-
-            stdin_text = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read(1 << 20)
-            return review_pushed(cwd, review_ref, stdin_text=stdin_text, environ=os.environ)
         options = RunOptions(
             cwd=cwd,
             manifest=manifest,
@@ -301,6 +288,16 @@ def register(app: typer.Typer) -> None:
             authored_by=tuple(families),
             policy_from=policy_from,
         )
+        if pre_push:  # each pushed ref reviewed at its commit; --pre-push refuses --base, --head and the rest
+            from agentreview.cli.prepush import PushedRef, review_pushed
+
+            def review_ref(ref: PushedRef, over: str | None) -> int:
+                reporter = make_reporter(quiet=False)
+                pushed = replace(options, head=ref.local_sha, pushed=True, pushed_over=over)
+                return _report(run_review(pushed, reporter), reporter)
+
+            stdin_text = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read(1 << 20)
+            return review_pushed(cwd, review_ref, stdin_text=stdin_text, environ=os.environ)
         reporter = make_reporter(quiet=as_json)
         result = run_review(options, reporter)
         published, publish_error = _publish(result, cwd) if publish else (None, None)
