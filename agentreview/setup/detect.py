@@ -14,7 +14,7 @@ from typing import Any
 from agentreview.host.files import UnreadableFileError, read_regular_file
 from agentreview.model.record import record
 
-__all__ = ["DetectedCheck", "detect_checks", "read_text"]
+__all__ = ["DetectedCheck", "detect_checks", "read_text", "toml_of"]
 
 _LIMIT = 1 << 20
 # `npm init` writes this test script; running it only ever fails.
@@ -45,12 +45,10 @@ def read_text(path: Path) -> str | None:
         return None
 
 
-def _toml(path: Path) -> dict[str, Any]:
-    text = read_text(path)
-    if text is None:
-        return {}
+def toml_of(text: str | None) -> dict[str, Any]:
+    """``text`` read as TOML; {} when there is none or it is not valid TOML."""
     try:
-        return tomllib.loads(text)
+        return tomllib.loads(text) if text else {}
     except tomllib.TOMLDecodeError:
         return {}
 
@@ -77,7 +75,7 @@ def _mentions_pytest(pyproject: dict[str, Any], root: Path) -> bool:
 
 
 def _python(root: Path) -> list[DetectedCheck]:
-    pyproject = _toml(root / "pyproject.toml")
+    pyproject = toml_of(read_text(root / "pyproject.toml"))
     tool = pyproject.get("tool", {}) if isinstance(pyproject.get("tool", {}), dict) else {}
     found: list[DetectedCheck] = []
     if (root / "tox.ini").is_file() or "tox" in tool:
