@@ -13,6 +13,7 @@ from typing import Any
 
 from agentreview.host import git as repo
 from agentreview.setup.detect import DetectedCheck
+from agentreview.setup.readiness import unusable
 
 __all__ = ["FALLBACK_PRESET", "RUBRIC", "RUBRIC_PATH", "default_base", "pick_preset", "render_manifest", "review_id"]
 
@@ -47,15 +48,8 @@ def pick_preset(providers: Mapping[str, Any], presets: Mapping[str, Any] | None 
         except Exception:  # a provider's bug must not stop init
             continue
     for name, spec in sorted((presets or {}).items()):
-        provider = providers.get(getattr(spec, "provider", ""))
-        if getattr(spec, "builtin", True) or provider is None:
-            continue
-        try:
-            status = getattr(provider, "preset_status", None)
-            if (status(spec) if status else provider.status()).usable:
-                return str(name)
-        except Exception:
-            continue
+        if not spec.builtin and unusable(spec, providers) is None:
+            return str(name)
     return None
 
 

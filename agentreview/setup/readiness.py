@@ -12,7 +12,7 @@ from agentreview.host.programs import find_program
 from agentreview.model.suggest import did_you_mean
 from agentreview.setup.choose import install_hint, programs_of
 
-__all__ = ["lane_warnings"]
+__all__ = ["lane_warnings", "unusable"]
 
 _SHELL_WORDS = frozenset(
     {"true", "false", "test", "[", "exit", "cd", "echo", "printf", "set", ":", "exec", "env", "command", "!", "if"}
@@ -53,7 +53,7 @@ def lane_warnings(
             )
             continue
         if name not in statuses:
-            statuses[name] = _unusable(known[name], providers)
+            statuses[name] = unusable(known[name], providers)
         if statuses[name]:
             out.append(
                 f"check '{check.id}': preset '{name}' cannot run here: {statuses[name]} (see agentreview presets)"
@@ -61,7 +61,7 @@ def lane_warnings(
     return out
 
 
-def _unusable(spec: Any, providers: Mapping[str, Any]) -> str | None:
+def unusable(spec: Any, providers: Mapping[str, Any]) -> str | None:
     """Why the reviewer CLI of ``spec`` cannot run here, or None when it can."""
     provider = providers.get(spec.provider)
     if provider is None:
