@@ -14,6 +14,7 @@ import typer
 
 from agentreview.cli.helptext import epilog
 from agentreview.model.errors import EXIT_ERROR, EXIT_OK, UsageError
+from agentreview.report.neutral import neutralize
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentreview.manifest.parse import ParsedReview
@@ -78,8 +79,6 @@ def run_check(*, manifest: Path | None, cwd: Path | None, binding: str | None, a
         resolved = _resolve(parsed, root)
         view = _review_view(parsed, resolved, root, binding)
     except ManifestError as exc:
-        from agentreview.report.neutral import neutralize
-
         for line in exc.lines():
             sys.stderr.write(neutralize(line) + "\n")  # compiler style, `path:line: ...`, which editors link
         if as_json:
@@ -90,8 +89,6 @@ def run_check(*, manifest: Path | None, cwd: Path | None, binding: str | None, a
         return EXIT_ERROR
     view["warnings"] = [*resolved.warnings, *_warnings(view, resolved)]
     for warning in view["warnings"]:
-        from agentreview.report.neutral import neutralize
-
         sys.stderr.write(neutralize(f"agentreview check: warning: {warning}") + "\n")
     return _emit(view, as_json)
 
@@ -246,8 +243,6 @@ def _emit(view: dict[str, Any], as_json: bool) -> int:
     if as_json:
         typer.echo(json.dumps(view, indent=2))
     else:
-        from agentreview.report.neutral import neutralize
-
         # a check's `run` is the change's text: none of its lines may read as a CI workflow command
         typer.echo(neutralize("\n".join(_pack_text(view) if view["kind"] == "review-pack" else _review_text(view))))
     return EXIT_OK

@@ -17,6 +17,7 @@ from agentreview import __version__
 from agentreview.cli.helptext import SummaryOption, choice, epilog
 from agentreview.model.digests import json_text
 from agentreview.model.errors import EXIT_ERROR, AgentreviewError, UsageError
+from agentreview.report.neutral import neutralize
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentreview.engine.result import RunResult
@@ -40,8 +41,6 @@ def render_summary(result: "RunResult", *, lanes_shown: bool = False) -> str:
 
     Findings and command output are the change's words, so every line is neutralized.
     """
-    from agentreview.report.neutral import neutralize
-
     lines: list[str] = []
     att = result.attestation
     if att is not None:
@@ -323,7 +322,6 @@ def register(app: typer.Typer) -> None:
 
 def _report(result: "RunResult", reporter: object) -> int:
     """Print the summary of one run (the error line to stderr when it could not run); its exit code."""
-    from agentreview.report.neutral import neutralize
     from agentreview.report.progress import LiveReporter
 
     live = isinstance(reporter, LiveReporter) and not (result.cached or result.joined)
