@@ -146,7 +146,8 @@ def _review_view(parsed: ParsedReview, resolved: ResolvedReview, root: Path | No
         name, chosen = resolve_binding(manifest.id, bindings, only)
         bindings = {name: chosen}
     checks = {cid: (rc.check, rc.rubric_path()) for cid, rc in resolved.checks.items()}
-    providers = _kind_plugins(parsed)
+    registry = parsed.registry  # set only when a plugin's check kind is used: which plugin provides each kind
+    providers = {kind: entry.plugin for kind, entry in registry.lane_executors.items()} if registry is not None else {}
     return {
         "valid": True,
         "kind": "review",
@@ -159,13 +160,6 @@ def _review_view(parsed: ParsedReview, resolved: ResolvedReview, root: Path | No
         "bindings": [_binding_view(name, b, checks, providers) for name, b in bindings.items()],
         "packs": [_pack_digest_view(p) for p in resolved.packs],
     }
-
-
-def _kind_plugins(parsed: ParsedReview) -> dict[str, str]:
-    """Which plugin provides each check kind a plugin contributes (empty when none is used)."""
-    if parsed.registry is None:
-        return {}
-    return {kind: entry.plugin for kind, entry in parsed.registry.lane_executors.items()}
 
 
 def _binding_view(
