@@ -1,8 +1,6 @@
-"""The Typer application: one module per command group, errors as one line on stderr.
+"""The Typer application: one module per command, every error one line on stderr.
 
-Each command module exposes ``register(app)``. Usage errors exit 64, an
-:class:`~agentreview.model.errors.AgentreviewError` exits with its own code, and no
-traceback ever reaches the user (set ``AGENTREVIEW_DEBUG=1`` to see one).
+Usage errors exit 64, an AgentreviewError its own code; never a traceback (``AGENTREVIEW_DEBUG=1`` shows one).
 """
 
 from __future__ import annotations
@@ -67,11 +65,7 @@ def _module_of(command: str) -> str | None:
 
 
 def build_app(only: str | None = None) -> typer.Typer:
-    """The app with every command, or with only ``only`` (the command being run).
-
-    Registering one command spares the start-up cost of importing every other command module
-    and of Typer converting every other command's parameters, which each invocation pays.
-    """
+    """The app with every command, or with only ``only``: registering one spares importing and converting the rest."""
     keep_argument_help()
     app = typer.Typer(
         name="agentreview",

@@ -1,7 +1,6 @@
 """``agentreview check``: validate a REVIEW.md (or a review pack) and show what each binding would run.
 
-The cheap, side-effect-free view of a manifest as the runner resolves it; an invalid one exits 3 with every
-problem on stderr. Plugins load only when the manifest needs them (``uses``, or a plugin's check kind).
+Side-effect free; an invalid manifest exits 3 with every problem on stderr. Plugins load only when needed.
 """
 
 from __future__ import annotations
@@ -15,6 +14,7 @@ import typer
 
 from agentreview.cli.helptext import epilog
 from agentreview.model.errors import EXIT_ERROR, EXIT_OK, UsageError
+from agentreview.report.neutral import neutralize
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentreview.manifest.parse import ParsedReview
@@ -79,8 +79,6 @@ def run_check(*, manifest: Path | None, cwd: Path | None, binding: str | None, a
         resolved = _resolve(parsed, root)
         view = _review_view(parsed, resolved, root, binding)
     except ManifestError as exc:
-        from agentreview.report.neutral import neutralize
-
         for line in exc.lines():
             sys.stderr.write(neutralize(line) + "\n")  # compiler style, `path:line: ...`, which editors link
         if as_json:
@@ -91,8 +89,6 @@ def run_check(*, manifest: Path | None, cwd: Path | None, binding: str | None, a
         return EXIT_ERROR
     view["warnings"] = [*resolved.warnings, *_warnings(view, resolved)]
     for warning in view["warnings"]:
-        from agentreview.report.neutral import neutralize
-
         sys.stderr.write(neutralize(f"agentreview check: warning: {warning}") + "\n")
     return _emit(view, as_json)
 
@@ -150,7 +146,8 @@ def _review_view(parsed: ParsedReview, resolved: ResolvedReview, root: Path | No
         name, chosen = resolve_binding(manifest.id, bindings, only)
         bindings = {name: chosen}
     checks = {cid: (rc.check, rc.rubric_path()) for cid, rc in resolved.checks.items()}
-    providers = _kind_plugins(parsed)
+    registry = parsed.registry  # set only when a plugin's check kind is used: which plugin provides each kind
+    providers = {kind: entry.plugin for kind, entry in registry.lane_executors.items()} if registry is not None else {}
     return {
         "valid": True,
         "kind": "review",
@@ -163,13 +160,6 @@ def _review_view(parsed: ParsedReview, resolved: ResolvedReview, root: Path | No
         "bindings": [_binding_view(name, b, checks, providers) for name, b in bindings.items()],
         "packs": [_pack_digest_view(p) for p in resolved.packs],
     }
-
-
-def _kind_plugins(parsed: ParsedReview) -> dict[str, str]:
-    """Which plugin provides each check kind a plugin contributes (empty when none is used)."""
-    if parsed.registry is None:
-        return {}
-    return {kind: entry.plugin for kind, entry in parsed.registry.lane_executors.items()}
 
 
 def _binding_view(
@@ -247,8 +237,6 @@ def _emit(view: dict[str, Any], as_json: bool) -> int:
     if as_json:
         typer.echo(json.dumps(view, indent=2))
     else:
-        from agentreview.report.neutral import neutralize
-
         # a check's `run` is the change's text: none of its lines may read as a CI workflow command
         typer.echo(neutralize("\n".join(_pack_text(view) if view["kind"] == "review-pack" else _review_text(view))))
     return EXIT_OK

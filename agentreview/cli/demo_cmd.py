@@ -1,7 +1,6 @@
 """``agentreview demo``: the whole cycle on a throw-away repository, one visible step at a time.
 
-Every step is the real command a user would type, run as a subprocess with a private ``AGENTREVIEW_HOME`` so the
-user's ledger and key stay untouched; narration and output share stdout so they read in order on a pipe too.
+Each step is the real command, run with a private ``AGENTREVIEW_HOME`` so the user's ledger and key stay untouched.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """Console entry point. ``--version`` is answered before anything heavy is imported.
 
-After the command, ``console()`` runs the ``atexit`` handlers, flushes the streams and leaves with ``os._exit``:
-tearing down every imported module is wasted work, since each file a command writes is closed by its own block.
+It leaves through ``os._exit`` after ``atexit`` and a flush: tearing down every module is wasted work.
 """
 
 from __future__ import annotations

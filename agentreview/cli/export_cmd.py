@@ -1,7 +1,6 @@
 """``agentreview export``: write a recorded attestation where a CI gate reads it.
 
-The entry is picked by RUN_ID, or by ``--range`` and ``--binding``; the file goes to ``--to`` or to the
-manifest's ``verdict.exportDir`` as recorded.
+The entry is picked by RUN_ID or ``--range``/``--binding``; it goes to ``--to`` or the recorded ``verdict.exportDir``.
 """
 
 from __future__ import annotations
@@ -12,11 +11,27 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from agentreview.cli.helptext import epilog
+from agentreview.cli.helptext import RangeOption, epilog
 from agentreview.model.errors import AgentreviewError, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agentreview.store.ledger import Ledger, LedgerRow
+    from agentreview.store.ledger import Ledger, LedgerEntry, LedgerRow
+
+
+def recorded_entry(run_id: str | None, range_: str | None, binding: str | None, cwd: Path | None) -> LedgerEntry:
+    """The ledger entry named by RUN_ID or ``--range`` (and ``--binding``), for export and publish."""
+    from agentreview.cli.warnings import print_warning
+    from agentreview.host.home import ledger_root
+    from agentreview.store.ledger import Ledger
+
+    if not run_id and not range_:
+        raise UsageError("give a RUN_ID or --range BASE..HEAD (see 'agentreview ledger')")
+    with Ledger(ledger_root(), warn=print_warning) as led:
+        row = _pick(led, run_id, range_, binding, cwd)
+        entry = led.get(*row.key)
+    if entry is None:
+        raise AgentreviewError(f"ledger entry {row.path} cannot be read — re-run the review")
+    return entry
 
 
 def _pick(led: Ledger, run_id: str | None, range_: str | None, binding: str | None, cwd: Path | None) -> LedgerRow:
@@ -55,9 +70,7 @@ def register(app: typer.Typer) -> None:
         run_id: Annotated[
             str | None, typer.Argument(help="The run to export (see 'agentreview ledger'); or name it by --range.")
         ] = None,
-        range_: Annotated[
-            str | None, typer.Option("--range", help="BASE..HEAD (refs resolved in --cwd) or a 64-hex rangeSha.")
-        ] = None,
+        range_: RangeOption = None,
         binding: Annotated[str | None, typer.Option("--binding", help="Which binding, when several match.")] = None,
         cwd: Annotated[
             Path | None, typer.Option("--cwd", help="Repository, and base of a relative --to.", show_default="here")
@@ -68,18 +81,9 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="Print {path, runId, verdict}.")] = False,
     ) -> int:
         """Write a recorded attestation as an export file (two-space JSON)."""
-        from agentreview.cli.warnings import print_warning
-        from agentreview.host.home import ledger_root
         from agentreview.store.export import recorded_export_target, write_export
-        from agentreview.store.ledger import Ledger
 
-        if not run_id and not range_:
-            raise UsageError("give a RUN_ID or --range BASE..HEAD (see 'agentreview ledger')")
-        with Ledger(ledger_root(), warn=print_warning) as led:
-            row = _pick(led, run_id, range_, binding, cwd)
-            entry = led.get(*row.key)
-        if entry is None:
-            raise AgentreviewError(f"ledger entry {row.path} cannot be read — re-run the review")
+        entry = recorded_entry(run_id, range_, binding, cwd)
         att = entry.attestation
         if to is not None:
             target = to if to.is_absolute() else (cwd or Path.cwd()) / to

@@ -1,8 +1,7 @@
 """``agentreview fetch``: import the attestations other hosts published in git notes, as foreign ledger entries.
 
-With ``[team] allowed_signers`` each signature is verified and its principal recorded. A fetch reads only the
-notes changed since the last import, of commits this repository has, at most ``--max-notes`` at a time; an
-unchanged notes ref costs one ``git ls-remote`` and loads neither the config, the plugins nor the ledger.
+With ``[team] allowed_signers`` each signature is verified. Only notes changed since the last import are read;
+an unchanged notes ref costs one ``git ls-remote`` and loads neither the config, the plugins nor the ledger.
 """
 
 from __future__ import annotations

@@ -1,13 +1,13 @@
 """What every command's ``--help`` ends with: examples and exit codes, rendered one way.
 
-Each exit code's meaning is declared here once (docs/cli.md "Exit codes" is the long form). Blocks start with
-click's ``\\b`` marker so they are printed as written.
+Each exit code's meaning is declared here once; blocks start with click's ``\\b`` so they print as written.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 
@@ -43,12 +43,20 @@ COMMON = (EXIT_INCOMPLETE, EXIT_ERROR, EXIT_USAGE)
 
 ExitCode = int | tuple[int, str]
 
+# Options several commands declare alike, so each --help says it the same way.
+RangeOption = Annotated[
+    str | None, typer.Option("--range", help="BASE..HEAD (refs resolved in --cwd) or a 64-hex rangeSha.")
+]
+SummaryOption = Annotated[
+    Path | None,
+    typer.Option("--summary", help="Append a Markdown summary to PATH.", show_default="$GITHUB_STEP_SUMMARY"),
+]
+
 
 def epilog(examples: Sequence[str], codes: Sequence[ExitCode]) -> str:
-    """The help's closing text: ``Examples:`` (one or two invocations) and ``Exit codes:``.
+    """The help's closing text: ``Examples:`` and ``Exit codes:``.
 
-    ``codes`` lists the codes the command returns, each an int (its shared meaning) or
-    ``(code, meaning)`` for a command-specific one; 2, 3 and 64 are added when missing.
+    ``codes``: an int (its shared meaning) or ``(code, meaning)``; 2, 3 and 64 are added when missing.
     """
     meanings: dict[int, str] = {}
     for code in codes:
@@ -69,9 +77,7 @@ def choice(*values: str) -> click.Choice:
 def keep_argument_help() -> None:
     """Show a positional argument's ``help`` once, in typer's ``Arguments:`` section.
 
-    typer 0.24 sets an argument's help, then click >= 8.3's ``Argument.__init__`` (which takes
-    ``help`` itself) resets it to None; and such a click adds its own ``Positional arguments:``
-    section, which would repeat typer's.
+    click >= 8.3 resets the help typer 0.24 sets, and adds a ``Positional arguments:`` section repeating typer's.
     """
     argument = typer.core.TyperArgument
     init = argument.__init__

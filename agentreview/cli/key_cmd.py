@@ -1,7 +1,4 @@
-"""``agentreview key``: this host's signing key, created on first use, and its allowed_signers line.
-
-Exit codes: 0, 3 when the key cannot be prepared (no ssh-keygen, unreadable key).
-"""
+"""``agentreview key``: this host's signing key, created on first use, and its allowed_signers line."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from agentreview.cli.helptext import epilog
+from agentreview.cli.helptext import RangeOption, epilog
 from agentreview.model.digests import json_text, range_sha
 from agentreview.model.errors import AgentreviewError, UsageError
 
@@ -88,9 +88,7 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="Print one JSON array of rows.")] = False,
         repo: Annotated[str | None, typer.Option("--repo", help="Only this repository (remote or identity).")] = None,
         binding: Annotated[str | None, typer.Option("--binding", help="Only this binding.")] = None,
-        range_: Annotated[
-            str | None, typer.Option("--range", help="BASE..HEAD (refs resolved in --cwd) or a 64-hex rangeSha.")
-        ] = None,
+        range_: RangeOption = None,
         limit: Annotated[int, typer.Option("--limit", min=1, max=500, help="At most this many rows.")] = 50,
         cwd: Annotated[
             Path | None, typer.Option("--cwd", help="Repository for resolving --range refs.", show_default="here")

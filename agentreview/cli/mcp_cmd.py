@@ -1,7 +1,6 @@
 """``agentreview mcp``: serve the review's tools to an agent over MCP (stdio).
 
-The server lives in :mod:`agentreview.mcp` and needs the optional ``mcp`` extra; without
-it the command says in one line how to install it (exit 3). No other command imports it.
+The server needs the optional ``mcp`` extra; without it one line says how to install it (exit 3).
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """``agentreview pack check DIR``: validate a review pack the way a consumer would load it.
 
-Rubrics are read through the same confined reader resolution uses, so an escaping symlink fails here first; the
-printed ``agentproto-pack-digest/v1`` covers all checks, as a consumer importing every check would record.
+Rubrics go through resolution's confined reader, so an escaping symlink fails here first.
 """
 
 from __future__ import annotations
@@ -17,10 +16,7 @@ from agentreview.model.errors import EXIT_ERROR, AgentreviewError
 
 
 def check_pack(directory: Path) -> dict[str, Any]:
-    """Validate the pack in ``directory``; return its description and digest record.
-
-    Raises :class:`AgentreviewError` (exit 3) naming the file and the problem.
-    """
+    """Validate the pack in ``directory``; its description and digest record, else an AgentreviewError (exit 3)."""
     from agentreview.manifest.parse import parse_pack
     from agentreview.model.contracts import PackLoadError
     from agentreview.model.digests import PACK_DIGEST_ALG, pack_digest_sha256

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
-from agentreview.cli.helptext import epilog
+from agentreview.cli.helptext import RangeOption, epilog
 from agentreview.model.digests import json_text
 from agentreview.model.errors import EXIT_ERROR, EXIT_NOT_FOUND, EXIT_OK, EXIT_USAGE
 
@@ -62,9 +62,7 @@ def register(app: typer.Typer) -> None:
         run_id: Annotated[
             str | None, typer.Argument(help="The run (review-…).", show_default="see --range, --pr, --cwd")
         ] = None,
-        range_: Annotated[
-            str | None, typer.Option("--range", help="BASE..HEAD (refs resolved in --cwd) or a 64-hex rangeSha.")
-        ] = None,
+        range_: RangeOption = None,
         cwd: Annotated[
             Path | None,
             typer.Option(

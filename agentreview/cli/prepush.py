@@ -1,8 +1,7 @@
 """``agentreview run --pre-push``: review exactly what a ``git push`` sends, one range per pushed ref.
 
-Each pushed commit is reviewed as ``run --head <sha>`` would, over ``merge-base(target.base, sha)..sha``, so an
-earlier review answers at once; git's stdin lines or pre-commit's ``PRE_COMMIT_*`` variables name the refs.
-Whatever ref blocks or cannot be reviewed stops the push. docs/cli.md (``--pre-push``) gives every case.
+Each pushed commit is reviewed as ``run --head <sha>`` would; a ref that blocks or cannot be reviewed stops the
+push. docs/cli.md (``--pre-push``) gives every case.
 """
 
 from __future__ import annotations

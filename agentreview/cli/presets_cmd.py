@@ -1,8 +1,6 @@
 """``agentreview presets``: every reviewer preset this host knows, and whether it can run.
 
-The rows are :func:`agentreview.reviewers.catalog.preset_rows` (as MCP ``review_presets`` answers), each distinct
-CLI probed once and bounded. ``--probe`` also runs each provider's admission against a local server that refuses
-every request, so no model call is paid.
+``--probe`` runs each provider's admission against a local server that refuses every request: no model call is paid.
 """
 
 from __future__ import annotations

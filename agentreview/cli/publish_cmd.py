@@ -1,7 +1,6 @@
 """``agentreview publish``: share a recorded attestation through git notes.
 
-Its canonical JSON joins the note of its head commit under ``refs/notes/agentreview`` (lines merge as a set),
-then that ref is pushed unless ``--no-push``.
+It joins the note of its head commit under ``refs/notes/agentreview``, then that ref is pushed unless ``--no-push``.
 """
 
 from __future__ import annotations
@@ -12,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from agentreview.cli.helptext import epilog
+from agentreview.cli.helptext import RangeOption, epilog
 from agentreview.model.errors import AgentreviewError, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -48,9 +47,7 @@ def register(app: typer.Typer) -> None:
         run_id: Annotated[
             str | None, typer.Argument(help="The run to publish (see 'agentreview ledger'); or name it by --range.")
         ] = None,
-        range_: Annotated[
-            str | None, typer.Option("--range", help="BASE..HEAD (refs resolved in --cwd) or a 64-hex rangeSha.")
-        ] = None,
+        range_: RangeOption = None,
         binding: Annotated[str | None, typer.Option("--binding", help="Which binding, when several match.")] = None,
         cwd: Annotated[
             Path | None, typer.Option("--cwd", help="The repository whose notes receive it.", show_default="here")
@@ -62,20 +59,11 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="Print {runId, commit, added, pushed, ref}.")] = False,
     ) -> int:
         """Add a recorded attestation to the git note of its head commit and push the notes ref."""
-        from agentreview.cli.export_cmd import _pick
-        from agentreview.cli.warnings import print_warning
-        from agentreview.host.home import ledger_root
-        from agentreview.store.ledger import Ledger
+        from agentreview.cli.export_cmd import recorded_entry
 
-        if not run_id and not range_:
-            raise UsageError("give a RUN_ID or --range BASE..HEAD (see 'agentreview ledger')")
         if no_push and remote is not None:
             raise UsageError("--remote and --no-push exclude each other")
-        with Ledger(ledger_root(), warn=print_warning) as led:
-            row = _pick(led, run_id, range_, binding, cwd)
-            entry = led.get(*row.key)
-        if entry is None:
-            raise AgentreviewError(f"ledger entry {row.path} cannot be read — re-run the review")
+        entry = recorded_entry(run_id, range_, binding, cwd)
         repo = cwd or Path(entry.host.repo_root)
         report = publish_attestation(entry.attestation, repo, None if no_push else (remote or "origin"))
         if as_json:

@@ -1,7 +1,4 @@
-"""``agentreview run``: review a range, sign and record the attestation, optionally export it.
-
-Exit codes: 0 pass, 1 block, 2 incomplete or cancelled, 3 could not run, 64 usage.
-"""
+"""``agentreview run``: review a range, sign and record the attestation, optionally export it."""
 
 # No `from __future__ import annotations` here: typer reads the command's parameters from their
 # annotations, and written as strings each would be compiled again on every start (docs/performance.md).
@@ -10,15 +7,17 @@ import json
 import os
 import re
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from agentreview import __version__
-from agentreview.cli.helptext import choice, epilog
+from agentreview.cli.helptext import SummaryOption, choice, epilog
 from agentreview.model.digests import json_text
 from agentreview.model.errors import EXIT_ERROR, AgentreviewError, UsageError
+from agentreview.report.neutral import neutralize
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentreview.engine.result import RunResult
@@ -38,14 +37,10 @@ def parse_pr_url(url: str) -> dict[str, Any]:
 
 
 def render_summary(result: "RunResult", *, lanes_shown: bool = False) -> str:
-    """The final table of lanes with status and duration, and the verdict line.
+    """The final table of lanes with status and duration, and the verdict line (after a live display, only findings).
 
-    After a live display (``lanes_shown``) the table is already on screen, so only each
-    lane's findings and errors are repeated under its id. Findings and command output are
-    the change's words: no line of them can read as a CI workflow command (``neutralize``).
+    Findings and command output are the change's words, so every line is neutralized.
     """
-    from agentreview.report.neutral import neutralize
-
     lines: list[str] = []
     att = result.attestation
     if att is not None:
@@ -207,12 +202,7 @@ def register(app: typer.Typer) -> None:
         sarif: Annotated[
             Path | None, typer.Option("--sarif", help="Also write the findings as a SARIF 2.1.0 log to PATH.")
         ] = None,
-        summary_to: Annotated[
-            Path | None,
-            typer.Option(
-                "--summary", help="Append a Markdown summary to PATH.", show_default="$GITHUB_STEP_SUMMARY"
-            ),
-        ] = None,
+        summary_to: SummaryOption = None,
         pre_push: Annotated[
             bool,
             typer.Option(
@@ -245,8 +235,6 @@ def register(app: typer.Typer) -> None:
         from agentreview.engine.run import run_review
         from agentreview.report.progress import make_reporter
 
-        if annotate is not None and annotate != "github":
-            raise UsageError(f"--annotate supports only 'github', not '{annotate}'")
         if annotate and as_json:
             raise UsageError("--annotate writes workflow commands to stdout; it cannot be combined with --json")
         pr_ref = parse_pr_url(pr) if pr else None
@@ -281,20 +269,6 @@ def register(app: typer.Typer) -> None:
                 policy_from=policy_from,
             )
             return _detach(args, cwd, as_json)
-        if pre_push:
-            from agentreview.cli.prepush import PushedRef, review_pushed
-
-            def review_ref(ref: PushedRef, over: str | None) -> int:
-                ref_options = RunOptions(
-                    cwd=cwd, manifest=manifest, binding=binding, head=ref.local_sha, pushed=True, pushed_over=over,
-                    no_cache=no_cache, no_compose=no_compose, headless=headless, supersede=supersede,
-                    session_id=requester_from_env(), authored_by=tuple(families), policy_from=policy_from,
-                )  # fmt: skip
-                reporter = make_reporter(quiet=False)
-                return _report(run_review(ref_options, reporter), reporter)
-
-            stdin_text = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read(1 << 20)
-            return review_pushed(cwd, review_ref, stdin_text=stdin_text, environ=os.environ)
         options = RunOptions(
             cwd=cwd,
             manifest=manifest,
@@ -313,6 +287,16 @@ def register(app: typer.Typer) -> None:
             authored_by=tuple(families),
             policy_from=policy_from,
         )
+        if pre_push:  # each pushed ref reviewed at its commit; --pre-push refuses --base, --head and the rest
+            from agentreview.cli.prepush import PushedRef, review_pushed
+
+            def review_ref(ref: PushedRef, over: str | None) -> int:
+                reporter = make_reporter(quiet=False)
+                pushed = replace(options, head=ref.local_sha, pushed=True, pushed_over=over)
+                return _report(run_review(pushed, reporter), reporter)
+
+            stdin_text = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.read(1 << 20)
+            return review_pushed(cwd, review_ref, stdin_text=stdin_text, environ=os.environ)
         reporter = make_reporter(quiet=as_json)
         result = run_review(options, reporter)
         published, publish_error = _publish(result, cwd) if publish else (None, None)
@@ -338,7 +322,6 @@ def register(app: typer.Typer) -> None:
 
 def _report(result: "RunResult", reporter: object) -> int:
     """Print the summary of one run (the error line to stderr when it could not run); its exit code."""
-    from agentreview.report.neutral import neutralize
     from agentreview.report.progress import LiveReporter
 
     live = isinstance(reporter, LiveReporter) and not (result.cached or result.joined)
@@ -350,10 +333,9 @@ def _report(result: "RunResult", reporter: object) -> int:
 
 
 def _publish(result: "RunResult", cwd: Path) -> tuple[dict[str, object] | None, str | None]:
-    """``--publish``: share a recorded attestation through git notes; ``(report, error)``.
+    """``--publish``: share the attestation through git notes; ``(report, error)``.
 
-    A failure (no ``origin``, a push refused every time) is reported and turns a passing run's
-    exit into 3; the attestation stays recorded and can be published later (``agentreview publish``).
+    A failure turns a passing run's exit into 3; the attestation stays recorded for ``agentreview publish``.
     """
     if result.attestation is None or result.ledger_path is None:
         return None, None
@@ -369,9 +351,8 @@ def _publish(result: "RunResult", cwd: Path) -> tuple[dict[str, object] | None, 
 def _write_reports(
     result: "RunResult", cwd: Path, sarif: Path | None, summary: Path | None, *, background: bool
 ) -> int:
-    """``--sarif`` and the job summary (``--summary``, else ``$GITHUB_STEP_SUMMARY``, which a
-    background run of ``--detach`` leaves alone: its step is over). The exit code stays the
-    verdict's unless a named report could not be written after a pass (3; see report.outputs)."""
+    """``--sarif`` and the job summary (``$GITHUB_STEP_SUMMARY`` not for a ``--detach`` run: its step is over);
+    the verdict's exit, or 3 when a named report could not be written after a pass."""
     from agentreview.report.outputs import ReportTargets, write_reports
 
     targets = ReportTargets.resolve(sarif, summary, base=cwd, environ={} if background else None)

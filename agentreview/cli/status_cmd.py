@@ -1,7 +1,6 @@
 """``agentreview status [RUN_ID]``: one run's view, or every running run of this host.
 
-The view is the run registry's (:mod:`agentreview.runs.registry`); a run whose process died is ``failed``,
-never ``running`` forever.
+A run whose process died is ``failed``, never ``running`` forever (:mod:`agentreview.runs.registry`).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from agentreview import __version__
-from agentreview.cli.helptext import choice, epilog
+from agentreview.cli.helptext import SummaryOption, choice, epilog
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentreview.verify.result import VerifyResult
@@ -109,12 +109,7 @@ def register(app: typer.Typer) -> None:
                 "findings (on their lines only when its signature verified).",
             ),
         ] = None,
-        summary_to: Annotated[
-            Path | None,
-            typer.Option(
-                "--summary", help="Append a Markdown summary to PATH.", show_default="$GITHUB_STEP_SUMMARY"
-            ),
-        ] = None,
+        summary_to: SummaryOption = None,
     ) -> int:
         """Verify an exported attestation against this checkout (no lane is re-run)."""
         from agentreview.report.neutral import neutralize, printable

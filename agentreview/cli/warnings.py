@@ -1,7 +1,6 @@
 """How a command shows a warning: one line on stderr, ``agentreview: warning: <message>``.
 
-Library layers report through a ``warn`` callback rather than printing, so they stay usable from tests and
-plugins. Standard library only: it sits on command paths that must start fast.
+Standard library only: it sits on command paths that must start fast.
 """
 
 from __future__ import annotations

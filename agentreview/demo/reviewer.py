@@ -1,7 +1,6 @@
 """A deterministic stand-in reviewer for ``agentreview demo`` (the ``exec`` provider runs it), not an AI model.
 
-It flags added ``eval(``/``exec(`` calls (high) and new functions without a test (low) in the committed range,
-and writes the verdict file the agent-lane contract defines.
+It flags added ``eval(``/``exec(`` calls and new functions without a test, and writes the agent-lane verdict file.
 """
 
 from __future__ import annotations
@@ -19,8 +18,12 @@ def main() -> int:
     base, head = os.environ["AGENTREVIEW_BASE"], os.environ["AGENTREVIEW_HEAD"]
     # The host's hardened git: the reviewed repository's configuration runs no external diff or textconv.
     diff = run_git(["diff", "--unified=0", f"{base}..{head}"], os.getcwd(), timeout=30).stdout.decode(errors="replace")
-    findings = []
+    findings: list[dict[str, object]] = []
     current, line_no = None, 0
+
+    def found(severity: str, title: str, detail: str = "") -> None:
+        findings.append({"severity": severity, "title": title, "detail": detail, "file": current, "line": line_no})
+
     for line in diff.splitlines():
         if line.startswith("+++ "):
             current = line[6:] if line.startswith("+++ b/") else None
@@ -29,28 +32,10 @@ def main() -> int:
             line_no = int(match.group(1)) if match else 0
         elif line.startswith("+") and current:
             if re.search(r"\b(eval|exec)\(", line):
-                findings.append(
-                    {
-                        "severity": "high",
-                        "title": "eval/exec on input",
-                        "detail": "Evaluating text as code lets whoever controls the text run code.",
-                        "file": current,
-                        "line": line_no,
-                    }
-                )
+                found("high", "eval/exec on input", "Evaluating text as code lets whoever controls the text run code.")
             defined = re.match(r"\+def (\w+)", line)
-            if defined and "test" not in current:
-                name = defined.group(1)
-                if name not in diff.split("tests/", 1)[-1]:
-                    findings.append(
-                        {
-                            "severity": "low",
-                            "title": f"{name}() has no test",
-                            "detail": "",
-                            "file": current,
-                            "line": line_no,
-                        }
-                    )
+            if defined and "test" not in current and defined.group(1) not in diff.split("tests/", 1)[-1]:
+                found("low", f"{defined.group(1)}() has no test")
             line_no += 1
     verdict = {
         "decision": "request_changes" if any(f["severity"] == "high" for f in findings) else "approve",

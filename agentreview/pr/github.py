@@ -1,7 +1,6 @@
 """A small GitHub REST client on the standard library, for ``agentreview pr`` and ``review_pr``.
 
-A few GET requests do not earn a dependency, and a direct client bounds everything: a timeout per
-request, a bounded read, and the token sent only to the configured API origin (no redirect elsewhere).
+Every request is bounded (timeout, read size), and the token goes only to the configured API origin.
 """
 
 from __future__ import annotations
@@ -169,7 +168,14 @@ class GitHub:
         except ValueError as exc:
             raise GitHubError("gh_failed", f"GitHub API GET {path}: the response is not JSON ({exc})") from exc
 
-    # ------------------------------------------------------------------ the calls
+    def _get_unless(self, path: str, statuses: tuple[int, ...]) -> Any:
+        """``get``, or None when GitHub answers one of ``statuses`` (a best-effort call)."""
+        try:
+            return self.get(path)
+        except GitHubError as exc:
+            if exc.status in statuses:
+                return None
+            raise
 
     def pull(self, repo: str, number: int) -> tuple[PullState, dict[str, Any]]:
         """The PR's state (merged when ``merged_at`` is set) and head sha, with the raw object."""
@@ -180,12 +186,7 @@ class GitHub:
 
     def pulls_for_commit(self, repo: str, sha: str) -> list[dict[str, Any]]:
         """The PRs that contain commit ``sha`` (an unknown commit is no PR, not a failure)."""
-        try:
-            data = self.get(f"/repos/{_quote_repo(repo)}/commits/{_quote(sha)}/pulls?per_page=100")
-        except GitHubError as exc:
-            if exc.status in (404, 422):
-                return []
-            raise
+        data = self._get_unless(f"/repos/{_quote_repo(repo)}/commits/{_quote(sha)}/pulls?per_page=100", (404, 422))
         return [p for p in data if isinstance(p, dict)] if isinstance(data, list) else []
 
     def find_pull_for_head(self, repo: str, sha: str) -> PullState | None:
@@ -203,12 +204,7 @@ class GitHub:
 
     def reviews(self, repo: str, number: int) -> list[dict[str, str]]:
         """``[{login, state, submittedAt}]`` of the PR's reviews (best effort: 403/404 give none)."""
-        try:
-            data = self.get(f"/repos/{_quote_repo(repo)}/pulls/{int(number)}/reviews?per_page=100")
-        except GitHubError as exc:
-            if exc.status in (403, 404):
-                return []
-            raise
+        data = self._get_unless(f"/repos/{_quote_repo(repo)}/pulls/{int(number)}/reviews?per_page=100", (403, 404))
         out = []
         for r in data if isinstance(data, list) else []:
             if not isinstance(r, dict):
@@ -220,12 +216,7 @@ class GitHub:
 
     def check_runs(self, repo: str, sha: str) -> list[dict[str, Any]] | None:
         """``[{name, conclusion}]`` for the commit, or None when not available (403/404)."""
-        try:
-            data = self.get(f"/repos/{_quote_repo(repo)}/commits/{_quote(sha)}/check-runs?per_page=100")
-        except GitHubError as exc:
-            if exc.status in (403, 404):
-                return None
-            raise
+        data = self._get_unless(f"/repos/{_quote_repo(repo)}/commits/{_quote(sha)}/check-runs?per_page=100", (403, 404))
         runs = data.get("check_runs") if isinstance(data, dict) else None
         if not isinstance(runs, list):
             return None

@@ -1,8 +1,7 @@
 """``link_pr``: link a ledger entry to its GitHub pull request and record a status snapshot.
 
-The one implementation of ``review_pr`` (MCP) and ``agentreview pr`` (CLI); the entry and PR are
-selected as the reference host does (docs/cli.md, "agentreview pr"). The snapshot goes to the
-annotations sidecar, never the (possibly signed) attestation; nothing raises: a bad argument is a reply.
+Shared by MCP ``review_pr`` and ``agentreview pr``; the snapshot goes to the annotations sidecar, never the
+(possibly signed) attestation. Nothing raises: a bad argument is a reply.
 """
 
 from __future__ import annotations
@@ -12,7 +11,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from agentreview.host import git
+from agentreview.host.files import FileWriteError
+from agentreview.host.home import ledger_root
+from agentreview.model.digests import range_sha as digest
 from agentreview.pr.github import GitHub, GitHubError, PullState, api_base, api_host
+from agentreview.store.ledger import Ledger, LedgerError
 
 GITHUB_REMOTE = re.compile(r"^(?:ssh\.)?github\.com(?:-[A-Za-z0-9._-]+)?/([^/]+/[^/]+)$", re.IGNORECASE)
 PR_URL = re.compile(r"^(?:https?://)?([^/]+)/([^/]+/[^/]+)/pull/(\d+)(?:[/?#].*)?$", re.IGNORECASE)
@@ -40,10 +44,6 @@ def link_pr(
     pr_url: str | None = None,
 ) -> dict[str, Any]:
     """Link the selected entry to its PR and snapshot the PR's status (see the module docstring)."""
-    from agentreview.host.files import FileWriteError
-    from agentreview.host.home import ledger_root
-    from agentreview.store.ledger import Ledger, LedgerError
-
     warnings: list[str] = []
     try:
         for name, value in (("runId", run_id), ("rangeSha", range_sha), ("range", range), ("prUrl", pr_url)):
@@ -62,9 +62,7 @@ def link_pr(
 
 def github_repo_of(remote: str, extra_host: str | None = None) -> str | None:
     """``owner/name`` of a normalized remote on github.com (or on the GITHUB_API_URL host), else None."""
-    from agentreview.host.git import normalize_remote
-
-    remote = normalize_remote(remote)
+    remote = git.normalize_remote(remote)
     match = GITHUB_REMOTE.match(remote)
     if match:
         return match.group(1)
@@ -114,31 +112,25 @@ class _Linker:
     # ------------------------------------------------------------------ the checkout
 
     def root(self) -> Path:
-        from agentreview.host import git as repo
-
         if self._root is None:
             assert self.cwd is not None
             try:
-                self._root = repo.repo_root(self.cwd)
-            except repo.GitError as exc:
+                self._root = git.repo_root(self.cwd)
+            except git.GitError as exc:
                 raise PrError("invalid_argument", f"cwd {self.cwd}: {exc}") from exc
         return self._root
 
     def repo_filter(self) -> str | None:
-        from agentreview.host import git as repo
-
-        return repo.repo_remote(self.root()) if self.cwd is not None else None
+        return git.repo_remote(self.root()) if self.cwd is not None else None
 
     def resolve(self, ref: str, what: str) -> str:
-        from agentreview.host import git as repo
-
         if HEX40.match(ref):
             return ref
         if self.cwd is None:
             raise PrError("invalid_argument", f"{what}: refs in range need cwd (or pass full 40-hex shas)")
         try:
-            return repo.rev_parse_commit(self.root(), ref)
-        except repo.GitError as exc:
+            return git.rev_parse_commit(self.root(), ref)
+        except git.GitError as exc:
             raise PrError("invalid_argument", f"{what}: {exc}") from exc
 
     # ------------------------------------------------------------------ selection
@@ -150,8 +142,6 @@ class _Linker:
         return rows[0]
 
     def range_sha_of(self, range_sha: str | None, range_: str | None) -> str:
-        from agentreview.model.digests import range_sha as digest
-
         value = (range_sha or range_ or "").strip()
         if HEX64.match(value):
             return value
@@ -183,12 +173,7 @@ class _Linker:
                 raise PrError("not_found", f"pull request {pr['url']} has no head sha to match a ledger entry")
             return self.newest(f"the head {state.head_sha} of {pr['url']}", head_sha=state.head_sha), state
         if self.cwd is not None:
-            from agentreview.host import git as repo
-
-            try:
-                head = repo.rev_parse_commit(self.root(), "HEAD")
-            except repo.GitError as exc:
-                raise PrError("invalid_argument", f"cwd {self.cwd}: {exc}") from exc
+            head = self.resolve("HEAD", f"cwd {self.cwd}")
             return self.newest(f"HEAD {head} of {self.root()}", head_sha=head, repo=self.repo_filter()), None
         raise PrError("invalid_argument", "pass runId, rangeSha or range, prUrl, or cwd to pick the ledger entry")
 

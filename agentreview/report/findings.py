@@ -1,7 +1,6 @@
 """When a verification may show an attestation's findings as the reviewers' own.
 
-An export is the change's to write: its findings count only when its signature verified against a
-trusted key for the range being verified; otherwise SARIF and the job summary mark them unverified.
+An export is the change's to write: its findings count only when its signature verified against a trusted key.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """Other people's text inside Markdown that GitHub renders: the job summary and SARIF's ``help.markdown``.
 
-The text is the change's or a reviewer's to write, so it is either plain words that mean nothing to
-Markdown or HTML (:func:`md_word`) or one line in a code span nothing inside can close
-(:func:`md_code`); it reads the same raw as rendered (docs/cli.md, "SARIF and the job summary").
+The text is the change's to write, so it is plain words (:func:`md_word`) or one line in a code span nothing
+inside can close (:func:`md_code`).
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """Text that others wrote, made safe to print into a CI log.
 
-A CI runner obeys some lines a step prints (``::command`` after leading whitespace, ``##[``,
-``##vso[``), and reviewer, command and export text is the change's to steer, so :func:`neutralize`
-escapes those openings wherever any reader might split a line; :func:`printable` keeps a lone
-surrogate from ending the output in an encoding error.
+A CI runner obeys some printed lines (``::command``, ``##[``, ``##vso[``) and that text is the change's to steer,
+so :func:`neutralize` escapes those openings; :func:`printable` keeps a lone surrogate from an encoding error.
 """
 
 from __future__ import annotations
@@ -28,12 +26,8 @@ def neutralize(text: str) -> str:
 
 
 def printable(text: str) -> str:
-    """``text`` with every character UTF-8 cannot encode (a lone surrogate such as ``\\ud800``,
-    which strict JSON reads from an escape) written as its ``\\uXXXX`` escape.
+    """``text`` with every character UTF-8 cannot encode (a lone surrogate) as its ``\\uXXXX`` escape.
 
-    An export is the change's to write, and a string stdout cannot encode would end the
-    report in an encoding error. Applied to JSON text it is exact: outside strings JSON
-    has only ASCII, and inside one a backslash is always escaped, so the ``\\uXXXX`` written
-    here reads back as the very same string.
+    An export is the change's to write; applied to JSON text it is exact: the escape reads back as the same string.
     """
     return text.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -1,7 +1,6 @@
 """Writing the reports ``run`` and ``verify`` are asked for: the SARIF log and the job summary.
 
-A report the caller named that cannot be written turns a pass into exit 3 (a gate asked for an
-artifact it does not have must not pass quietly); one only ``GITHUB_STEP_SUMMARY`` named is a warning.
+A named report that cannot be written turns a pass into exit 3: a gate must not pass without its artifact.
 """
 
 from __future__ import annotations
@@ -55,10 +54,7 @@ class ReportTargets:
 
 
 def append_text(path: Path, text: str) -> None:
-    """Append ``text`` to the regular file ``path`` (created 0644 when missing).
-
-    Never through a symlink as the last component, never into a FIFO or a device (opened
-    non-blocking, checked with fstat on the open descriptor)."""
+    """Append ``text`` to the regular file ``path`` (created 0644), never through a symlink nor into a FIFO."""
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(path, flags, 0o644)

@@ -1,7 +1,6 @@
 """How a run reports progress: a live per-lane display on a terminal, plain lines in CI.
 
-Everything goes to stderr, so stdout stays clean for ``--json`` and ``--annotate``; every line is
-neutralized, since it may quote what a reviewer or command printed.
+All on stderr (stdout stays for ``--json`` and ``--annotate``), every line neutralized: it may quote a reviewer.
 """
 
 from __future__ import annotations
@@ -22,20 +21,6 @@ class Reporter(Protocol):
     def lanes_started(self, lanes: list[tuple[str, str, bool]]) -> None: ...
     def lane_finished(self, result: Any) -> None: ...
     def close(self) -> None: ...
-
-
-class QuietReporter:
-    def phase(self, message: str) -> None:
-        pass
-
-    def lanes_started(self, lanes: list[tuple[str, str, bool]]) -> None:
-        pass
-
-    def lane_finished(self, result: Any) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
 
 
 class PlainReporter:
@@ -65,6 +50,13 @@ class PlainReporter:
         )
 
     def close(self) -> None:
+        pass
+
+
+class QuietReporter(PlainReporter):
+    """Reports nothing: with ``--json`` only errors reach stderr."""
+
+    def _line(self, text: str) -> None:
         pass
 
 

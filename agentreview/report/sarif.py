@@ -1,9 +1,7 @@
 """SARIF 2.1.0 logs of a run and of a verification, for code scanning (``--sarif PATH``).
 
-Pure, from plain JSON data, so ``run`` and ``verify`` share it without the engine or the verifier
-(the mapping: docs/cli.md, "SARIF and the job summary"). An attestation's paths and text are the
-change's to write: a path outside the repository is never a location, and an unverified finding
-lands on no line of code.
+Pure, from plain JSON. An attestation's paths and text are the change's to write: a path outside the repository is
+never a location, and an unverified finding lands on no line of code.
 """
 
 from __future__ import annotations
@@ -244,6 +242,26 @@ def _location(uri: str, line: object = None, end_line: object = None) -> dict[st
     return {"physicalLocation": physical}
 
 
+def _result(
+    ref: tuple[str, int], level: str, message: str, identity: tuple[str, str, str],
+    properties: dict[str, Any] | None = None, location: str | None = None,
+) -> dict[str, Any]:
+    """One result of rule ``ref``; ``identity`` (path, title, detail) makes its fingerprint."""
+    rule, index = ref
+    result: dict[str, Any] = {
+        "ruleId": rule,
+        "ruleIndex": index,
+        "level": level,
+        "message": {"text": _plain(message)},
+        "partialFingerprints": {FINGERPRINT: fingerprint(rule, *identity)},
+    }
+    if properties:
+        result["properties"] = properties
+    if location is not None:
+        result["locations"] = [_location(location)]
+    return result
+
+
 def _invocation(ok: bool, error: str | None) -> dict[str, Any]:
     invocation: dict[str, Any] = {"executionSuccessful": ok}
     if error:
@@ -293,21 +311,11 @@ def _attestation_results(
                 results.append(_unverified_result(rules, check, finding, anchor_uri, unverified))
         status = _text(lane.get("status"))
         if unverified is None and blocking and not findings and status in LANE_STATUS_LEVEL:
-            rule, index = rules.ref(
-                f"lane/{_segment(check)}/{status}", partial(_lane_rule, check, kind, status)
-            )
+            ref = rules.ref(f"lane/{_segment(check)}/{status}", partial(_lane_rule, check, kind, status))
             message = f"{check}: {status}" + (f" — {_text(lane.get('error'))}" if _text(lane.get("error")) else "")
-            result: dict[str, Any] = {
-                "ruleId": rule,
-                "ruleIndex": index,
-                "level": LANE_STATUS_LEVEL[status],
-                "message": {"text": _plain(message)},
-                "partialFingerprints": {FINGERPRINT: fingerprint(rule, anchor_uri or "", status, "")},
-                "properties": {"laneStatus": status, "blocking": blocking},
-            }
-            if anchor_uri is not None:
-                result["locations"] = [_location(anchor_uri)]
-            results.append(result)
+            properties = {"laneStatus": status, "blocking": blocking}
+            identity = (anchor_uri or "", status, "")
+            results.append(_result(ref, LANE_STATUS_LEVEL[status], message, identity, properties, anchor_uri))
     return results
 
 
@@ -316,40 +324,26 @@ def _finding_result(
 ) -> dict[str, Any]:
     severity = _text(finding.get("severity")) or "unknown"
     blocking = lane.get("blocking") is True
-    rule, index = rules.ref(
+    ref = rules.ref(
         f"finding/{_segment(check)}/{_segment(severity)}", partial(_finding_rule, check, kind, severity, blocking)
     )
     title = _text(finding.get("title")) or "(untitled finding)"
     detail = _text(finding.get("detail")).strip()
     uri = safe_relative_uri(finding.get("file"))
-    result: dict[str, Any] = {
-        "ruleId": rule,
-        "ruleIndex": index,
-        "level": LEVELS.get(severity, "warning"),
-        "message": {"text": _plain(f"{title}\n\n{detail}" if detail else title)},
-        "partialFingerprints": {FINGERPRINT: fingerprint(rule, uri or "", title, detail)},
-        "properties": {
-            "check": check,
-            "severity": severity,
-            "blocking": blocking,
-            "laneStatus": _text(lane.get("status")),
-        },
-    }
+    properties = {"check": check, "severity": severity, "blocking": blocking, "laneStatus": _text(lane.get("status"))}
+    if uri is None and isinstance(finding.get("file"), str):
+        properties["file"] = finding["file"]  # not a path inside the repository: data, never a location
+    message = f"{title}\n\n{detail}" if detail else title
+    result = _result(ref, LEVELS.get(severity, "warning"), message, (uri or "", title, detail), properties, anchor)
     if uri is not None:
         result["locations"] = [_location(uri, finding.get("line"), finding.get("endLine"))]
-    else:
-        if isinstance(finding.get("file"), str):
-            # Not a path inside the repository: kept as data, never as a location.
-            result["properties"]["file"] = finding["file"]
-        if anchor is not None:
-            result["locations"] = [_location(anchor)]
     return result
 
 
 def _unverified_result(
     rules: _Rules, check: str, finding: Mapping[str, Any], anchor: str | None, why: str
 ) -> dict[str, Any]:
-    rule, index = rules.ref(UNVERIFIED_RULE, _unverified_rule)
+    ref = rules.ref(UNVERIFIED_RULE, _unverified_rule)
     severity = _text(finding.get("severity")) or "unknown"
     title = _text(finding.get("title")) or "(untitled finding)"
     detail = _text(finding.get("detail")).strip()
@@ -357,19 +351,10 @@ def _unverified_result(
     line = _line(finding.get("line"))
     where = f" at {claimed}{f':{line}' if line else ''}" if claimed else ""
     message = f"Unverified finding ({why}): {check} reported a {severity} finding{where}: {title}"
-    result: dict[str, Any] = {
-        "ruleId": rule,
-        "ruleIndex": index,
-        "level": "note",
-        "message": {"text": _plain(message)},
-        "partialFingerprints": {FINGERPRINT: fingerprint(rule, claimed, f"{check}\x00{severity}\x00{title}", detail)},
-        "properties": {"check": check, "severity": severity, "verified": False, "claimedFile": claimed},
-    }
+    properties: dict[str, Any] = {"check": check, "severity": severity, "verified": False, "claimedFile": claimed}
     if line:
-        result["properties"]["claimedLine"] = line
-    if anchor is not None:
-        result["locations"] = [_location(anchor)]
-    return result
+        properties["claimedLine"] = line
+    return _result(ref, "note", message, (claimed, f"{check}\x00{severity}\x00{title}", detail), properties, anchor)
 
 
 def run_sarif(
@@ -397,29 +382,17 @@ def verify_sarif(
     anchor: str | None = None,
     attestation: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The SARIF log of one ``agentreview verify``, from its ``--json`` object and the
-    attestation it found: the gate's own results, then the attestation's findings.
+    """The SARIF log of one ``agentreview verify``: the gate's own results, then the attestation's findings.
 
-    ``anchor`` (the export's or the manifest's path relative to the repository root) is the
-    location of the gate's results and of findings with no file; None leaves them unlocated."""
+    ``anchor`` (a path relative to the repository root) locates the gate's results and findings with no file.
+    """
     rules = _Rules()
     results: list[dict[str, Any]] = []
     anchor_uri = safe_relative_uri(anchor)
 
     def gate_result(rule_id: str, name: str, short: str, message: str, **properties: Any) -> None:
-        rule, index = rules.ref(rule_id, partial(_gate_rule, name, short))
-        result: dict[str, Any] = {
-            "ruleId": rule,
-            "ruleIndex": index,
-            "level": "error",
-            "message": {"text": _plain(message)},
-            "partialFingerprints": {FINGERPRINT: fingerprint(rule, anchor_uri or "", name, "")},
-        }
-        if properties:
-            result["properties"] = properties
-        if anchor_uri is not None:
-            result["locations"] = [_location(anchor_uri)]
-        results.append(result)
+        ref = rules.ref(rule_id, partial(_gate_rule, name, short))
+        results.append(_result(ref, "error", message, (anchor_uri or "", name, ""), properties, anchor_uri))
 
     for check in _list(report.get("checks")):
         if not isinstance(check, Mapping) or check.get("ok") is True or check.get("unverified") is True:

@@ -1,8 +1,7 @@
 """The Markdown job summary of a run or a verification (``GITHUB_STEP_SUMMARY``, ``--summary PATH``).
 
-Pure, from plain JSON data like :mod:`agentreview.report.sarif`; every string that is not
-agentreview's own goes through :mod:`agentreview.report.markdown`, so no reviewer can add HTML, a
-link, an image, a table cell, an ``@mention`` or a workflow command.
+Pure, from plain JSON; every string not agentreview's own goes through :mod:`agentreview.report.markdown`, so no
+reviewer can add HTML, a link, an image, a table cell, an ``@mention`` or a workflow command.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """Which detected commands run here, and what stands in for one that cannot.
 
-Only commands whose program is here are kept, since a check that cannot start on day one teaches people to bypass
-the hook. tox is kept only when its plugins and interpreters are here (else it skips everything and exits 0);
-pytest stands in for it, and each missing piece becomes a warning with its install command.
+A check that cannot start on day one teaches people to bypass the hook; tox without its plugins and interpreters
+skips everything and exits 0, so pytest stands in and each missing piece becomes a warning.
 """
 
 from __future__ import annotations
@@ -10,15 +9,14 @@ from __future__ import annotations
 import json
 import re
 import shlex
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentreview.setup.detect import DetectedCheck
+from agentreview.setup.detect import DetectedCheck, toml_of
 from agentreview.setup.hostprobe import HostProbe, Interpreter
-from agentreview.setup.toxconf import ToxConfig, read_tox_config
+from agentreview.setup.toxconf import ToxConfig, normalize_name, read_tox_config
 
 __all__ = ["INSTALL_HINTS", "Choice", "choose_checks", "install_hint"]
 
@@ -82,20 +80,12 @@ def program_of(run: str) -> str | None:
     return found[0] if found else None
 
 
-def _toml(root: Path, text_of: Callable[[Path], str | None]) -> dict[str, Any]:
-    text = text_of(root / "pyproject.toml")
-    try:
-        return tomllib.loads(text) if text else {}
-    except tomllib.TOMLDecodeError:
-        return {}
-
-
 def _names(requirements: Any) -> set[str]:
     out: set[str] = set()
     for req in requirements if isinstance(requirements, list) else []:
         match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", req) if isinstance(req, str) else None
         if match:
-            out.add(re.sub(r"[-_.]+", "-", match.group(1)).lower())
+            out.add(normalize_name(match.group(1)))
     return out
 
 
@@ -113,7 +103,7 @@ def _test_needs(pyproject: dict[str, Any]) -> set[str]:
     for name in _TEST_GROUPS:
         needs |= _names(extras.get(name)) | _names(groups.get(name))
     own = project.get("name")
-    needs.discard(re.sub(r"[-_.]+", "-", own).lower() if isinstance(own, str) else "")
+    needs.discard(normalize_name(own) if isinstance(own, str) else "")
     return needs
 
 
@@ -130,7 +120,7 @@ def _source_dir(root: Path, pyproject: dict[str, Any]) -> str | None:
 class _Planner:
     def __init__(self, root: Path, probe: HostProbe, text_of: Callable[[Path], str | None]) -> None:
         self.root, self.probe, self.text_of = root, probe, text_of
-        self.pyproject = _toml(root, text_of)
+        self.pyproject = toml_of(text_of(root / "pyproject.toml"))
         self.choice = Choice()
 
     def warn(self, text: str) -> None:

@@ -1,7 +1,6 @@
 """What the repository already runs, so REVIEW.md's command checks are the team's own.
 
-Only files are read, nothing is executed: the repository is not yet trusted. Each rule looks for a tool *in use*
-(a configuration section or a script), not merely installed.
+Only files are read, nothing is executed: the repository is not yet trusted.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from typing import Any
 from agentreview.host.files import UnreadableFileError, read_regular_file
 from agentreview.model.record import record
 
-__all__ = ["DetectedCheck", "detect_checks", "read_text"]
+__all__ = ["DetectedCheck", "detect_checks", "read_text", "toml_of"]
 
 _LIMIT = 1 << 20
 # `npm init` writes this test script; running it only ever fails.
@@ -46,12 +45,10 @@ def read_text(path: Path) -> str | None:
         return None
 
 
-def _toml(path: Path) -> dict[str, Any]:
-    text = read_text(path)
-    if text is None:
-        return {}
+def toml_of(text: str | None) -> dict[str, Any]:
+    """``text`` read as TOML; {} when there is none or it is not valid TOML."""
     try:
-        return tomllib.loads(text)
+        return tomllib.loads(text) if text else {}
     except tomllib.TOMLDecodeError:
         return {}
 
@@ -78,7 +75,7 @@ def _mentions_pytest(pyproject: dict[str, Any], root: Path) -> bool:
 
 
 def _python(root: Path) -> list[DetectedCheck]:
-    pyproject = _toml(root / "pyproject.toml")
+    pyproject = toml_of(read_text(root / "pyproject.toml"))
     tool = pyproject.get("tool", {}) if isinstance(pyproject.get("tool", {}), dict) else {}
     found: list[DetectedCheck] = []
     if (root / "tox.ini").is_file() or "tox" in tool:
@@ -123,8 +120,7 @@ def _node(root: Path) -> list[DetectedCheck]:
 def detect_checks(root: Path) -> list[DetectedCheck]:
     """The command checks for ``root``, in a stable order (so a second ``init`` writes the same bytes).
 
-    ``make test`` stands in for the language's own test runner when the Makefile has that target:
-    it is what the team types, and usually wraps the runner (running both would test twice).
+    ``make test`` stands in for the language's test runner when the Makefile has it: running both would test twice.
     """
     makefile = next((root / n for n in ("GNUmakefile", "makefile", "Makefile") if (root / n).is_file()), None)
     make_test = makefile is not None and bool(_MAKE_TEST.search(read_text(makefile) or ""))

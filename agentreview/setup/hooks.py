@@ -1,8 +1,7 @@
 """The pre-push hook, where git runs hooks, chaining whatever hook was already there.
 
-The folder is git's own answer (``git config --show-scope`` for ``core.hooksPath``, ignoring the hardened
-runner's ``command`` scope, else the common hooks folder), so includes and ``includeIf`` count as git counts them.
-An existing hook moves aside to ``pre-push.local`` and runs first; ``init``'s own is recognised by its marker line.
+The folder is git's own answer (``core.hooksPath`` by ``--show-scope``, ignoring the runner's ``command`` scope);
+an existing hook moves aside to ``pre-push.local`` and runs first.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """What this host can run: programs on PATH, interpreters that start, what an interpreter has installed.
 
-Being on PATH is not enough (a pyenv shim of a missing version exits 127), so an interpreter is asked its version
-in isolated mode, with a timeout. Nothing of the repository is executed.
+Being on PATH is not enough (a pyenv shim of a missing version exits 127), so interpreters are asked, bounded.
 """
 
 from __future__ import annotations

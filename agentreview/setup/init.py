@@ -1,7 +1,6 @@
 """The order of ``agentreview init`` and what it reports: written, skipped, next steps.
 
-The CLI resolves what needs the plugin registry (the reviewer providers, this host's
-allowed_signers line from the configured signer) and hands it in; this module decides and writes.
+The CLI hands in what needs the plugin registry (providers, the allowed_signers line); this module decides and writes.
 """
 
 from __future__ import annotations

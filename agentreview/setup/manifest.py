@@ -1,7 +1,6 @@
 """The REVIEW.md and rubric ``init`` writes: the repository's own commands, one agent check, one binding.
 
-Rendered by hand, so it reads like a file a person wrote and is byte-for-byte stable (a second ``init`` writes
-nothing). The reviewer is the first usable preset; the base is the remote's default branch.
+Rendered by hand, so it reads like a file a person wrote and a second ``init`` writes the same bytes.
 """
 
 from __future__ import annotations
@@ -14,6 +13,7 @@ from typing import Any
 
 from agentreview.host import git as repo
 from agentreview.setup.detect import DetectedCheck
+from agentreview.setup.readiness import unusable
 
 __all__ = ["FALLBACK_PRESET", "RUBRIC", "RUBRIC_PATH", "default_base", "pick_preset", "render_manifest", "review_id"]
 
@@ -35,12 +35,9 @@ def review_id(root: Path) -> str:
 
 
 def pick_preset(providers: Mapping[str, Any], presets: Mapping[str, Any] | None = None) -> str | None:
-    """The first preset whose reviewer CLI is usable here, or None when none is.
+    """The first preset whose reviewer CLI is usable here (each probe bounded), or None.
 
-    Built-in presets in the preferred order, then the other built-ins, then the user presets of
-    ``presets.toml`` (``presets``: name -> spec, as ``load_presets`` gives them). ``exec``'s built-in
-    preset is not a candidate: it has no command until the user writes one. Probing stops at the
-    first usable preset (each probe is bounded by the provider's own timeout).
+    Built-ins in the preferred order, then user presets; ``exec`` is no candidate: it has no command until written.
     """
     order = [p for p in PREFERRED_PROVIDERS if p in providers]
     order += sorted(p for p in providers if p not in PREFERRED_PROVIDERS and p != "exec")
@@ -51,15 +48,8 @@ def pick_preset(providers: Mapping[str, Any], presets: Mapping[str, Any] | None 
         except Exception:  # a provider's bug must not stop init
             continue
     for name, spec in sorted((presets or {}).items()):
-        provider = providers.get(getattr(spec, "provider", ""))
-        if getattr(spec, "builtin", True) or provider is None:
-            continue
-        try:
-            status = getattr(provider, "preset_status", None)
-            if (status(spec) if status else provider.status()).usable:
-                return str(name)
-        except Exception:
-            continue
+        if not spec.builtin and unusable(spec, providers) is None:
+            return str(name)
     return None
 
 
@@ -71,13 +61,9 @@ def _branch_of(ref: str) -> str | None:
 
 
 def default_base(root: Path) -> tuple[str, str | None]:
-    """``(base, warning)``: ``refs/remotes/origin/<default branch>``, or ``refs/heads/main`` when there
-    is no ``origin``. Full refs: a short name could be shadowed by a tag of the same name (the run and
-    the gate refuse an ambiguous name, and a full ref never is one).
+    """``(base, warning)``: ``refs/remotes/origin/<default branch>``, else ``refs/heads/main`` without ``origin``.
 
-    The clone's ``refs/remotes/origin/HEAD`` answers without the network; otherwise the remote is
-    asked (``ls-remote --symref``, bounded); a remote that does not answer gives
-    ``refs/remotes/origin/main`` and a warning.
+    Full refs, since a tag could shadow a short name; a remote that does not answer gives ``origin/main`` and a warning.
     """
     if repo.origin_url(root) is None:
         return "refs/heads/main", None
@@ -114,9 +100,7 @@ def _scalar(text: str) -> str:
 def render_manifest(*, rid: str, name: str, base: str, checks: Sequence[DetectedCheck], preset: str | None) -> str:
     """REVIEW.md for these command checks plus, with a ``preset``, the ``correctness`` agent check.
 
-    One binding, ``local``: ``agentreview run`` with no ``--binding`` runs it (AIP-62 resolves a
-    manifest's only binding), the pre-push hook names it, and the CI gate re-runs nothing, so a
-    second binding would only be a second name for the same lanes.
+    One binding, ``local``: run, hook and gate all use the manifest's only binding, so a second would be a mere alias.
     """
     ids = [c.id for c in checks] + (["correctness"] if preset else [])
     lines = [

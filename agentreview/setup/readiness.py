@@ -1,7 +1,6 @@
 """What a valid REVIEW.md needs that this host lacks: a command's program, a preset, a reviewer CLI.
 
 Warnings, not errors (another host may have what this one lacks), so a misspelt preset is found before a run.
-Only a command's plain first program is looked up; reviewer CLIs through their provider's bounded status.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ from agentreview.host.programs import find_program
 from agentreview.model.suggest import did_you_mean
 from agentreview.setup.choose import install_hint, programs_of
 
-__all__ = ["lane_warnings"]
+__all__ = ["lane_warnings", "unusable"]
 
 _SHELL_WORDS = frozenset(
     {"true", "false", "test", "[", "exit", "cd", "echo", "printf", "set", ":", "exec", "env", "command", "!", "if"}
@@ -25,10 +24,7 @@ def lane_warnings(
     presets: Callable[[], tuple[Mapping[str, Any], Mapping[str, Any]]],
     presets_file: str,
 ) -> list[str]:
-    """One line per problem of ``checks`` (the binding lanes' checks, each once) on this host.
-
-    ``presets`` gives ``(presets, providers)`` when an agent check is there (loading them costs a
-    plugin registry, so a manifest of command checks never pays it)."""
+    """One line per problem of ``checks`` on this host; ``presets`` is loaded only when an agent check needs it."""
     out: list[str] = []
     agent: list[Any] = []
     for check in checks:
@@ -57,7 +53,7 @@ def lane_warnings(
             )
             continue
         if name not in statuses:
-            statuses[name] = _unusable(known[name], providers)
+            statuses[name] = unusable(known[name], providers)
         if statuses[name]:
             out.append(
                 f"check '{check.id}': preset '{name}' cannot run here: {statuses[name]} (see agentreview presets)"
@@ -65,7 +61,7 @@ def lane_warnings(
     return out
 
 
-def _unusable(spec: Any, providers: Mapping[str, Any]) -> str | None:
+def unusable(spec: Any, providers: Mapping[str, Any]) -> str | None:
     """Why the reviewer CLI of ``spec`` cannot run here, or None when it can."""
     provider = providers.get(spec.provider)
     if provider is None:

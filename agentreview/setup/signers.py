@@ -1,7 +1,6 @@
 """``.agentproto/allowed_signers``: this host's key, trusted for reviews only (``namespaces="agentproto-review"``).
 
-A file already holding the line is left alone; ``--force`` appends it to one without it and keeps every key
-already there, since dropping another signer's key would silently lose trust.
+``--force`` appends the line and keeps every key already there: dropping another signer's key would lose trust.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """What a repository's tox configuration needs: its default environments, their interpreters, its plugins.
 
-Read from the configuration files, never by running tox: a configuration needing what this host lacks makes a
-plain ``tox`` skip every environment and exit 0, a pass that tested nothing.
+Read from the files, never by running tox: tox lacking them skips every environment and exits 0, testing nothing.
 """
 
 from __future__ import annotations
@@ -15,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from agentreview.model.record import record
+from agentreview.setup.detect import toml_of
 
-__all__ = ["ToxConfig", "expand_envs", "interpreter_of", "read_tox_config"]
+__all__ = ["ToxConfig", "expand_envs", "interpreter_of", "normalize_name", "read_tox_config"]
 
 # py312, py3.12, py3, pypy3.11, py314t: a factor that names the interpreter of an environment
 _PY_FACTOR = re.compile(r"^(py|pypy)(\d)(?:\.?(\d+))?(t?)$")
@@ -39,7 +39,8 @@ class ToxConfig:
     commands: tuple[str, ...] = ()
 
 
-def _normalize(name: str) -> str:
+def normalize_name(name: str) -> str:
+    """A distribution name as PEP 503 compares it."""
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
@@ -86,7 +87,7 @@ def interpreter_of(env: str, base_python: str | None = None) -> str | None:
 
 
 def _plugin_names(requires: list[str], runners: list[str]) -> tuple[str, ...]:
-    names = {_normalize(m.group(1)) for r in requires if (m := _REQUIREMENT_NAME.match(r))}
+    names = {normalize_name(m.group(1)) for r in requires if (m := _REQUIREMENT_NAME.match(r))}
     names |= {_RUNNER_PLUGINS[r] for r in runners if r in _RUNNER_PLUGINS}
     names.discard("tox")
     return tuple(sorted(names))
@@ -161,10 +162,7 @@ def read_tox_config(root: Path, text_of: Callable[[Path], str | None]) -> ToxCon
             return ToxConfig("tox.toml", ("py",), (), {"py": None})
     pyproject = text_of(root / "pyproject.toml")
     if pyproject is not None:
-        try:
-            tool = tomllib.loads(pyproject).get("tool", {})
-        except tomllib.TOMLDecodeError:
-            tool = {}
+        tool = toml_of(pyproject).get("tool", {})
         tox = tool.get("tox") if isinstance(tool, dict) else None
         if isinstance(tox, dict):
             legacy = tox.get("legacy_tox_ini")

@@ -1,8 +1,7 @@
 """``.github/workflows/agentreview.yml``: the gate on pull requests, one the pull request cannot edit.
 
 ``pull_request_target`` runs the base's copy, nothing of the pull request runs, and every action is pinned by a
-full commit id (:data:`CHECKOUT`, :data:`UPLOAD_SARIF`, :data:`DEFAULT_ACTION_REF`). docs/security.md ("A gate the
-pull request cannot edit") gives the design, docs/cli.md ("CI gate (GitHub Actions)") how each pin is chosen.
+full commit id; docs/security.md ("A gate the pull request cannot edit") gives the design.
 """
 
 from __future__ import annotations

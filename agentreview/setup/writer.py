@@ -1,7 +1,6 @@
 """The one rule every file ``init`` writes obeys: a user's file is never overwritten without --force.
 
-Identical bytes are left alone (a second run changes nothing); a link or a non-regular file is never replaced,
-even with ``force``, nor written through a folder that leads out of the repository. Writes are atomic.
+A link or non-regular file is never replaced, nor written through a folder leading out of the repository.
 """
 
 from __future__ import annotations
@@ -49,8 +48,7 @@ def _escapes(path: Path, root: Path | None) -> bool:
 def place(path: Path, data: bytes, *, root: Path, force: bool, mode: int = 0o644, confine: bool = True) -> Outcome:
     """Write ``data`` to ``path`` under the never-overwrite rule and say what happened.
 
-    ``confine`` (for files of the repository, not the hooks folder a user configured) refuses a
-    path whose existing folders resolve outside ``root``.
+    ``confine`` refuses a path whose existing folders resolve outside ``root``.
     """
     name = shown(path, root)
     if confine and _escapes(path, root):
