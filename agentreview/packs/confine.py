@@ -1,10 +1,7 @@
 """Reading a pack's files: never outside the pack's root, never a FIFO or device, never unbounded.
 
-A pack is content somebody else wrote. Its REVIEW.md and every rubric it names are read here,
-before any lane runs and again when a run computes its digests, through the host's one bounded
-reader (:func:`agentreview.host.files.read_regular_file`). Symlinks are followed only to decide
-where a file really is; the final open refuses a symlink, so a swap after the check is not
-followed either.
+A pack is content somebody else wrote, so it is read through the host's one bounded reader. Symlinks are
+followed only to decide where a file really is; the final open refuses one, so a swap after the check is not.
 """
 
 from __future__ import annotations

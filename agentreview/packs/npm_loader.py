@@ -1,10 +1,7 @@
 """Built-in pack loader for npm package references (``@scope/name`` or ``name``).
 
-The package is looked up the way Node resolves ``<name>/package.json`` from the
-repository root: ``node_modules/<name>`` in the repo root, then in each parent
-folder. Nothing is ever installed or fetched; a missing package is
-:class:`~agentreview.model.contracts.PackUnavailableError` (verify reports it as a note).
-An npm pack is never trusted: its command checks need ``allowCommands: true``.
+Found as Node resolves ``<name>/package.json`` from the repository root (``node_modules/<name>`` there, then in
+each parent); nothing is installed or fetched. An npm pack is never trusted: its commands need ``allowCommands``.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """Built-in pack loader for path references (``./pack``, ``../pack``, ``/abs/pack``).
 
-A path pack is the only kind that can be *trusted* (its command checks run without
-``allowCommands``), and only when it is provably part of the reviewed content: its
-real path lies inside the repository's real path and its REVIEW.md is tracked by
-git. Anything that cannot be established is untrusted (fail-safe), so a symlink
-out of the repository, an untracked folder or a missing git all mean "not trusted".
+The only kind that can be *trusted* (its commands run without ``allowCommands``), and only when it is provably
+part of the reviewed content; anything that cannot be established (a symlink out, an untracked folder, no git)
+means untrusted.
 """
 
 from __future__ import annotations

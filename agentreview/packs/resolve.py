@@ -1,10 +1,7 @@
 """From a parsed REVIEW.md to the review that actually runs: packs merged, bindings final.
 
-``resolve_review`` is called on every run (cached ones included), by ``check``
-and by ``verify`` (step 6, whose comparison lives in :mod:`agentreview.verify.packs`).
-Without ``uses`` it only wraps the parsed manifest. Pack resolution (loaders through
-the pack-loader hook, trust, overrides, digests) is implemented here; reading a
-pack's files is :mod:`agentreview.packs.confine`'s job.
+Called on every run, by ``check`` and by ``verify`` (step 6); without ``uses`` it only wraps the parsed manifest.
+Loaders, trust, overrides and digests are here; reading a pack's files is :mod:`agentreview.packs.confine`'s job.
 """
 
 from __future__ import annotations
@@ -136,14 +133,9 @@ def resolve_review(
 
 
 class _PackResolver:
-    """AIP-62 §Resolution for one manifest, collecting every rule problem before raising.
-
-    A pack that cannot be loaded stops resolution at once (:class:`PackResolutionError`);
-    everything else (an unknown id in checks[], commands from an untrusted pack, a
-    missing preset, an escaping rubric, a collision) is gathered across all entries and
-    raised as one :class:`~agentreview.manifest.parse.ManifestError`. Overrides that cannot
-    apply are only warnings.
-    """
+    """AIP-62 §Resolution for one manifest: every rule problem is gathered and raised as one
+    :class:`~agentreview.manifest.parse.ManifestError`; a pack that cannot be loaded stops at once
+    (:class:`PackResolutionError`); overrides that cannot apply are only warnings."""
 
     def __init__(self, parsed: ParsedReview, registry: Registry, ctx: PackLoadContext):
         self.parsed = parsed
@@ -267,12 +259,8 @@ class _PackResolver:
         selected: list[PackCommandCheck | PackAgentCheck],
         label: str,
     ) -> None:
-        """An override that cannot apply is ignored, as the reference host does, with a warning naming it.
-
-        Overrides keyed by an id the pack does not declare or this entry does not select, and the
-        agent-only keys (blockOn, preset, fallbackPresets) on a command check, change nothing: the
-        checks that run are exactly those selected, with their declared settings.
-        """
+        """An override that cannot apply (an id not declared or not selected, an agent-only key on a
+        command check) is ignored with a warning, as the reference host does."""
         declared = {c.id: c for c in pack.checks}
         chosen = {c.id for c in selected}
         for name, override in entry.overrides.items():

@@ -123,13 +123,9 @@ class ReviewerBase(ABC):
 
 
 class CliReviewer(ReviewerBase):
-    """A provider that drives one installed CLI: ``status()``, and a ``review()`` that runs the CLI
-    only once it is found and its help lists every flag isolation needs.
-
-    Subclasses name the CLI (``binary``, overridable per preset with ``binary = "/path"``), the
-    arguments that print the help listing its flags (``help_args``), the flags without which it
-    cannot run isolated (``required_flags``), and implement :meth:`review_with`.
-    """
+    """A provider that drives one installed CLI, run only once it is found and its help lists every flag
+    isolation needs. Subclasses set ``binary``, ``help_args`` and ``required_flags`` and implement
+    :meth:`review_with`."""
 
     binary: str
     help_args: tuple[str, ...] = ("--help",)

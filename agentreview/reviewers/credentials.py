@@ -1,9 +1,8 @@
 """Credentials linked into a private home, and saving back what a CLI refreshed there.
 
-A CLI that refreshes by writing a new file and renaming it over the link would lose the token with
-the attempt's folder (and log the user out with rotating refresh tokens), so after each attempt a
-replaced link is copied back only when it is a valid newer credential of the same kind, and otherwise
-noted on the lane: never dropped silently. Links are recorded in this process, never in a file.
+A CLI that renames a refreshed file over the link would lose the token with the attempt's folder, so a replaced
+link is copied back when it is a valid newer credential of the same kind, and otherwise noted on the lane. Links
+are recorded in this process, never in a file.
 """
 
 from __future__ import annotations

@@ -18,13 +18,8 @@ MAX_RETRIES = 5
 
 @record
 class PresetOption:
-    """The shape one preset option must have.
-
-    ``kind``: ``string`` (non-empty), ``strings`` (a non-empty array of non-empty
-    strings), ``integer`` (from ``minimum`` to ``maximum``, booleans refused) or
-    ``env_names`` (an array of environment variable names). ``hint`` ends the error
-    message, e.g. ``', e.g. ["prog", "arg"]'``.
-    """
+    """The shape one preset option must have: ``kind`` is ``string``, ``strings``, ``integer`` (from
+    ``minimum`` to ``maximum``) or ``env_names``; ``hint`` ends the error message."""
 
     kind: OptionKind
     hint: str = ""

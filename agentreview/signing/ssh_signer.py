@@ -115,14 +115,10 @@ _BASE64_LINE = re.compile(r"^[A-Za-z0-9+/]+={0,2}$")
 
 
 def sshsig_blob(armored: str) -> bytes | None:
-    """The SSHSIG blob of ``armored`` when it is exactly one armored block and nothing else
-    (whitespace around it aside), ``None`` otherwise.
+    """The SSHSIG blob of ``armored`` when it is exactly one armored block (whitespace aside), else ``None``.
 
-    ssh-keygen reads the first block and ignores what follows, while the ``keyFingerprint``
-    cross-check reads the whole text: two readings of one signature must never differ, so
-    anything beyond one block (a second block, text before or after, a blank or non-base64
-    line inside) is refused before either runs.
-    """
+    ssh-keygen reads the first block only and the ``keyFingerprint`` tie the whole text: so that the two
+    readings never differ, anything beyond one block is refused before either runs."""
     import base64
     import binascii
 
@@ -164,13 +160,9 @@ def _sshsig_fields(blob: bytes) -> list[bytes] | None:
 
 
 def sshsig_key_fingerprint(armored: str) -> str | None:
-    """``SHA256:...`` of the public key an armored SSHSIG carries, ``None`` when it is not exactly
-    one readable armored block (:func:`sshsig_blob`) or the key is a certificate (whose
-    fingerprint is not the signer key's own).
+    """``SHA256:...`` of the key an armored SSHSIG carries; ``None`` for anything but one block, or a certificate.
 
-    ``keyFingerprint`` sits beside ``sig`` outside the signed bytes, so a verifier must tie
-    it to the key that actually signed; otherwise an export could name any fingerprint.
-    """
+    ``keyFingerprint`` is outside the signed bytes, so a verifier ties it to the key that signed."""
     blob = sshsig_blob(armored)
     return _key_fingerprint(blob) if blob is not None else None
 
@@ -261,9 +253,8 @@ class SshSigner:
         atomic_write_bytes(key.with_suffix(".pub"), proc.stdout, mode=0o644)
 
     def _fingerprint(self, public: Path, timeout: float) -> str:
-        """``SHA256:<unpadded base64 of sha256(key blob)>``, exactly what ``ssh-keygen -lf`` prints,
-        computed here: one process less on every signed run. ssh-keygen is asked only when
-        the public key file cannot be read as ``<algo> <base64 blob>``."""
+        """What ``ssh-keygen -lf`` prints, computed here; ssh-keygen is asked only when the public key
+        file cannot be read as ``<algo> <base64 blob>``."""
         import base64
         import binascii
         import hashlib

@@ -1,9 +1,7 @@
 """The command lane executor: ``sh -c <run>`` in its own process group, bounded in time, output and lifetime.
 
-The change's code runs without the variables the host keeps for itself, through the core's
-process-group runner, so nothing it starts outlives the lane or a killed host. A shell exit of 126
-or 127 is this host's missing program, not the change's fault: the lane is ``skipped`` (verdict
-``incomplete``, never cached). ``run_lane`` never raises.
+The change's code runs without the host's own variables, and nothing it starts outlives the lane or a killed
+host. A shell exit of 126 or 127 is this host's missing program, not the change's fault: the lane is ``skipped``.
 """
 
 from __future__ import annotations
@@ -27,12 +25,8 @@ _running_lock = threading.Lock()
 
 
 def cancel_all() -> int:
-    """Cancel every running lane now; return how many there were.
-
-    For the host's own shutdown (SIGTERM to the host, Ctrl-C twice): within one tick
-    each lane SIGTERMs its group, escalates to SIGKILL after the grace period and
-    reports ``skipped``, exactly as when its ``request.cancel`` event is set.
-    """
+    """Cancel every running lane now, as if its ``request.cancel`` were set (the host's own shutdown);
+    return how many there were."""
     with _running_lock:
         lanes = list(_running.values())
     for cancelled in lanes:

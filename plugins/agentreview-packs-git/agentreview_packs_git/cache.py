@@ -59,14 +59,9 @@ def discard(entry: Path) -> None:
 
 
 def fetch_entry(cache_dir: Path, url: str, sha: str, deadline: float) -> Path:
-    """Fetch ``sha`` from ``url`` into a new temporary folder under ``cache_dir`` and write its tree.
-
-    The fetch runs through :func:`run_git`; the fetched commit is then read through GitPython's
-    object model (:mod:`agentreview_packs_git.objects`, same environment, options and deadline).
-
-    Returns the folder (verified); the caller renames it into place.
-    Raises :class:`FetchError` or :class:`TreeMismatchError`.
-    """
+    """Fetch ``sha`` from ``url`` into a new temporary folder under ``cache_dir``, write its tree and return
+    the folder, verified (the caller renames it into place); raises :class:`FetchError` or
+    :class:`TreeMismatchError`."""
     tmp = Path(tempfile.mkdtemp(prefix=f".fetch-{sha[:12]}-", dir=cache_dir))
     try:
         plain = safe_env()
@@ -96,14 +91,10 @@ def fetch_entry(cache_dir: Path, url: str, sha: str, deadline: float) -> Path:
 
 
 def _objects() -> ModuleType:
-    """The GitPython reader, imported on first use: a cache hit never pays for (or needs) GitPython.
+    """The GitPython reader, imported on first use: a cache hit never needs GitPython.
 
-    ``GIT_PYTHON_REFRESH=quiet`` for the import (unless the user chose a mode), so a git GitPython
-    cannot find is reported by the reader as a fetch error rather than raised as an ImportError.
-    ``GIT_PYTHON_GIT_EXECUTABLE`` is git's absolute path for the import: the ``git version``
-    GitPython runs then would otherwise look git up on ``PATH`` as given, empty and relative
-    entries included, from this process's working directory (the reviewed repository).
-    """
+    A git it cannot find is a fetch error, not an ImportError; git's absolute path is set so the import's
+    ``git version`` never looks git up in an empty or relative ``PATH`` entry (the reviewed repository)."""
     git = git_executable()
     if git is None:
         raise FetchError(MISSING_GIT)

@@ -1,9 +1,7 @@
 """Reading a fetched commit through GitPython's object model, held to the fetch's rules.
 
-:class:`HardenedGit` starts every ``cat-file`` process itself (absolute git, the hardening, the
-scrubbed environment, its own process group under the deadline); the repository is pinned to the
-fetch folder and GitPython gets binary object ids only; sizes are checked before bytes are read.
-Imported only on the fetch path: a cache hit never loads GitPython.
+:class:`HardenedGit` starts every ``cat-file`` itself (absolute, hardened git in its own process group under
+the deadline); GitPython gets binary object ids only, and sizes are checked before bytes are read.
 """
 
 from __future__ import annotations

@@ -57,12 +57,8 @@ def _tree_sort_key(item: tuple[bytes, str, str]) -> bytes:
 def disk_tree_id(
     root: Path, *, skip_top: Iterable[str] = (".git",), capture: str | None = None
 ) -> tuple[str, bytes | None]:
-    """The git tree id of the folder ``root`` as git would record it (empty folders omitted).
-
-    Top-level names in ``skip_top`` are left out. When ``capture`` names a top-level
-    regular file, its bytes are returned too, from the same read that was hashed
-    (``None`` when it is absent or not a regular file).
-    """
+    """The git tree id of the folder ``root`` (empty folders and ``skip_top`` names left out), with the
+    bytes of the top-level regular file ``capture`` from the same read that was hashed (or ``None``)."""
     captured: list[bytes | None] = [None]
     skip = {os.fsencode(name) for name in skip_top}
     tree_id = _dir_tree_id(os.fsencode(root), skip, os.fsencode(capture) if capture else None, captured)
