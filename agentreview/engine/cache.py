@@ -60,9 +60,8 @@ def serve_cached(plan: RunPlan, ledger: Ledger, reporter: Reporter) -> RunResult
 
 
 def _can_sign_now(plan: RunPlan, att: Attestation) -> bool:
-    """Whether this host signs now what it could not sign when the review was recorded (ssh-keygen
-    back on PATH, say): a trial signature, thrown away. The review then runs again rather than
-    signing an old result: what is signed is always what this run saw."""
+    """Whether this host now signs what it could not sign when the review was recorded (a trial signature):
+    the review then runs again, since what is signed is always what this run saw."""
     from agentreview.signing.signers import sign_attestation
 
     _, error = sign_attestation(att, registry=plan.registry, home=plan.host.home, repo_root=plan.repo_root)
@@ -70,10 +69,8 @@ def _can_sign_now(plan: RunPlan, att: Attestation) -> bool:
 
 
 def serve_foreign(plan: RunPlan, ledger: Ledger, reporter: Reporter) -> RunResult | None:
-    """A teammate's attestation for the same key, when team trust is on and its signature verifies
-    (:mod:`agentreview.share.trust`): the same cache rule as for this host's own entries, plus the
-    same base. The attestation is served as it is — never re-signed, never copied into this host's
-    own entries — and the result names whose it is (``cachedFrom``)."""
+    """A teammate's verified attestation for the same key and base, under team trust: served as it is,
+    never re-signed or copied, naming whose it is (``cachedFrom``)."""
     from agentreview.share.trust import trusted_foreign
     from agentreview.store.cache import servable
 

@@ -22,11 +22,8 @@ def find_prior(
     pack_digest: dict[str, Any] | None,
     is_ancestor: Callable[[str, str], bool],
 ) -> DeltaRange | None:
-    """Return the delta range for ``check_id`` from the first qualifying prior, or None.
-
-    ``pack_digest`` is the current digest record of the pack the check comes from
-    (None for a local check).
-    """
+    """The delta range for ``check_id`` from the first qualifying prior, or None; ``pack_digest`` is the
+    current digest record of the check's pack (None for a local check)."""
     for prior in candidates:
         # 1. a pass that is not dirty
         if prior.verdict != "pass" or prior.dirty:

@@ -1,9 +1,7 @@
 """Coordination between concurrent runs on one host: joining identical requests and superseding older ones.
 
-Identical requests (the ledger key plus ``--no-cache``, as the reference's request key) serialize on a file
-lock, and a waiter returns what the run it waited for recorded. ``--supersede`` SIGTERMs in-flight runs of the
-same repository, binding and base at an older head. Everything under the home is read bounded and written
-atomically, since another process may plant a FIFO or a link there; a dead run's leftovers are swept.
+Identical requests (the reference's request key) serialize on a file lock; ``--supersede`` SIGTERMs runs of the
+same repository, binding and base at an older head. Files under the home are read bounded and written atomically.
 """
 
 from __future__ import annotations

@@ -89,13 +89,9 @@ def prepare_and_freeze(plan: RunPlan, ctx: LaneContext, reporter: Reporter, tree
 
 
 def refuse_unknown_presets(plan: RunPlan) -> None:
-    """Before any step runs: every agent lane's preset is one this host knows (built-in or presets.toml).
-
-    A misspelt preset would otherwise be found only when its lane starts, after every other lane
-    has run; it is a fact about REVIEW.md, so the run cannot happen (exit 3). Unknown fallback
-    presets are left to the lane (it falls back past them and says so), since a team's manifest may
-    list a fallback only some hosts define. With no reviewer provider installed at all, the lanes
-    are left to report that."""
+    """Before any step runs: every agent lane's preset is one this host knows, else exit 3 (a fact about
+    REVIEW.md, better found before the other lanes run). Unknown fallbacks are left to the lane: a team's
+    manifest may list one only some hosts define."""
     if not plan.wants_reviewers:
         return
     from agentreview.host.presets import load_presets, presets_path

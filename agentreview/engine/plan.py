@@ -170,9 +170,7 @@ def build_plan(
 ) -> RunPlan:
     """Steps 1–5 and 7; raises :class:`AgentreviewError` (or ``git.GitError``) when the run cannot happen.
 
-    With ``policy`` (``--policy-from``) the manifest, its rubrics and its path packs are REF's, as
-    :mod:`agentreview.manifest.policy_tree` wrote them out; the range, the remote and the lanes'
-    tree are the checkout's."""
+    With ``policy`` (``--policy-from``) the manifest, rubrics and path packs are REF's, the rest the checkout's."""
     from agentreview.store.ledger import LedgerKey
 
     home = options.home or home_dir()
@@ -274,10 +272,8 @@ def build_plan(
 def _follows_export_commit(
     root: Path, options: RunOptions, export_dir: str | None, head_sha: str, checkout: git.CheckoutStatus
 ) -> bool:
-    """Whether the review is the one of the head's parent: the head only adds exports (the rule
-    ``verify`` applies, :mod:`agentreview.store.exportcommit`), the range's base is not named, and the
-    head is the clean checkout's ``HEAD`` or a pushed commit. A head named with ``--head``, and a
-    checkout with uncommitted changes (they are what is reviewed), are reviewed as they are."""
+    """Whether the review is the one of the head's parent: the head only adds exports (as ``verify``
+    reads it), the base is not named, and the head is the clean checkout's ``HEAD`` or a pushed commit."""
     from agentreview.store.exportcommit import head_only_touches_exports, repository_folder
 
     if options.base is not None or not export_dir:
@@ -305,10 +301,8 @@ def check_export_dir(root: Path, export_dir: str | None) -> Path:
 
 
 def _prepare_steps(resolved: ResolvedReview, binding: Binding, values: Mapping[str, str]) -> tuple[LanePlan, ...]:
-    """The binding's prepare steps with ``{base}``/``{changed}`` substituted.
-
-    compile_checks proved every placeholder bound, and the binding rules admit only
-    ``effects: true`` command checks to prepare, so neither error below is expected."""
+    """The binding's prepare steps with ``{base}``/``{changed}`` substituted (compile_checks and the
+    binding rules make neither error below expected)."""
     from agentreview.model.manifest import CommandCheck
 
     steps: list[LanePlan] = []

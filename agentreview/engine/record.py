@@ -146,9 +146,8 @@ def finish_cached(
 ) -> RunResult:
     """The result of a run served from the ledger: a cache hit, or an identical run just joined.
 
-    A hit on a teammate's attestation (``foreign``) returns that attestation untouched: it is
-    not re-signed and not copied into this host's own entries (it stays a foreign entry, used
-    only while its signer is trusted); the result names its principal and remote."""
+    A teammate's attestation (``foreign``) is returned untouched, never re-signed or copied into this
+    host's own entries; the result names its principal and remote."""
     if foreign is not None:
         result = RunResult.done(att, foreign.path, cached=True)
         result.cached_from = {"principal": foreign.principal, "remote": foreign.remote}

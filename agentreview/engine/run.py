@@ -198,10 +198,7 @@ def _ledger_for(plan: RunPlan) -> Iterator[Ledger]:
 def _execute(
     plan: RunPlan, ledger: Ledger, inflight: InflightRegistry, cancel: threading.Event, reporter: Reporter
 ) -> RunResult:
-    """Prepare, freeze, run the lanes, record; the run directory never outlives the run.
-
-    The lane scheduler, the freeze and the recorder are imported here: a run answered from
-    the cache or by joining never needs them."""
+    """Prepare, freeze, run the lanes, record; the run directory never outlives the run."""
     from agentreview.engine.freeze import (
         lane_context,
         plan_lanes,

@@ -1,8 +1,7 @@
 """The one bounded reader of files another party could plant, and the one atomic writer.
 
-:func:`read_regular_file` refuses anything but a regular file (checked on the open descriptor, opened without
-blocking) and reads at most ``limit`` bytes. The atomic writers rename a synced temporary file over the target;
-``durable=False`` skips the fsyncs for status records and caches, whose loss in a power cut loses nothing.
+:func:`read_regular_file` refuses anything but a regular file (checked on the descriptor, opened without
+blocking); ``durable=False`` skips the writers' fsyncs for records whose loss in a power cut loses nothing.
 """
 
 from __future__ import annotations
@@ -69,11 +68,9 @@ def describe_os_error(exc: OSError, path: str | os.PathLike[str] | None = None) 
 
 
 class FileWriteError(AgentreviewError, OSError):
-    """A write that failed; ``str(exc)`` is one line naming the file and the fix (exit 3).
+    """A write that failed; ``str(exc)`` is one line naming the target file and the fix (exit 3).
 
-    Both an :class:`OSError` (``errno``, ``strerror`` and ``filename`` are the cause's, the
-    filename being the target, never the temporary file) and an :class:`AgentreviewError`,
-    so every command reports it as one clear line instead of a raw ``[Errno 28]``."""
+    An :class:`OSError` (the cause's errno) and an :class:`AgentreviewError`, so no command prints ``[Errno 28]``."""
 
     def __init__(self, path: str | os.PathLike[str], cause: OSError):
         OSError.__init__(self, cause.errno, cause.strerror, os.fspath(path))
@@ -92,11 +89,8 @@ def read_regular_file(
 ) -> bytes:
     """The bytes of the regular file at ``path``, at most ``limit`` of them.
 
-    Raises :class:`MissingFileError` when it does not exist and :class:`UnreadableFileError`
-    for everything else that makes it unsafe or impossible to read: a FIFO, socket or device, a
-    directory, a symlink when ``follow_symlinks`` is false, a symlinked parent when
-    ``plain_dir`` is true, more than ``limit`` bytes, or an OS error.
-    """
+    Raises :class:`MissingFileError` when it does not exist and :class:`UnreadableFileError` for anything
+    unsafe or impossible to read (a FIFO, device, directory, refused symlink, more than ``limit`` bytes)."""
     if plain_dir and Path(path).parent.is_symlink():
         raise UnreadableFileError("lies in a directory that is a symbolic link — refusing to read it")
     with _regular_file(path, follow_symlinks) as (fd, info):
@@ -158,13 +152,8 @@ def _regular_file(path: str | os.PathLike[str], follow_symlinks: bool) -> Iterat
 def atomic_write_bytes(path: Path, data: bytes, *, mode: int = 0o600, durable: bool = True) -> Path:
     """Write ``data`` to ``path`` so that a reader sees the old file or the new one, never a part.
 
-    Temp file in the same directory (``<name>.tmp.<pid>.<rand>``, created exclusively, never
-    through a symlink), fsync, rename over the target, fsync of the directory so the rename
-    survives a crash (both fsyncs skipped when not ``durable``). On any failure the temporary
-    file is removed and the target is unchanged;
-    an OS error (a full disk, a quota, a read-only file system, permissions) is raised as
-    :class:`FileWriteError` naming ``path`` and the fix.
-    """
+    An exclusive temporary file beside it (never through a symlink) is synced and renamed over it; on
+    failure the target is unchanged and an OS error is raised as :class:`FileWriteError`."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f"{path.name}.tmp.{os.getpid()}.{os.urandom(6).hex()}")

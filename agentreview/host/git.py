@@ -113,11 +113,8 @@ _SHA = re.compile(r"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")
 def root_and_commit(cwd: Path | str, ref: str) -> tuple[Path, str | None]:
     """:func:`repo_root` and :func:`rev_parse_commit` in one git process: every run needs both first.
 
-    Returns the root and the commit ``ref`` names, or None for the commit when ``ref`` does not
-    name one (the caller raises :func:`rev_parse_commit`'s error where the run resolves its head);
-    raises :func:`repo_root`'s error outside a repository. Output it cannot read unambiguously (a
-    root whose name has a line break) is answered by the two separate calls instead.
-    """
+    The commit is None when ``ref`` names none; output it cannot read unambiguously (a root whose
+    name has a line break) is answered by the two separate calls instead."""
     if ref != "HEAD" and not _SHA.match(ref):  # a name: looked up exactly, never in one rev-parse
         root = repo_root(cwd)
         try:
@@ -242,12 +239,8 @@ def tree_modes(root: Path, rev: str, paths: Sequence[str]) -> dict[str, str] | N
 
 
 def blob_at(root: Path, rev: str, relpath: str, *, max_bytes: int) -> bytes | None:
-    """The bytes of the regular file ``relpath`` in commit ``rev``; ``None`` when it is absent there,
-    is not a regular file (a symlink or submodule), or is larger than ``max_bytes``.
-
-    Read as bytes (no newline or encoding translation), so it can be compared with a
-    file on disk exactly.
-    """
+    """The exact bytes of the regular file ``relpath`` in commit ``rev``; ``None`` when it is absent there,
+    is not a regular file (a symlink or submodule), or is larger than ``max_bytes``."""
     listing = git(["ls-tree", "-z", "--full-tree", "-l", rev, "--", relpath], root, check=False)
     fields = listing.stdout.split("\0")[0].split("\t", 1)
     if listing.returncode != 0 or len(fields) != 2 or fields[1] != relpath:

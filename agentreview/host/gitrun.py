@@ -1,9 +1,8 @@
 """The one way the host starts ``git``: hardened configuration, a scrubbed environment, a timeout.
 
 Git runs programs its configuration names (fsmonitor, hooks, pager, diff drivers, filters, askpass), and neither
-the checkout's ``.git/config`` nor the change's ``.gitattributes`` is ours, so :func:`run_git` switches each off.
-The variables git hooks set to name the repository, index and chosen config files are kept
-(:data:`KEEP_GIT_ENV`); every other ``GIT_*`` variable is dropped. docs/security.md lists the attacks.
+``.git/config`` nor the change's ``.gitattributes`` is ours, so :func:`run_git` switches each off; ``GIT_*``
+variables other than :data:`KEEP_GIT_ENV` are dropped. docs/security.md lists the attacks.
 """
 
 from __future__ import annotations
@@ -232,12 +231,8 @@ def run_git(
 ) -> subprocess.CompletedProcess[bytes]:
     """Run ``git <args>`` in ``cwd`` with the hardened configuration; return its result (bytes).
 
-    ``args`` starts with the subcommand. ``stdout`` (an open binary file) receives the output
-    instead of memory; ``env`` replaces this process's environment as the base that is then
-    scrubbed; ``config`` adds ``-c key=value`` options (the hardening still wins). Raises
-    :class:`GitError` with git's last line when ``check`` and git fails, and always on a
-    timeout, a missing git, or a refused option.
-    """
+    ``env`` is the base that is then scrubbed; ``config`` adds ``-c`` options (the hardening still wins).
+    Raises :class:`GitError` with git's last line when ``check`` and git fails, and always on a timeout."""
     proc: subprocess.CompletedProcess[bytes] = run_hardened(
         args, cwd, timeout=timeout, input_bytes=input_bytes, stdout=stdout, env=env, config=config
     )

@@ -47,11 +47,7 @@ def hostname() -> str:
 
 
 def load_config(home: Path | None = None) -> dict[str, Any]:
-    """Read ``config.toml``; a missing file is an empty configuration.
-
-    Read with the bounded regular-file reader, so a FIFO or device planted in its place is
-    refused at once instead of hanging every command that signs.
-    """
+    """Read ``config.toml`` (missing: empty), bounded, so a FIFO planted there cannot hang a command."""
     from agentreview.host.files import MissingFileError, read_regular_file
 
     path = (home or home_dir()) / "config.toml"

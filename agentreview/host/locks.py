@@ -28,11 +28,7 @@ Timeout = LockTimeout
 
 
 class FileLock:
-    """An exclusive lock on ``path``, reentrant within one object.
-
-    ``timeout``: negative waits forever, 0 tries once, a positive number of seconds
-    polls until it passes.
-    """
+    """An exclusive lock on ``path``, reentrant within one object; ``timeout`` < 0 waits forever, 0 tries once."""
 
     def __init__(self, path: str | os.PathLike[str], timeout: float = -1):
         self.lock_file = os.fspath(path)
@@ -93,12 +89,8 @@ class FileLock:
 
 
 def is_held(lock_file: str | os.PathLike[str]) -> bool:
-    """Whether some process holds an exclusive ``flock`` on ``lock_file`` right now.
-
-    How a live run is told from a dead one (its record, pid and all, may outlive it): the kernel
-    drops the lock with the process. A missing file, a symlink, or anything but a regular file
-    (a FIFO or device planted in its place) is never a lock a run made: not held. Never blocks.
-    """
+    """Whether some process holds an exclusive ``flock`` on ``lock_file`` now (how a live run is told from
+    a dead one); anything but a regular file is not held. Never blocks."""
     try:
         fd = os.open(lock_file, os.O_RDWR | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     except (OSError, ValueError):

@@ -80,12 +80,8 @@ def _user_presets(path: Path, providers: Mapping[str, ReviewerProvider]) -> dict
 
 
 def load_presets(home: Path, providers: Mapping[str, ReviewerProvider]) -> dict[str, PresetSpec]:
-    """Built-in presets for the registered ``providers`` (name -> provider) plus the user presets of ``home``.
-
-    Each user preset's options are checked by its provider's ``validate_options``. Raises
-    :class:`~agentreview.model.errors.AgentreviewError` naming the file and table of a bad entry.
-    Never looks at the reviewed repository.
-    """
+    """Built-in presets for the registered ``providers`` plus the user presets of ``home``, each checked by
+    its provider; raises :class:`~agentreview.model.errors.AgentreviewError` naming a bad entry."""
     presets = {name: PresetSpec(name=name, provider=name, builtin=True) for name in sorted(providers)}
     presets.update(_user_presets(presets_path(home), providers))
     return presets

@@ -26,12 +26,9 @@ def safe_path(value: str) -> str:
 
 
 def find_program(name: str, path: str | None = None) -> str | None:
-    """The absolute path of the executable ``name`` on the absolute entries of ``path`` (default:
-    this process's ``PATH``, else the system default); ``None`` when there is none.
+    """The absolute path of ``name`` on the absolute entries of ``path`` (default ``PATH``), or ``None``.
 
-    A found path is kept for the process (per ``name`` and ``PATH``); a miss is looked up again
-    next time, so a program installed meanwhile is found.
-    """
+    A hit is kept for the process; a miss is looked up again, so a program installed meanwhile is found."""
     search = safe_path(os.environ.get("PATH", os.defpath) if path is None else path)
     key = (name, search)
     with _lock:

@@ -1,9 +1,7 @@
 """``run --detach``: start a review in a background process that outlives the caller's terminal.
 
-The child runs as ``python -P`` in the home, so nothing in the reviewed checkout is on its import
-path, and in a session of its own, deliberately outside :mod:`agentreview.host.procs`' groups that
-die with the host. Its lock is taken here and inherited, so the run is ``running`` at once and
-``failed`` the moment it dies.
+The child runs as ``python -P`` in the home (nothing of the checkout on its import path), in a session of its
+own; its lock is taken here and inherited, so the run is ``running`` at once and ``failed`` once it dies.
 """
 
 from __future__ import annotations
@@ -42,10 +40,7 @@ def start_detached(
 ) -> str:
     """Start ``agentreview run <args>`` detached; return its runId once its record says ``running``.
 
-    ``args`` names the repository (``--cwd``, absolute): the child works in the home, not there.
-    ``repo_root``, ``repo_remote`` and ``requester_session_id``, when the caller knows them, are in
-    the record from the first moment (a just-started run is listed under its repository at once);
-    the run itself confirms them once it has planned."""
+    ``args`` names the repository (``--cwd``, absolute); what the caller knows of it is recorded at once."""
     child_env = dict(os.environ if env is None else env)
     home = home or (Path(child_env[ENV_HOME]).expanduser().resolve() if child_env.get(ENV_HOME) else home_dir())
     child_env[ENV_HOME] = str(home)

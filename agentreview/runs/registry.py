@@ -1,9 +1,7 @@
 """Where every run on this host says what it is doing, for other processes to read and cancel.
 
-One record per run under ``$AGENTREVIEW_HOME/runs/``; a run is alive only while it holds its
-``flock`` (a pid alone could be reused), so a record never says ``running`` forever. Everything
-under the home may have been planted, so records are read with the bounded regular-file reader.
-A pruned cached run's record moves to ``runs/served/``: no ledger entry bears its runId.
+A run is alive only while it holds its ``flock`` (a pid could be reused); records are read bounded, since
+anything under the home may be planted. A pruned cached run's record moves to ``runs/served/``.
 """
 
 from __future__ import annotations
@@ -141,10 +139,8 @@ class RunRegistry:
         signal_cancels: bool = True,
         cancel_event: threading.Event | None = None,
     ) -> None:
-        """The run has started: write its record as ``running`` and hold its lock until :meth:`finish`.
-
-        Called again once more is known (the engine begins before planning, then again with the
-        plan's repository, binding and range): the start time and lanes are kept."""
+        """The run has started: write its record as ``running`` and hold its lock until :meth:`finish`;
+        called again once the plan is known, keeping the start time and lanes."""
         self.hold_lock(run_id)
         with self._mutex:
             previous = self._records.get(run_id) or self._read(run_id) or {}
@@ -287,10 +283,8 @@ class RunRegistry:
         return data
 
     def view(self, run_id: str) -> dict[str, Any] | None:
-        """The reference host's view of a run, or None for an unknown id.
-
-        A run whose record is gone (pruned, or recorded before this registry) but whose
-        attestation is in the ledger is ``done``, its view taken from the ledger."""
+        """The reference host's view of a run, or None for an unknown id; a run whose record is gone but
+        whose attestation is in the ledger is ``done``, its view taken from the ledger."""
         data = self.record(run_id)
         if data is not None:
             return self._view(data)
@@ -335,11 +329,8 @@ class RunRegistry:
         )
 
     def _view(self, data: dict[str, Any]) -> dict[str, Any]:
-        """The view of one record: the reference's run view (reference-notes 5.2, review_run).
-
-        A done run's attestation is read from the ledger; ``cached`` says it was served, not
-        made, by this run (its ``attestation.runId`` names the run that made it), and a run
-        whose ledger entry a later run of the same key replaced says ``superseded`` and by whom."""
+        """The reference's run view of one record (reference-notes 5.2); a done run's attestation is read
+        from the ledger, and a run whose entry a later run of the same key replaced says ``superseded``."""
         rng: dict[str, Any] = data["range"] if isinstance(data.get("range"), dict) else {}
         view: dict[str, Any] = {
             "runId": data["runId"],
@@ -404,9 +395,8 @@ class RunRegistry:
         newest_first: bool = False,
         repo_root_allowed: Callable[[str | None], bool] | None = None,
     ) -> list[dict[str, Any]]:
-        """The views of every live run on this host (of one repository when given; of the runs whose
-        repository root ``repo_root_allowed`` takes, when given), oldest first (newest first when
-        asked: a review just started heads ``review_ledger``)."""
+        """The views of every live run on this host (of one repository, or the roots ``repo_root_allowed``
+        takes, when given), oldest first unless ``newest_first``."""
         out: list[tuple[str, dict[str, Any]]] = []
         for path in self._record_files():
             run_id = path.name[: -len(".json")]
