@@ -9,8 +9,8 @@ from __future__ import annotations
 OUTPUT_LIMIT = 64 * 1024
 
 
-class TailBuffer:
-    """Keeps the last ``limit`` bytes fed to it."""
+class Buffer:
+    """At most ``limit`` bytes of what is fed, and how many were fed in all."""
 
     def __init__(self, limit: int = OUTPUT_LIMIT) -> None:
         self.limit = limit
@@ -20,6 +20,19 @@ class TailBuffer:
     @property
     def truncated(self) -> bool:
         return self.total > self.limit
+
+    def feed(self, chunk: bytes) -> None:
+        raise NotImplementedError
+
+    def data(self) -> bytes:
+        raise NotImplementedError
+
+    def text(self) -> str:
+        return self.data().decode("utf-8", errors="replace")
+
+
+class TailBuffer(Buffer):
+    """Keeps the last ``limit`` bytes fed to it."""
 
     def feed(self, chunk: bytes) -> None:
         self.total += len(chunk)
@@ -37,33 +50,13 @@ class TailBuffer:
             data = data[skip:]
         return data
 
-    def text(self) -> str:
-        return self.data().decode("utf-8", errors="replace")
 
-
-class HeadBuffer:
+class HeadBuffer(Buffer):
     """Keeps the first ``limit`` bytes fed to it and notes whether more came."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.total = 0
-        self._chunks: list[bytes] = []
-        self._size = 0
-
-    @property
-    def truncated(self) -> bool:
-        return self.total > self.limit
 
     def feed(self, chunk: bytes) -> None:
         self.total += len(chunk)
-        room = self.limit - self._size
-        if room > 0:
-            kept = chunk[:room]
-            self._chunks.append(kept)
-            self._size += len(kept)
+        self._buf += chunk[: max(0, self.limit - len(self._buf))]
 
     def data(self) -> bytes:
-        return b"".join(self._chunks)
-
-    def text(self) -> str:
-        return self.data().decode("utf-8", errors="replace")
+        return bytes(self._buf)

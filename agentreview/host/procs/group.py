@@ -17,10 +17,10 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import IO, Literal, Protocol
+from typing import IO, Literal
 
 from agentreview.host.procs import spawn, table, watchdog
-from agentreview.host.procs.buffers import HeadBuffer, TailBuffer
+from agentreview.host.procs.buffers import Buffer, HeadBuffer, TailBuffer
 from agentreview.model.record import record
 
 MAX_CAPTURE = 8 * 1024 * 1024  # default bytes kept per stream
@@ -142,16 +142,7 @@ def run_process_group(
     )
 
 
-class _Buffer(Protocol):
-    @property
-    def truncated(self) -> bool: ...
-
-    def feed(self, chunk: bytes) -> None: ...
-
-    def data(self) -> bytes: ...
-
-
-def _buffer(keep: Keep, limit: int) -> _Buffer:
+def _buffer(keep: Keep, limit: int) -> Buffer:
     return TailBuffer(limit) if keep == "tail" else HeadBuffer(limit)
 
 
@@ -163,8 +154,8 @@ class _Supervisor:
         proc: subprocess.Popen[bytes],
         stdin: bytes,
         needle: bytes | None,
-        out: _Buffer,
-        err: _Buffer,
+        out: Buffer,
+        err: Buffer,
         grace_s: float,
         idle_s: float | None = None,
     ) -> None:
@@ -177,7 +168,7 @@ class _Supervisor:
         self.finished = False  # set once nothing of the child is left alive
         self._protect = {os.getpgrp()}
         self._poller = select.poll()
-        self._readers: dict[int, tuple[IO[bytes], _Buffer]] = {}
+        self._readers: dict[int, tuple[IO[bytes], Buffer]] = {}
         for pipe, buf in ((proc.stdout, out), (proc.stderr, err)):
             if pipe is not None:
                 fd = pipe.fileno()
