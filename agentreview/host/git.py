@@ -115,20 +115,15 @@ def root_and_commit(cwd: Path | str, ref: str) -> tuple[Path, str | None]:
 
     The commit is None when ``ref`` names none; output it cannot read unambiguously (a root whose
     name has a line break) is answered by the two separate calls instead."""
-    if ref != "HEAD" and not _SHA.match(ref):  # a name: looked up exactly, never in one rev-parse
-        root = repo_root(cwd)
-        try:
-            return root, rev_parse_commit(root, ref)
-        except GitError:
-            return root, None
-    proc = git(
-        ["rev-parse", "--show-toplevel", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"],
-        cwd,
-        check=False,
-    )
-    lines = proc.stdout.split("\n")
-    if proc.returncode == 0 and len(lines) == 3 and lines[2] == "" and _SHA.match(lines[1]):
-        return Path(lines[0]).resolve(), lines[1]
+    if ref == "HEAD" or _SHA.match(ref):  # a name is looked up exactly, never in one rev-parse
+        proc = git(
+            ["rev-parse", "--show-toplevel", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"],
+            cwd,
+            check=False,
+        )
+        lines = proc.stdout.split("\n")
+        if proc.returncode == 0 and len(lines) == 3 and lines[2] == "" and _SHA.match(lines[1]):
+            return Path(lines[0]).resolve(), lines[1]
     root = repo_root(cwd)
     try:
         return root, rev_parse_commit(root, ref)
