@@ -108,39 +108,31 @@ def _run(
 ) -> RunResult:
     if options.policy_from is None:
         plan = build_plan(run_id, options, registry)
-        _announce_export_commit(plan, reporter)
         result = _run_planned(plan, reporter, cancel, tracker)
-        result.refs = plan.refs  # the report names the full refs and commits the range came from
-        result.export_commit = plan.export_commit
-        result.warnings = plan.resolved.warnings
-        return result
-    from agentreview.manifest.policy_tree import manifest_rel, policy_tree
+    else:
+        from agentreview.manifest.policy_tree import manifest_rel, policy_tree
 
-    cwd = options.cwd.resolve()
-    root = git.repo_root(cwd)
-    # REF's rubrics and packs are read by the lanes: the folder lives until the run has ended
-    rel = manifest_rel(root, cwd, options.manifest, options.policy_from)
-    with policy_tree(root, options.policy_from, rel) as policy:
-        plan = build_plan(run_id, options, registry, policy=policy)
-        reporter.phase(f"reviewing under {policy.ref}'s policy ({policy.sha[:10]}:{policy.rel})")
-        _announce_export_commit(plan, reporter)
-        result = _run_planned(plan, reporter, cancel, tracker)
-    result.refs = plan.refs
-    result.policy_from = policy.resolved
+        cwd = options.cwd.resolve()
+        root = git.repo_root(cwd)
+        # REF's rubrics and packs are read by the lanes: the folder lives until the run has ended
+        rel = manifest_rel(root, cwd, options.manifest, options.policy_from)
+        with policy_tree(root, options.policy_from, rel) as policy:
+            plan = build_plan(run_id, options, registry, policy=policy)
+            reporter.phase(f"reviewing under {policy.ref}'s policy ({policy.sha[:10]}:{policy.rel})")
+            result = _run_planned(plan, reporter, cancel, tracker)
+        result.policy_from = policy.resolved
+    result.refs = plan.refs  # the report names the full refs and commits the range came from
     result.export_commit = plan.export_commit
     result.warnings = plan.resolved.warnings
     return result
 
 
-def _announce_export_commit(plan: RunPlan, reporter: Reporter) -> None:
+def _run_planned(plan: RunPlan, reporter: Reporter, cancel: threading.Event, tracker: RunTracker) -> RunResult:
     if plan.export_commit:
         reporter.phase(
             f"{plan.export_commit[:10]} only adds exports under {plan.export_dir}: "
             f"reviewing its parent {plan.pre_head_sha[:10]}"
         )
-
-
-def _run_planned(plan: RunPlan, reporter: Reporter, cancel: threading.Event, tracker: RunTracker) -> RunResult:
     tracker.planned(plan)
     for warning in (*tracker.warnings, *(f"warning: {w}" for w in plan.resolved.warnings)):
         reporter.phase(warning)
