@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from types import ModuleType
 from typing import Any
 
@@ -51,13 +51,7 @@ class PluginInfo:
     hooks: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "distribution": self.distribution,
-            "version": self.version,
-            "module": self.module,
-            "hooks": sorted(self.hooks),
-        }
+        return {**asdict(self), "hooks": sorted(self.hooks)}
 
 
 @dataclass
