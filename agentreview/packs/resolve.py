@@ -144,9 +144,6 @@ class _PackResolver:
         self.problems: list[Problem] = []
         self.warnings: list[str] = []
 
-    def warn(self, message: str) -> None:
-        self.warnings.append(message)
-
     def problem(self, index: int, where: str, message: str, fix: str = "") -> None:
         from agentreview.model.problems import Problem
 
@@ -266,16 +263,16 @@ class _PackResolver:
         for name, override in entry.overrides.items():
             where = f"uses[{index}].overrides.{name}"
             if name not in declared:
-                self.warn(
+                self.warnings.append(
                     f"{where}: ignored: {label}: pack '{pack.id}' declares no check '{name}' "
                     f"(it declares {', '.join(declared)})"
                 )
             elif name not in chosen:
-                self.warn(f"{where}: ignored: {label}: this entry's checks[] does not select '{name}'")
+                self.warnings.append(f"{where}: ignored: {label}: this entry's checks[] does not select '{name}'")
             elif declared[name].kind == "command":
                 agent_only = [k for k in ("blockOn", "preset", "fallbackPresets") if getattr(override, k) is not None]
                 if agent_only:
-                    self.warn(
+                    self.warnings.append(
                         f"{where}: {', '.join(agent_only)} ignored: {label}: '{name}' is a command check, "
                         "which takes only blocking and timeoutMs overrides"
                     )
