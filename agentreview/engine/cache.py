@@ -26,7 +26,6 @@ from agentreview.model.record import record
 from agentreview.report.progress import Reporter
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agentreview.host.locks import FileLock
     from agentreview.model.attestation import Attestation
     from agentreview.store.ledger import Ledger
 
