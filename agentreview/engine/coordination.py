@@ -156,13 +156,11 @@ class InflightRegistry:
         """Cancel older runs this one replaces; returns their run ids."""
         cancelled: list[str] = []
         for other in self.running():
-            if other.run_id == me.run_id or other.binding != me.binding or other.base_sha != me.base_sha:
+            same_range = other.binding == me.binding and other.base_sha == me.base_sha
+            if other.run_id == me.run_id or not same_range or other.head_sha == me.head_sha:
                 continue
-            if other.head_sha == me.head_sha:
-                continue
-            same_line = other.repo_root == me.repo_root or is_ancestor(other.head_sha, me.head_sha)
-            if not same_line:
-                continue
+            if other.repo_root != me.repo_root and not is_ancestor(other.head_sha, me.head_sha):
+                continue  # neither this checkout nor this line of history
             atomic_write_text(self.dir / f"{other.run_id}.superseded", me.run_id)
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(other.pid, signal.SIGTERM)
