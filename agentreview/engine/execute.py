@@ -158,11 +158,8 @@ def run_lanes(
             done.notify_all()
 
     started = time.monotonic()
-    threads = []
     for index, plan in enumerate(plans):
-        thread = threading.Thread(target=worker, args=(index, plan), name=f"lane-{plan.check.id}", daemon=True)
-        thread.start()
-        threads.append(thread)
+        threading.Thread(target=worker, args=(index, plan), name=f"lane-{plan.check.id}", daemon=True).start()
     deadlines = [started + plan.check.timeoutMs / 1000 + EXECUTOR_GRACE_S for plan in plans]
     with done:
         while any(r is None for r in results):
