@@ -84,8 +84,7 @@ def _foreign_priors(plan: RunPlan, shas: set[str]) -> dict[str, TrustedForeign]:
 def _name_foreign_priors(plan: RunPlan, lanes: Sequence[LaneResult]) -> Sequence[LaneResult]:
     """A lane composed on a teammate's attestation names its principal: ``composedFrom.principal``
     (an additive member, signed with the rest)."""
-    pinned = {lane.composedFrom.attestationSha256 for lane in lanes if lane.composedFrom is not None}
-    foreign = _foreign_priors(plan, pinned)
+    foreign = _foreign_priors(plan, _pinned(lanes))
     if not foreign:
         return lanes
     named: list[LaneResult] = []
@@ -151,10 +150,9 @@ def finish_cached(
     if foreign is not None:
         result = RunResult.done(att, foreign.path, cached=True)
         result.cached_from = {"principal": foreign.principal, "remote": foreign.remote}
-        export_result(plan, result, reporter, ledger)
-        return result
-    _link_pr(plan, ledger, plan.key)
-    result = RunResult.done(att, ledger.entry_path(*plan.key), cached=not joined, joined=joined)
+    else:
+        _link_pr(plan, ledger, plan.key)
+        result = RunResult.done(att, ledger.entry_path(*plan.key), cached=not joined, joined=joined)
     export_result(plan, result, reporter, ledger)
     return result
 
@@ -182,7 +180,7 @@ def export_result(plan: RunPlan, result: RunResult, reporter: Reporter, ledger: 
     try:
         result.export_path = write_export(att, target)
         reporter.phase(f"exported {result.export_path}")
-        foreign = _foreign_priors(plan, _pinned(att))
+        foreign = _foreign_priors(plan, _pinned(att.lanes))
         priors, missing = composition_priors(att, lambda range_sha: _recorded(ledger, att, range_sha, foreign))
         for prior in priors:
             written = write_prior(prior, target.parent)
@@ -194,8 +192,9 @@ def export_result(plan: RunPlan, result: RunResult, reporter: Reporter, ledger: 
         reporter.phase(f"export: {line}; verify will not find it")
 
 
-def _pinned(att: Attestation) -> set[str]:
-    return {lane.composedFrom.attestationSha256 for lane in att.lanes if lane.composedFrom is not None}
+def _pinned(lanes: Sequence[LaneResult]) -> set[str]:
+    """The digests of the priors ``lanes`` are composed on."""
+    return {lane.composedFrom.attestationSha256 for lane in lanes if lane.composedFrom is not None}
 
 
 def _recorded(
