@@ -101,11 +101,7 @@ def sweep(home: Path, repo_root: Path) -> None:
         lock_path = folder / f"{entry.name}.lock"
         try:
             with FileLock(lock_path, timeout=0):
-                common = _common_dir(Path(entry.path))
-                _remove_tree(Path(entry.path))
-                _prune(common or repo_root)
-                with contextlib.suppress(OSError):
-                    lock_path.unlink()
+                _remove(_common_dir(Path(entry.path)) or repo_root, Path(entry.path), lock_path)
         except (LockTimeout, OSError):
             continue  # its run is alive (or the lock cannot be had): not ours to remove
 
