@@ -1,8 +1,7 @@
 """Step 8: serve the run from the ledger cache, or join an identical run in flight.
 
-The cache rule is the ledger's (and, under team trust, applied to a teammate's signed attestation); this module
-decides when to ask, and how to wait on the per-request lock of :mod:`agentreview.engine.coordination`. A joined
-run takes only the attestation one of the runs it waited for recorded, never another request's entry.
+The cache rule is the ledger's; this module decides when to ask, and how to wait on the per-request lock. A
+joined run takes only the attestation one of the runs it waited for recorded, never another request's entry.
 """
 
 from __future__ import annotations

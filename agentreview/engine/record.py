@@ -2,7 +2,6 @@
 
 Signing is best effort (an unsigned attestation carries ``signingError``). Every attestation a run ends with,
 fresh, cached or joined, leaves through :func:`export_result`, so ``--export`` behaves the same for all three.
-A recording failure is one line naming the file and the fix (exit 3).
 """
 
 from __future__ import annotations

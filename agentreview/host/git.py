@@ -153,11 +153,8 @@ def is_dirty(root: Path) -> bool:
 
 
 class CheckoutStatus:
-    """Whether the checkout at ``root`` is dirty (:func:`is_dirty`), asked of git once and kept.
-
-    ``git status`` costs what the work tree's size costs, and one run asks the question in
-    planning, at the cache and at the freeze; nothing of the run changes the tree between them
-    unless a prepare step runs or the run waits for another, and then :meth:`forget` is called."""
+    """Whether the checkout at ``root`` is dirty (:func:`is_dirty`), asked of git once and kept; a run
+    calls :meth:`forget` after a prepare step or a wait for another run, which may change the tree."""
 
     def __init__(self, root: Path) -> None:
         self.root = root

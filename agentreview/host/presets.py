@@ -1,8 +1,7 @@
 """Host-local reviewer presets: which provider, model and options a preset name means.
 
-A preset is never read from the reviewed repository, so a change cannot choose its own reviewer. Built-in
-presets are one per registered provider; user presets come from ``$AGENTREVIEW_HOME/presets.toml`` and are
-checked by their provider's ``validate_options``.
+A preset is never read from the reviewed repository, so a change cannot choose its own reviewer. Built-ins
+are one per registered provider; user presets come from ``$AGENTREVIEW_HOME/presets.toml``.
 """
 
 from __future__ import annotations

@@ -42,11 +42,8 @@ def _is_tracked(repo_real: str, rel_manifest: str) -> bool:
 
 
 def is_trusted(root_real: str, repo_root: Path) -> bool:
-    """The trust rule of AIP-62 §Pack trust: inside the repo by real path, and REVIEW.md tracked.
-
-    REVIEW.md must also be a plain file (a tracked symlink would let untracked content
-    borrow the tracked name).
-    """
+    """AIP-62 §Pack trust: inside the repo by real path, and REVIEW.md tracked and a plain file (a tracked
+    symlink would let untracked content borrow the tracked name)."""
     try:
         repo_real = os.path.realpath(repo_root, strict=True)
     except OSError:

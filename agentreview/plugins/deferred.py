@@ -1,8 +1,7 @@
 """The installed plugins, loaded only when something needs one.
 
-A run answered from the ledger needs no plugin (no pack to load, no lane to run, no signature
-to make), and a verify needs them only for packs and signatures: both hold this stand-in and
-never pay for discovery and the plugins' imports unless they must. It imports nothing heavy.
+A run answered from the ledger needs no plugin, and a verify needs them only for packs and signatures: both
+hold this stand-in and pay for discovery only when they must. It imports nothing heavy.
 """
 
 from __future__ import annotations

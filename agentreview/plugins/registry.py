@@ -1,8 +1,7 @@
 """Plugin discovery: a plugin manager made per call, never a global one at import.
 
-``AGENTREVIEW_PLUGINS`` and ``AGENTREVIEW_DISABLE_PLUGINS`` choose distributions. Nothing wrong with a plugin is
-silent: a failed import, a duplicate entry-point name or an unknown hook is a warning, and two plugins claiming
-one name (or one signature alg) are a :class:`PluginConflictError`.
+``AGENTREVIEW_PLUGINS`` and ``AGENTREVIEW_DISABLE_PLUGINS`` choose distributions. A broken plugin is a warning,
+never silent; two plugins claiming one name (or one signature alg) are a :class:`PluginConflictError`.
 """
 
 from __future__ import annotations
@@ -118,13 +117,9 @@ def make_plugin_manager(
     load_entry_points: bool = True,
     cache: bool = True,
 ) -> tuple[pluggy.PluginManager, list[PluginInfo], list[str]]:
-    """Build a fresh plugin manager with the selected entry points registered.
-
-    ``only`` and ``blocked`` default to the environment variables. ``extra_plugins``
-    registers in-process objects (tests, embedding applications). ``cache=False`` asks
-    importlib.metadata and keeps nothing under the home (see :mod:`agentreview.plugins.discovery`).
-    Returns the manager, what was loaded, and one warning per plugin that failed.
-    """
+    """A fresh plugin manager with the selected entry points registered, what was loaded, and one warning
+    per plugin that failed. ``only`` and ``blocked`` default to the environment variables;
+    ``extra_plugins`` registers in-process objects; ``cache=False`` keeps nothing under the home."""
     only_set = set(only) if only is not None else _split_env(os.environ.get(ENV_ONLY))
     blocked_set = set(blocked) if blocked is not None else _split_env(os.environ.get(ENV_DISABLE))
     entries, from_cache = discovery.discover(cache=cache) if load_entry_points else ((), False)
@@ -198,12 +193,8 @@ def _duplicate_warning(loaded: PluginEntry, skipped: PluginEntry) -> str:
 
 
 def _unknown_hook_warnings(pm: pluggy.PluginManager, infos: dict[str, PluginInfo]) -> list[str]:
-    """One warning per hook implementation no specification knows (a misspelt hook name).
-
-    pluggy accepts such an implementation at registration and never calls it;
-    ``check_pending`` raises on the first one. Each is reported, naming the plugin, the
-    hook and the nearest known hook; the plugin's other hooks keep working.
-    """
+    """One warning per hook implementation no specification knows (a misspelt hook name, which pluggy
+    would never call), naming the nearest known hook; the plugin's other hooks keep working."""
     try:
         pm.check_pending()
         return []

@@ -1,8 +1,7 @@
 """Base classes for reviewer providers: the isolation every provider needs, written once.
 
-:class:`ReviewerBase` builds the environment and private home, checks preset options and runs the
-child in its process group under the request's deadline, cancel and idle-output watchdog;
-:class:`CliReviewer` adds finding and probing one installed CLI and saving back refreshed credentials.
+:class:`ReviewerBase` builds the environment and private home, checks preset options and runs the child
+bounded by the request; :class:`CliReviewer` adds finding, probing and credentials of one installed CLI.
 """
 
 from __future__ import annotations

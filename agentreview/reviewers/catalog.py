@@ -1,8 +1,6 @@
-"""Every reviewer preset this host knows and whether it can run: the one implementation behind
-``agentreview presets`` and the MCP tool ``review_presets``.
+"""Every reviewer preset this host knows and whether it can run (``agentreview presets``, MCP ``review_presets``).
 
-Each distinct CLI is probed once, bounded by its provider's timeout; ``probe`` also runs each
-preset's admission without a paid model call.
+Each distinct CLI is probed once; ``probe`` also runs each preset's admission without a paid model call.
 """
 
 from __future__ import annotations

@@ -20,8 +20,7 @@ from agentreview.model.contracts.reviewers import PresetSpec, ProviderStatus
 from agentreview.model.record import record
 from agentreview.reviewers.env import reviewer_env
 
-# A Node CLI's --help or --version on a loaded 2-core machine has taken over 20 s; one that hangs costs
-# this once per binary (the answer is shared), so the bound is generous.
+# Generous: a Node CLI can be slow to answer on a loaded machine, and the answer is shared per binary.
 PROBE_TIMEOUT_S = 60.0
 PROBE_CACHE_SIZE = 64
 PROBE_KILL_GRACE_S = 1.0
@@ -51,7 +50,6 @@ def _probe(argv: tuple[str, ...]) -> ProcessResult:
             deadline=time.monotonic() + PROBE_TIMEOUT_S,
             kill_grace_s=PROBE_KILL_GRACE_S,
         )
-
 
 
 # One lock per probe: lanes starting together wait for one probe instead of each starting the CLI

@@ -40,12 +40,8 @@ def _granted(name: str, allow: Iterable[str]) -> bool:
 def reviewer_env(
     extra: Mapping[str, str], allow: Iterable[str] = (), withheld: Iterable[str] = ()
 ) -> dict[str, str]:
-    """The host variables :data:`BASE_ENV` and ``allow`` grant (``PATH`` made safe), plus ``extra``.
-
-    ``allow`` entries are names, or ``PREFIX_*`` for a family. A name the host does not
-    have is simply absent, and so is every ``withheld`` name (the host's own variables,
-    :mod:`agentreview.host.secrets`), whatever grants it.
-    """
+    """The host variables :data:`BASE_ENV` and ``allow`` (names, or ``PREFIX_*``) grant, plus ``extra``;
+    ``PATH`` made safe, and a ``withheld`` name (the host's own variables) never, whatever grants it."""
     granted = (*BASE_ENV, *allow)
     kept = frozenset(withheld)
     env = {name: value for name, value in os.environ.items() if name not in kept and _granted(name, granted)}
@@ -62,9 +58,7 @@ def env_names_problem(
 ) -> str | None:
     """Why ``names`` (a preset's list of host variables to pass on) cannot be granted; ``None`` when it can.
 
-    ``refused`` are the variables that would undo the reviewer's isolation (its private
-    home and configuration); ``AGENTREVIEW_*`` is always refused.
-    """
+    ``refused`` would undo the reviewer's isolation (its private home and configuration), as ``AGENTREVIEW_*``."""
     where = f"[presets.{preset}] in presets.toml"
     if not isinstance(names, (list, tuple)):
         return f"preset '{preset}': {option} must be an array of variable names, e.g. [\"MY_GATEWAY_KEY\"], in {where}"

@@ -67,11 +67,8 @@ def _check_written_alg(signer: Signer, signature: Mapping[str, Any]) -> None:
 
 
 def verify_signature(att_raw: Mapping[str, Any], allowed_signers: Path, registry: Registry) -> str:
-    """Check ``attestor.signature`` of an attestation exactly as read from its file; return the principal.
-
-    The payload is recomputed from the raw document, so members a newer host added
-    (and signed) stay covered. Raises :class:`SignatureInvalidError` with the reason.
-    """
+    """Check ``attestor.signature`` of an attestation exactly as read; the principal, or
+    :class:`SignatureInvalidError`. The payload comes from the raw document, so a newer host's members stay covered."""
     attestor = att_raw.get("attestor")
     signature = attestor.get("signature") if isinstance(attestor, Mapping) else None
     if not signature:

@@ -55,12 +55,8 @@ def _state_and_pgrp(pid: str) -> tuple[str, int] | None:
 
 
 def live_targets(groups: Collection[int], needle: bytes | None) -> dict[int, int]:
-    """Every live (non-zombie) process in one of ``groups`` or whose environment contains ``needle``.
-
-    Returns ``{pid: pgrp}``. The calling process is never included. Groups that the
-    cheap probe finds gone are not looked for, so a sweep after a clean exit reads one
-    small file per process (none at all without a ``needle``).
-    """
+    """``{pid: pgrp}`` of every live (non-zombie) process but this one in one of ``groups`` or whose
+    environment contains ``needle``; groups the cheap probe finds gone are not looked for."""
     wanted = {pgid for pgid in groups if group_exists(pgid)}
     me = os.getpid()
     found: dict[int, int] = {}
@@ -101,12 +97,8 @@ def group_exists(pgid: int) -> bool:
 def signal_targets(
     groups: Iterable[int], targets: dict[int, int], sig: signal.Signals, protect: Collection[int]
 ) -> None:
-    """Send ``sig`` to each group, then to each target process and its own group.
-
-    ``protect`` holds process group ids that must never be signalled as a group (the
-    caller's own group): a marked process can only sit in a group its child created,
-    but the check costs nothing and rules out signalling the host by mistake.
-    """
+    """Send ``sig`` to each group, then to each target process and its own group; never to a group in
+    ``protect`` (the caller's own), which rules out signalling the host by mistake."""
     seen: set[int] = set()
     for pgid in [*groups, *targets.values()]:
         if pgid in seen or pgid <= 1 or pgid in protect:

@@ -103,11 +103,8 @@ class Watchdog:
         return True
 
     def _drop(self) -> None:
-        """Close our end of the pipe and forget the watchdog process.
-
-        In a forked child this drops the inherited copy, so the parent's watchdog
-        still sees EOF when the parent dies.
-        """
+        """Close our end of the pipe and forget the watchdog (in a forked child: the inherited copy, so the
+        parent's watchdog still sees EOF when the parent dies)."""
         proc = self._proc
         if proc is not None and proc.stdin is not None:
             with contextlib.suppress(OSError):

@@ -1,8 +1,7 @@
 """The per-sha git pack cache: ``<home>/review-packs/<sha>/``, verified on every hit.
 
-A hit counts only when the commit bytes hash to the pinned sha and the files on disk to its tree;
-anything else is fetched again. A fetch is published with one atomic rename under a per-sha lock,
-so concurrent runs never see a half-written entry.
+A hit counts only when the commit bytes hash to the pinned sha and the files on disk to its tree; a fetch is
+published with one atomic rename under a per-sha lock, so no run sees a half-written entry.
 """
 
 from __future__ import annotations
@@ -30,11 +29,8 @@ class FetchError(Exception):
 
 
 def verify_entry(entry: Path, sha: str) -> bytes | None:
-    """Check a cache entry against the pinned sha; return its REVIEW.md bytes as hashed
-    (``None`` when the pack's REVIEW.md is missing or not a regular file).
-
-    Raises :class:`TreeMismatchError` (or ``OSError``) naming what is wrong.
-    """
+    """Check a cache entry against the pinned sha; its REVIEW.md bytes as hashed (``None`` when missing or
+    not a regular file), or :class:`TreeMismatchError` (or ``OSError``) naming what is wrong."""
     info = os.lstat(entry)
     if not stat.S_ISDIR(info.st_mode):
         raise TreeMismatchError(f"{entry} is not a plain folder")

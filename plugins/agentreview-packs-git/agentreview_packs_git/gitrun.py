@@ -95,11 +95,8 @@ def run_git(
     env: dict[str, str],
     deadline: float,
 ) -> bytes:
-    """Run ``git <HARDENING> <args>`` in ``cwd`` until ``deadline`` (a ``time.monotonic()`` value), as the
-    core runs every child (its own process group, ended whole at the deadline).
-
-    Returns stdout bytes; raises :class:`GitRunError` on a non-zero exit or on timeout.
-    """
+    """Run ``git <HARDENING> <args>`` in ``cwd`` in its own process group, ended whole at ``deadline``;
+    its stdout, or :class:`GitRunError` on a non-zero exit or on timeout."""
     from agentreview.api import run_process_group
 
     if deadline <= time.monotonic():

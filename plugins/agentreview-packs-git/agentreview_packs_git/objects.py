@@ -116,10 +116,8 @@ def read_fetched_commit(root: Path, sha: str, env: dict[str, str], deadline: flo
                         max_files: int, max_bytes: int) -> FetchedCommit:  # fmt: skip
     """Read commit ``sha`` from the repository at ``root``: its verified bytes, its files and their blobs.
 
-    Raises :class:`GitRunError` when git fails or the deadline passes, :class:`TreeMismatchError`
-    when the commit is not a pack we can write out (forged bytes, submodules, unsafe or too many
-    paths, too many bytes).
-    """
+    Raises :class:`GitRunError` when git fails or the deadline passes, :class:`TreeMismatchError` when
+    the commit is not a pack we can write out (forged bytes, submodules, unsafe paths, too large)."""
     if not _SHA.match(sha):
         raise ValueError(f"not a 40-hex object id: {sha!r}")
     runner = HardenedGit(root, env, deadline)
