@@ -49,22 +49,16 @@ class PresetOption:
 
 
 # The options every reviewer preset understands: ``env`` is granted by ReviewerBase's environment, ``retries``
-# is how often the agent lane executor retries a transient failure of the preset before falling back,
-# ``idle_timeout`` is ReviewerBase's idle-output watchdog.
+# is how often the agent lane executor retries a transient failure before falling back, ``idle_timeout`` the
+# seconds of no output, after a reviewer's output began, before it counts as a broken stream.
 REVIEWER_OPTIONS: Mapping[str, PresetOption] = {
     "env": PresetOption("env_names"),
     "retries": PresetOption("integer", minimum=0, maximum=MAX_RETRIES),
-    # Seconds of no output, after a reviewer's output began, before it counts as a broken stream.
     "idle_timeout": PresetOption("integer", minimum=1, maximum=24 * 3600),
 }
 
 
 def check_options(declared: Mapping[str, PresetOption], options: Mapping[str, Any]) -> list[str]:
     """The problems of ``options`` against ``declared`` (undeclared options are not looked at)."""
-    problems = []
-    for name, option in declared.items():
-        if name in options:
-            problem = option.problem(name, options[name])
-            if problem:
-                problems.append(problem)
-    return problems
+    found = (option.problem(name, options[name]) for name, option in declared.items() if name in options)
+    return [problem for problem in found if problem]
