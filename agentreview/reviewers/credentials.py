@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from agentreview.host.files import atomic_write_bytes
+from agentreview.reviewers.attempt import link_if_exists
 
 _LINKS: dict[str, list[tuple[Path, Path]]] = {}  # attempt folder -> (user's credential, link in the private home)
 _LOCK = threading.Lock()
@@ -28,10 +29,8 @@ TIME_KEYS = frozenset(
 def link_credential(work_dir: Path, source: Path, target: Path) -> bool:
     """Symlink the user's credential ``source`` to ``target`` in a private home under ``work_dir``,
     and record the link so :func:`save_refreshed` checks it after the attempt. False when absent."""
-    if not source.exists():
+    if not link_if_exists(source, target):
         return False
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.symlink_to(source)
     with _LOCK:
         _LINKS.setdefault(str(work_dir), []).append((source, target))
     return True
