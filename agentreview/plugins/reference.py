@@ -67,10 +67,7 @@ def _doc(obj: Any) -> str:
 
 def _members(protocol: type) -> list[str]:
     """Markdown lines for the protocol's declared attributes and methods, in source order."""
-    lines: list[str] = []
-    annotations = inspect.get_annotations(protocol)
-    for name, annotation in annotations.items():
-        lines.append(f"- `{name}: {annotation}`")
+    lines = [f"- `{name}: {annotation}`" for name, annotation in inspect.get_annotations(protocol).items()]
     methods = [
         (name, value)
         for name, value in protocol.__dict__.items()
