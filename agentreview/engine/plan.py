@@ -103,12 +103,12 @@ class RunPlan:
     refs: tuple[ResolvedRef, ...] = ()  # the base and head names as resolved (exactly), for the report
     policy_from: ResolvedRef | None = None  # --policy-from: the commit whose policy the run reviews under
     recorded_manifest: Path | None = None  # the checkout's manifest path, when the policy was read from REF
+    export_commit: str | None = None  # the head asked for, when it only adds exports and its parent is reviewed
 
     @property
     def ledger_manifest_path(self) -> Path:
         """The manifest path the ledger records (the checkout's, never a temporary copy of REF's)."""
         return self.recorded_manifest or self.manifest_path
-    export_commit: str | None = None  # the head asked for, when it only adds exports and its parent is reviewed
 
     @property
     def registry(self) -> Registry:
@@ -276,9 +276,7 @@ def _follows_export_commit(
     reads it), the base is not named, and the head is the clean checkout's ``HEAD`` or a pushed commit."""
     from agentreview.store.exportcommit import head_only_touches_exports, repository_folder
 
-    if options.base is not None or not export_dir:
-        return False
-    if options.head is not None and not options.pushed:
+    if options.base is not None or not export_dir or (options.head is not None and not options.pushed):
         return False
     if options.head is None and checkout.dirty():
         return False
