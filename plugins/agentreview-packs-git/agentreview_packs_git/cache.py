@@ -73,16 +73,12 @@ def fetch_entry(cache_dir: Path, url: str, sha: str, deadline: float) -> Path:
         (tmp / ".git" / COMMIT_FILE).write_bytes(fetched.commit)
         verify_entry(tmp, sha)
         return tmp
-    except GitRunError as exc:
+    except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise FetchError(str(exc)) from exc
-    except (TreeMismatchError, OSError, ValueError, KeyError) as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if isinstance(exc, TreeMismatchError):
-            raise
-        raise TreeMismatchError(f"could not write commit {sha} out ({exc})") from exc
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, GitRunError):
+            raise FetchError(str(exc)) from exc
+        if isinstance(exc, (OSError, ValueError, KeyError)):
+            raise TreeMismatchError(f"could not write commit {sha} out ({exc})") from exc
         raise
 
 
