@@ -12,7 +12,6 @@ import dataclasses
 import os
 import shutil
 import threading
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,6 +29,8 @@ from agentreview.host.files import WRITE_ERRNOS, describe_os_error
 from agentreview.host.home import home_dir
 from agentreview.model.errors import EXIT_USAGE, AgentreviewError
 from agentreview.report.progress import QuietReporter, Reporter
+from agentreview.runs.detach import new_run_id
+from agentreview.runs.registry import RUN_ID
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentreview.engine.execute import LaneContext
@@ -41,17 +42,12 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["RunOptions", "RunResult", "new_run_id", "run_review"]
 
 
-def new_run_id() -> str:
-    return f"review-{uuid.uuid4()}"
-
-
 def run_review(options: RunOptions, reporter: Reporter | None = None, *, registry: Registry | None = None) -> RunResult:
     """Run one review; never raises for a run that could not happen (status ``failed``).
 
     The run is in the run registry (:mod:`agentreview.runs`) from its first moment to its end:
     ``running``, each lane as it finishes, then ``done``, ``cancelled`` or ``failed``."""
     from agentreview.engine.tracking import RunTracker
-    from agentreview.runs.registry import RUN_ID
 
     run_id = options.run_id or new_run_id()
     if not RUN_ID.match(run_id):
