@@ -413,9 +413,9 @@ class RunRegistry:
         out.sort(key=lambda pair: pair[0], reverse=newest_first)
         return [view for _, view in out]
 
-    def _record_files(self) -> list[Path]:
+    def _record_files(self, folder: str = "") -> list[Path]:
         try:
-            return [p for p in self.dir.iterdir() if p.name.endswith(".json") and RUN_ID.match(p.name[:-5])]
+            return [p for p in (self.dir / folder).iterdir() if p.name.endswith(".json") and RUN_ID.match(p.name[:-5])]
         except OSError:
             return []
 
@@ -489,15 +489,10 @@ class RunRegistry:
 
     def _prune_served(self, keep: int) -> None:
         """Remove the kept records of cached runs beyond the newest ``keep``."""
-        folder = self.dir / SERVED_DIR
         kept: list[tuple[float, Path]] = []
-        try:
-            for path in folder.iterdir():
-                if path.name.endswith(".json") and RUN_ID.match(path.name[:-5]):
-                    with contextlib.suppress(OSError):
-                        kept.append((path.lstat().st_mtime, path))
-        except OSError:
-            return
+        for path in self._record_files(SERVED_DIR):
+            with contextlib.suppress(OSError):
+                kept.append((path.lstat().st_mtime, path))
         kept.sort(reverse=True)
         for _mtime, path in kept[keep:]:
             with contextlib.suppress(OSError):
