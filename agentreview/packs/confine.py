@@ -12,7 +12,7 @@ from pathlib import Path
 from agentreview.host.files import UnreadableFileError, read_regular_file
 from agentreview.model.contracts.errors import PackLoadError
 
-__all__ = ["MAX_PACK_FILE_BYTES", "PACK_MANIFEST", "read_confined", "read_pack_file", "read_pack_manifest"]
+__all__ = ["MAX_PACK_FILE_BYTES", "PACK_MANIFEST", "is_inside", "read_confined", "read_pack_file", "read_pack_manifest"]
 
 MAX_PACK_FILE_BYTES = 4 * 1024 * 1024
 PACK_MANIFEST = "REVIEW.md"
@@ -26,11 +26,16 @@ def read_pack_file(path: str | Path, *, follow_symlinks: bool = True, limit: int
         raise PackLoadError(str(exc)) from exc
 
 
+def is_inside(child: str, parent: str) -> bool:
+    """True when the real path ``child`` is ``parent`` or below it (both already real paths)."""
+    return child == parent or child.startswith(parent.rstrip(os.sep) + os.sep)
+
+
 def read_confined(root: Path, rel: str) -> bytes:
     """Read ``rel`` below the pack ``root``, refusing anything whose real path leaves the root."""
     root_real = os.path.realpath(root)
     target = os.path.realpath(os.path.join(root_real, rel))
-    if not (target == root_real or target.startswith(root_real.rstrip(os.sep) + os.sep)):
+    if not is_inside(target, root_real):
         raise PackLoadError(f"resolves outside its pack root ({root}) — refusing to read it")
     return read_pack_file(target, follow_symlinks=False)
 

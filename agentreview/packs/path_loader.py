@@ -14,14 +14,9 @@ from pathlib import Path
 from agentreview import hookimpl
 from agentreview.model.contracts.errors import PackLoadError, PackUnavailableError
 from agentreview.model.contracts.packs import LoadedPack, PackLoadContext, PackLoader
-from agentreview.packs.confine import PACK_MANIFEST, read_pack_manifest
+from agentreview.packs.confine import PACK_MANIFEST, is_inside, read_pack_manifest
 
 _LS_FILES_TIMEOUT_S = 10.0
-
-
-def is_inside(child: str, parent: str) -> bool:
-    """True when the real path ``child`` is ``parent`` or below it (both already real paths)."""
-    return child == parent or child.startswith(parent.rstrip(os.sep) + os.sep)
 
 
 def _is_tracked(repo_real: str, rel_manifest: str) -> bool:
