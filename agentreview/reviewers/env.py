@@ -7,11 +7,11 @@ model): :data:`BASE_ENV`, the provider's model variables and the names a user pr
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from agentreview.host.programs import safe_path
+from agentreview.host.secrets import ENV_NAME
 from agentreview.model.contracts.reviewers import PresetSpec, ReviewerRequest
 
 # What any CLI needs to run and to reach its model through the host's proxy and CA bundle. ``NAME_*`` is a family.
@@ -25,7 +25,6 @@ BASE_ENV = (
 # Variables that point any program back at the user's own home or configuration. A provider adds the ones its
 # CLI reads (``ReviewerBase.redirecting_env``); a preset's ``env`` may name none of them.
 REDIRECTING_ENV = ("HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME")
-ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def _clip(text: str, limit: int) -> str:
