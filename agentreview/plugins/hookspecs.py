@@ -22,11 +22,6 @@ hookspec = pluggy.HookspecMarker("agentreview")
 def agentreview_register_lane_executors(register: Callable[[LaneExecutor], None]) -> None:
     """Register lane executors, one per check ``kind``.
 
-    Each object has a ``kind`` attribute (``"command"``, ``"agent"``) and a
-    ``run_lane(request: LaneRequest) -> LaneOutcome`` method. ``run_lane`` must not
-    raise, must honour ``request.cancel`` and the check's ``timeoutMs``, and must
-    not leave a process behind. The core derives the lane status from the outcome.
-
     An executor may contribute a new check kind: its ``kind`` is the new name
     (lowercase letters, digits and ``-``) and its ``check_model`` attribute is a
     subclass of ``agentreview.api.CheckModel`` with ``kind: Literal["<kind>"]`` and
@@ -57,12 +52,9 @@ def agentreview_register_lane_executors(register: Callable[[LaneExecutor], None]
 def agentreview_register_pack_loaders(register: Callable[[PackLoader], None]) -> None:
     """Register pack loaders, one per reference form.
 
-    Each object has a ``form`` attribute (``"path"``, ``"npm"`` or
-    ``"git+https"``) and a ``load(ref: str, ctx: PackLoadContext) -> LoadedPack``
-    method that raises ``PackLoadError`` (or ``PackUnavailableError`` when the
-    pack cannot be obtained here). The core classifies a reference into its form,
-    parses the pack, confines its rubrics and computes its digest; the loader
-    only fetches bytes and decides trust. A loader never runs pack code.
+    The core classifies a reference into its form, parses the pack, confines its rubrics
+    and computes its digest; the loader only fetches bytes and decides trust, raising
+    ``PackUnavailableError`` when the pack cannot be obtained here.
 
     ``PackLoadContext`` gives ``repo_root``, ``manifest_dir``, ``home``, ``timeout_s``
     and ``offline``. ``LoadedPack`` holds ``root`` (a real path), ``source`` (the
@@ -76,11 +68,8 @@ def agentreview_register_pack_loaders(register: Callable[[PackLoader], None]) ->
 def agentreview_register_reviewer_providers(register: Callable[[ReviewerProvider], None]) -> None:
     """Register reviewer-session providers, one per provider ``name``.
 
-    Each object has a ``name`` (``"claude"``, ``"codex"``, ``"exec"``, ...), a
-    ``status() -> ProviderStatus`` method (is the CLI installed and usable) and a
-    ``review(request: ReviewerRequest) -> ReviewerResult`` method that runs one
-    read-only, isolated reviewer attempt and leaves the verdict file at
-    ``request.verdict_path``. A provider's name is also a built-in preset name.
+    ``review`` runs one read-only, isolated reviewer attempt and leaves the verdict
+    file at ``request.verdict_path``. A provider's name is also a built-in preset name.
 
     ``ReviewerRequest`` holds the ``preset`` (``PresetSpec``), the ``prompt``,
     ``check_id``, ``repo_root``, ``base_sha``, ``head_sha``, ``rubric_path``,
@@ -103,11 +92,8 @@ def agentreview_register_reviewer_providers(register: Callable[[ReviewerProvider
 def agentreview_register_signers(register: Callable[[Signer], None]) -> None:
     """Register attestation signers, one per ``name`` (the built-in one is ``"ssh"``).
 
-    Each object has ``algorithms``, the ``attestor.signature.alg`` values it writes
-    and verifies (a tuple; the first is the one it writes, e.g. ``("ssh-ed25519",)``),
-    ``sign(payload, ctx) -> dict`` (the ``attestor.signature`` member; raises
-    ``SigningError``), ``verify(payload, signature, allowed_signers) -> principal``
-    (raises ``SignatureInvalidError``) and ``key_info(ctx) -> KeyInfo``.
+    ``algorithms`` are the ``attestor.signature.alg`` values a signer writes and
+    verifies, e.g. ``("ssh-ed25519",)``.
     ``[signing].signer`` in config.toml picks the signer a host signs with; a
     verifier picks the signer that declares the signature's ``alg``, so two
     signers declaring one alg are a conflict, and an alg no installed signer
