@@ -35,15 +35,9 @@ VERIFY_TIMEOUT_S = 30.0
 NOT_FOUND = "ssh-keygen not found on PATH"
 
 
-def _keygen() -> str | None:
-    """ssh-keygen's absolute path on the absolute PATH entries: the host runs in the reviewed
-    repository, where an empty or relative entry would run the change's ``./ssh-keygen``."""
-    return find_program("ssh-keygen")
-
-
 def _run(args: Sequence[str], *, timeout: float, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
     """Run ssh-keygen; FileNotFoundError when it is not installed, TimeoutExpired past the deadline."""
-    executable = _keygen()
+    executable = find_program("ssh-keygen")
     if executable is None:
         raise FileNotFoundError(errno.ENOENT, NOT_FOUND, "ssh-keygen")
     return spawn.run(
@@ -218,16 +212,13 @@ class SshSigner:
             raise SigningError(
                 f"could not prepare the review signing key: another process holds {directory}/{KEY_NAME}.lock"
             ) from exc
-        except FileNotFoundError as exc:
-            if exc.filename == "ssh-keygen":
-                raise SigningError(f"could not prepare the review signing key: {NOT_FOUND}") from exc
-            raise SigningError(f"could not prepare the review signing key: {exc}") from exc
         except subprocess.TimeoutExpired as exc:
             raise SigningError(
                 f"could not prepare the review signing key: ssh-keygen did not finish within {ctx.timeout_s:.0f}s"
             ) from exc
         except OSError as exc:
-            raise SigningError(f"could not prepare the review signing key: {exc}") from exc
+            missing = isinstance(exc, FileNotFoundError) and exc.filename == "ssh-keygen"
+            raise SigningError(f"could not prepare the review signing key: {NOT_FOUND if missing else exc}") from exc
         return key
 
     def _generate(self, key: Path, timeout: float) -> None:
@@ -272,7 +263,7 @@ class SshSigner:
         return fields[1]
 
     def key_info(self, ctx: SignerContext) -> KeyInfo:
-        if _keygen() is None:
+        if find_program("ssh-keygen") is None:
             raise SigningError(f"could not prepare the review signing key: {NOT_FOUND}")
         key = self._ensure_key(ctx)
         public = key.with_suffix(".pub")
@@ -292,7 +283,7 @@ class SshSigner:
     def sign(self, payload: bytes, ctx: SignerContext) -> dict[str, str]:
         from agentreview.model.attestation import now_iso
 
-        if _keygen() is None:
+        if find_program("ssh-keygen") is None:
             raise SigningError(f"could not sign the attestation: {NOT_FOUND}")
         info = self.key_info(ctx)
         key = self.key_path(ctx.home)
@@ -338,7 +329,7 @@ class SshSigner:
             raise SignatureInvalidError(NOT_ONE_BLOCK)
         if not Path(allowed_signers).is_file():
             raise SignatureInvalidError(f"allowed_signers file not found: {allowed_signers}")
-        if _keygen() is None:
+        if find_program("ssh-keygen") is None:
             raise SignatureInvalidError("ssh-keygen is not available — cannot verify signatures")
         with tempfile.TemporaryDirectory(prefix="agentreview-verify-") as tmp:
             sig_path = Path(tmp) / "attestation.sig"
