@@ -15,18 +15,6 @@ from pathlib import Path
 
 from agentreview.model.errors import AgentreviewError
 
-__all__ = [
-    "WRITE_ERRNOS",
-    "FileWriteError",
-    "MissingFileError",
-    "UnreadableFileError",
-    "atomic_write_bytes",
-    "atomic_write_text",
-    "describe_os_error",
-    "read_regular_file",
-    "read_regular_line",
-]
-
 DEFAULT_LIMIT = 4 * 1024 * 1024
 
 

@@ -14,30 +14,6 @@ from pathlib import Path
 from agentreview.host.gitrun import GIT_TIMEOUT_S, GitError, run_git, run_hardened
 from agentreview.host.refs import RefError, resolve
 
-__all__ = [
-    "GIT_TIMEOUT_S",
-    "CheckoutStatus",
-    "GitError",
-    "blob_at",
-    "changed_entries",
-    "commit_author",
-    "git",
-    "is_ancestor",
-    "is_dirty",
-    "is_tracked",
-    "merge_base",
-    "normalize_remote",
-    "origin_url",
-    "repo_remote",
-    "repo_root",
-    "repo_slug",
-    "rev_parse_commit",
-    "root_and_commit",
-    "run_git",
-    "tree_modes",
-    "user_email",
-]
-
 
 def git(
     args: Sequence[str],
