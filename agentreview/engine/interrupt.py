@@ -1,8 +1,8 @@
 """SIGINT, SIGTERM and SIGHUP stop a run where it stands, whatever it is doing.
 
-Planning, the freeze, the prior search and signing never look at the cancel event, so while a run is *armed*
-the handler also raises :class:`Interrupted` in the main thread. Lanes, prepare steps and everything from the
-ledger write on are *shielded*: their processes must be reaped, and a recorded review is reported as recorded.
+While a run is *armed* the handler also raises :class:`Interrupted` in the main thread (planning and signing never
+look at the cancel event); lanes, prepare steps and the recording are *shielded*: their processes are reaped, and
+a recorded review is reported as recorded.
 """
 
 from __future__ import annotations

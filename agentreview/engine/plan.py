@@ -1,8 +1,7 @@
 """Planning a run: everything decided before any prepare step or lane runs, frozen once in a :class:`RunPlan`.
 
-:func:`build_plan` performs the spec's steps 1–5 and 7; the later stages read the plan and never change it, so
-what a run attests is what it decided up front. The head is the one value held "as known": the cache and join
-key name the head before prepare, the attestation the head frozen after it.
+The later stages read the plan and never change it, so what a run attests is what it decided up front; only the
+head is held "as known": the cache key names it before prepare, the attestation the head frozen after it.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """``run_review``: one review run — plan, then cache or join, then execute, then record.
 
-Ends as ``done`` (an attestation with a verdict), ``failed`` (nothing attested) or ``cancelled`` (nothing
-recorded). docs/architecture.md maps the spec's ten steps to the modules. A headless run records into a
+Ends ``done``, ``failed`` (nothing attested) or ``cancelled`` (nothing recorded). A headless run records into a
 temporary ledger of its own, as the reference does, so it never answers from, joins, or replaces a full run.
 """
 

@@ -1,8 +1,7 @@
 """Where prepare steps and lanes run: the checkout when it holds the head, else a temporary worktree of it.
 
-Lanes must see the commit the attestation names. A worktree of another head lives under
-``$AGENTREVIEW_HOME/worktrees/<runId>``, made through the hardened git and held by a lock: removed when the run
-ends, and swept (and pruned) by the next run when its run died.
+Lanes must see the commit the attestation names. A worktree lives under ``$AGENTREVIEW_HOME/worktrees/<runId>``,
+held by a lock: removed when the run ends, and swept by the next run when its run died.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """The built-in ``ssh`` signer: ssh-ed25519 signatures made and checked with ``ssh-keygen -Y``.
 
-One key per host install, generated on first use (AIP-62 §Signing, reference-notes 2.26). Every
-``ssh-keygen`` call has a timeout and reads no terminal, so a prompt can never hang a review; the
-module is loaded at plugin discovery for every command, so it imports nothing heavy.
+One key per host install, generated on first use (AIP-62 §Signing). Every ``ssh-keygen`` call has a timeout
+and reads no terminal, so a prompt can never hang a review; loaded for every command, it imports nothing heavy.
 """
 
 from __future__ import annotations

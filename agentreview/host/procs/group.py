@@ -1,9 +1,8 @@
 """Run one child in its own process group, bounded in time, output and lifetime.
 
-The child starts in a new session and is registered with the watchdog before anything else; at the deadline,
-on cancel, on a stall (``idle_s``) or when the leader exits, the whole group gets SIGTERM, then SIGKILL.
-With ``mark=True`` its environment carries the host's marker so descendants that leave the group are found.
-A process problem is a result, never an exception.
+The child starts in a new session, registered with the watchdog first; at the deadline, on cancel, on a stall
+or when the leader exits, the whole group gets SIGTERM, then SIGKILL (with ``mark=True`` descendants that left
+the group too). A process problem is a result, never an exception.
 """
 
 from __future__ import annotations

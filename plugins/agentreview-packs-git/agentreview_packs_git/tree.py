@@ -1,8 +1,7 @@
 """Git object hashing of a folder on disk, and writing a commit's tree out ourselves.
 
-The chain files -> tree id -> commit bytes -> pinned sha is checked in-process, so no tampered,
-extra or re-moded file survives and a cache hit starts no git. Files are written here rather than by
-``git checkout`` so no attribute, filter or hook can make the disk differ from the blobs.
+The chain files -> tree id -> commit bytes -> pinned sha is checked in-process, so no tampered file survives
+and a cache hit starts no git; files are written here, not by ``git checkout``, so no filter or hook runs.
 """
 
 from __future__ import annotations
