@@ -30,10 +30,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from agentreview.store.ledger import Ledger, LedgerKey
 
 
-def daemon_name() -> str:
-    return f"agentreview/{__version__}@{hostname()}"
-
-
 def fold(plan: RunPlan, frozen: FrozenRange, lanes: Sequence[LaneResult]) -> Attestation:
     """The unsigned attestation; its verdict and rangeSha are computed from the lanes and range."""
     requester: dict[str, Any] = {}
@@ -52,7 +48,7 @@ def fold(plan: RunPlan, frozen: FrozenRange, lanes: Sequence[LaneResult]) -> Att
         base_sha=plan.base_sha,
         head_sha=frozen.head_sha,
         lanes=lanes,
-        daemon=daemon_name(),
+        daemon=f"agentreview/{__version__}@{hostname()}",
         rubrics=plan.rubrics,
         packs=plan.packs,
         dirty=frozen.dirty,
