@@ -11,7 +11,7 @@ import dataclasses
 import os
 import shutil
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -59,23 +59,18 @@ def run_review(options: RunOptions, reporter: Reporter | None = None, *, registr
     with interrupt.handle_signals(cancel):
         tracker.start()
         try:
-            result = _guarded(run_id, options, tracker.reporter(reporter or QuietReporter()), registry, cancel, tracker)
+            tracked = tracker.reporter(reporter or QuietReporter())
+            result = _guarded(run_id, lambda: _run(run_id, options, tracked, registry, cancel, tracker))
         finally:  # even an exception that escapes (AGENTREVIEW_DEBUG) ends the record
             tracker.finish(result or RunResult.failed(run_id, "the run ended with an internal error"))
     return result
 
 
-def _guarded(
-    run_id: str,
-    options: RunOptions,
-    reporter: Reporter,
-    registry: Registry | None,
-    cancel: threading.Event,
-    tracker: RunTracker,
-) -> RunResult:
+def _guarded(run_id: str, run: Callable[[], RunResult]) -> RunResult:
+    """``run()``, with a signal, a usage error or any failure turned into a cancelled or failed result."""
     try:
         with interrupt.armed():
-            return _run(run_id, options, reporter, registry, cancel, tracker)
+            return run()
     except (Cancelled, interrupt.Interrupted):
         return RunResult.cancelled(run_id)
     except AgentreviewError as exc:
