@@ -267,9 +267,7 @@ class RunRegistry:
 
     def alive(self, run_id: str) -> bool:
         """Whether the run's process still holds its lock."""
-        if run_id in self._locks:
-            return True
-        return is_held(self.lock_path(run_id))
+        return run_id in self._locks or is_held(self.lock_path(run_id))
 
     def record(self, run_id: str) -> dict[str, Any] | None:
         """The stored record, with ``running`` turned into ``failed`` when its process is gone."""
