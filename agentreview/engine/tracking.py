@@ -45,14 +45,13 @@ class RunTracker:
                 self.warnings.append(f"run registry: cannot {what}: {exc}")
 
     def _begin(self, **fields: Any) -> None:
-        signal_cancels = threading.current_thread() is threading.main_thread()
         self._safely(
             "record the run",
             self.registry.begin,
             self.run_id,
             pid=os.getpid(),
             requester_session_id=self.requester,
-            signal_cancels=signal_cancels,
+            signal_cancels=threading.current_thread() is threading.main_thread(),
             cancel_event=self.cancel,
             **fields,
         )
