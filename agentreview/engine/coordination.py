@@ -103,9 +103,6 @@ class InflightRegistry:
         with contextlib.suppress(FileNotFoundError):
             (self.dir / f"{run_id}.superseded").unlink()
 
-    def _alive(self, run_id: str) -> bool:
-        return is_held(self.dir / f"{run_id}.lock")
-
     def running(self) -> list[InflightRun]:
         runs: list[InflightRun] = []
         if not self.dir.is_dir():
@@ -118,12 +115,12 @@ class InflightRegistry:
                 continue
             if path.name != f"{run.run_id}.json":  # a record names only its own files
                 continue
-            if self._alive(run.run_id):
+            lock = self.dir / f"{run.run_id}.lock"
+            if is_held(lock):
                 runs.append(run)
             else:  # its process is gone: the record is debris, and so is its lock if a run made it
                 with contextlib.suppress(OSError):
                     path.unlink()
-                lock = self.dir / f"{run.run_id}.lock"
                 with contextlib.suppress(OSError):
                     if stat.S_ISREG(lock.lstat().st_mode):  # a FIFO or link planted here is not ours
                         lock.unlink()
