@@ -57,6 +57,4 @@ def missing_base(root: Path, name: str, role: str) -> str:
 
 def unmergeable(root: Path, base: str, head: str, why: str) -> str | None:
     """The line for a merge-base that cannot be computed because the clone is shallow; None otherwise."""
-    if is_shallow(root):
-        return f"{SHALLOW} — cannot compute merge-base({base}, {head}): {why}"
-    return None
+    return f"{SHALLOW} — cannot compute merge-base({base}, {head}): {why}" if is_shallow(root) else None
