@@ -33,16 +33,12 @@ PERMANENT_TEXT = re.compile(
 class Stream:
     events: list[dict[str, Any]] = field(default_factory=list)
     stray: list[str] = field(default_factory=list)  # drift notes: lines that might be events but do not parse
-    ignored: int = 0  # lines that cannot be events (no ``{``)
 
 
 def parse_jsonl(text: str) -> Stream:
     stream = Stream()
     for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        if "{" not in line:
-            stream.ignored += 1
+        if "{" not in line:  # blank, or a line that cannot be an event
             continue
         try:
             event = loads_strict(line)
