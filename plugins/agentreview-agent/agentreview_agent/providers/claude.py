@@ -16,7 +16,6 @@ from typing import Any
 
 from agentreview.api import (
     CliInfo,
-    GitError,
     PresetSpec,
     ProcessResult,
     ReviewerRequest,
@@ -48,7 +47,7 @@ from agentreview_agent.providers.base import (
     tool_note,
     with_belt_retry,
 )
-from agentreview_agent.range_files import range_note, write_range_files
+from agentreview_agent.range_files import range_prompt
 from agentreview_agent.streams import AUTH_TEXT, QUOTA_TEXT, parse_jsonl, unavailable_reason
 
 HELP_ARGS = ("--help",)
@@ -330,15 +329,13 @@ class ClaudeProvider(ShippedCli):
         config_dir = attempt_dir(request, "claude-config")
         credentials = user_dir("CLAUDE_CONFIG_DIR", ".claude") / ".credentials.json"
         self.link_credential(request, credentials, config_dir / ".credentials.json")
-        try:
-            diff, log = write_range_files(request, request.work_dir)
-        except (OSError, GitError) as exc:
-            return ReviewerResult("unavailable", f"could not write the range's diff and log for claude: {exc}")
+        prompt = range_prompt(request, request.work_dir, "claude")
+        if isinstance(prompt, ReviewerResult):
+            return prompt
         add_dirs = [request.work_dir]
         rubric_dir = request.rubric_path.parent
         if not rubric_dir.resolve().is_relative_to(request.repo_root.resolve()):
             add_dirs.append(rubric_dir)
-        prompt = (request.read_prompt or request.answer_prompt) + range_note(diff, log, request.repo_root)
         env = {
             **env,
             "CLAUDE_CONFIG_DIR": str(config_dir),

@@ -17,7 +17,6 @@ from typing import Any
 
 from agentreview.api import (
     CliInfo,
-    GitError,
     ProcessResult,
     ReviewerRequest,
     ReviewerResult,
@@ -38,7 +37,7 @@ from agentreview_agent.providers.base import (
     tool_note,
     with_belt_retry,
 )
-from agentreview_agent.range_files import range_note, write_range_files
+from agentreview_agent.range_files import range_prompt
 from agentreview_agent.runtime import node_problem
 from agentreview_agent.streams import AUTH_TEXT, QUOTA_TEXT, parse_jsonl, unavailable_reason
 
@@ -166,11 +165,9 @@ class KimiProvider(ShippedCli):
         for name in ("credentials", "oauth"):
             self.link_credential(request, user / name, home / name)
         cwd = attempt_dir(request, "cwd")
-        try:
-            diff, log = write_range_files(request, cwd)
-        except (OSError, GitError) as exc:
-            return ReviewerResult("unavailable", f"could not write the range's diff and log for kimi: {exc}")
-        prompt = (request.read_prompt or request.answer_prompt) + range_note(diff, log, request.repo_root)
+        prompt = range_prompt(request, cwd, "kimi")
+        if isinstance(prompt, ReviewerResult):
+            return prompt
         settings = []
         if info.offers("--skills-dir"):
             settings.append(Setting(("--skills-dir", str(attempt_dir(request, "skills"))), SKILLS_DIR_BELT))

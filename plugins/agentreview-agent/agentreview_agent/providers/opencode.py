@@ -17,7 +17,6 @@ from typing import Any
 
 from agentreview.api import (
     CliInfo,
-    GitError,
     PresetSpec,
     ProcessResult,
     ReviewerRequest,
@@ -46,7 +45,7 @@ from agentreview_agent.providers.base import (
     tool_note,
     with_belt_retry,
 )
-from agentreview_agent.range_files import range_note, write_range_files
+from agentreview_agent.range_files import range_prompt
 from agentreview_agent.streams import parse_jsonl, unavailable_reason
 
 HELP_ARGS = ("run", "--help")
@@ -299,12 +298,10 @@ class OpenCodeProvider(ShippedCli):
             return ReviewerResult("timeout", why)
         if why:
             return ReviewerResult("unavailable", why)
-        try:
-            diff, log = write_range_files(request, request.work_dir)
-        except (OSError, GitError) as exc:
-            return ReviewerResult("unavailable", f"could not write the range's diff and log for opencode: {exc}")
+        prompt = range_prompt(request, request.work_dir, "opencode")
+        if isinstance(prompt, ReviewerResult):
+            return prompt
         prompt_file = request.work_dir / "prompt.md"
-        prompt = (request.read_prompt or request.answer_prompt) + range_note(diff, log, request.repo_root)
         prompt_file.write_text(prompt, encoding="utf-8")
         belt = [PURE] if info.offers("--pure") else []
 
@@ -342,6 +339,9 @@ class OpenCodeProvider(ShippedCli):
             ids["model"] = ran
             ids["family"] = family_of(ran.split("/", 1)[0]) or ran.split("/", 1)[0].lower()
         else:
-            ids["notes"] = (*notes, "opencode export did not name the model that answered; the lane records the "
-                            "preset's model and the same-family rule could not check the provider that ran")
+            ids["notes"] = (
+                *notes,
+                "opencode export did not name the model that answered; the lane records the "
+                "preset's model and the same-family rule could not check the provider that ran",
+            )
         return answered(final, request.verdict_path, "opencode", **ids)
