@@ -1,8 +1,5 @@
-"""``review_ledger`` and ``review_export``: the ledger as the reference host's tools answer it.
-
-Both are plain functions of their arguments (the server runs them in a worker thread) that
-return the reply dict or raise :class:`~agentreview.mcp.args.ToolFailure`.
-"""
+"""``review_ledger`` and ``review_export`` as the reference host's tools answer them: plain functions (run in
+a worker thread) that return the reply dict or raise :class:`~agentreview.mcp.args.ToolFailure`."""
 
 from __future__ import annotations
 
@@ -223,11 +220,8 @@ def review_export(
 
 
 def served_run_id(run_id: str) -> str:
-    """The runId of the attestation ``run_id`` stands for in the ledger: its own, or, for a run
-    answered from the ledger (cached) or by an identical run, the run that made the attestation.
-
-    A run with nothing in the ledger says why, in one line: still running, cancelled or failed,
-    or superseded (a later run of the same range replaced its attestation), or unknown or expired."""
+    """The runId of the attestation ``run_id`` stands for: its own, or for a cached run the run that made it.
+    A run with nothing in the ledger says why in one line (running, cancelled, failed, superseded, unknown)."""
     from agentreview.host.home import home_dir
     from agentreview.runs.registry import RunRegistry
 
