@@ -1,7 +1,6 @@
 """AIP-62 verification step 4: the attestation's content against the expectation.
 
-Problem strings and their order are reference-notes 2.11's. :func:`repo_free_checks` need no
-repository and are also what a ``composedFrom`` prior must pass.
+Problem strings and their order are reference-notes 2.11's.
 """
 
 from __future__ import annotations
@@ -49,11 +48,8 @@ def _refold(raw: dict[str, Any]) -> str:
 
 
 def repo_free_checks(raw: dict[str, Any]) -> tuple[list[CheckLine], list[str]]:
-    """The checks that need no repository: schema (and shape), rangeSha, the re-fold, dirty.
-
-    These are also all a ``composedFrom`` prior must pass (besides its verdict).
-    Problem strings are reference-notes 2.11's.
-    """
+    """The checks that need no repository: schema (and shape), rangeSha, the re-fold, dirty; also all
+    a ``composedFrom`` prior must pass (besides its verdict)."""
     checks: list[CheckLine] = []
     problems: list[str] = []
     schema = raw.get("schema")
@@ -134,9 +130,7 @@ def content_checks(raw: dict[str, Any], expect: Expectation) -> tuple[list[Check
 
 def lanes_match_binding(raw: dict[str, Any], parsed: ParsedReview) -> tuple[CheckLine | None, list[str]]:
     """One lane per check of the attested binding: a conformant host never drops or adds one.
-
-    Only meaningful once manifestSha matched (the parsed manifest is the one attested).
-    """
+    Only meaningful once manifestSha matched (the parsed manifest is the one attested)."""
     binding = raw.get("binding")
     lanes = raw.get("lanes")
     if not isinstance(binding, str) or not isinstance(lanes, list):

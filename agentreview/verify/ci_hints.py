@@ -1,8 +1,5 @@
-"""Why the gate found no attestation, when the reason is the CI checkout: GitHub's merge commit.
-
-On ``pull_request`` GitHub checks out a merge commit nobody reviewed, while the attestation is for
-the pull request's head; the gate says so in one line with the fix (check out the head).
-"""
+"""Why the gate found no attestation when the CI checkout is GitHub's ``pull_request`` merge commit, which
+nobody reviewed: one line with the fix (check out the pull request's head)."""
 
 from __future__ import annotations
 

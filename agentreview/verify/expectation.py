@@ -1,9 +1,6 @@
-"""AIP-62 verification step 2: what the attestation must say about this checkout.
-
-Each name resolves to exactly one full ref or commit. With ``--ci-binding`` the binding is the
-policy's binding meant for CI (:func:`ci_binding`): a gate that names none would accept a quick
-local binding's attestation.
-"""
+"""AIP-62 verification step 2: what the attestation must say about this checkout; each name resolves to
+exactly one full ref or commit. ``--ci-binding`` pins the policy's CI binding (:func:`ci_binding`): a gate
+naming none would accept a quick local binding's attestation."""
 
 from __future__ import annotations
 

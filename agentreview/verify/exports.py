@@ -1,9 +1,7 @@
 """AIP-62 verification step 3: finding the attestation among the export files, and reading one.
 
-Strict where that cannot reject an honest export: strict, bounded JSON from regular files only, and
-the ``HEAD^`` retry decided on repository paths, never through a symlink, so neither an
-``exportDir: .`` nor a linked export folder waves an unreviewed commit through (docs/concepts.md).
-"""
+Strict, bounded JSON from regular files only; the ``HEAD^`` retry decided on repository paths, never through a
+symlink, so neither ``exportDir: .`` nor a linked export folder waves an unreviewed commit through."""
 
 from __future__ import annotations
 
@@ -36,12 +34,9 @@ class UnreadableExport(Exception):
 
 
 def read_export(path: Path) -> dict[str, Any]:
-    """Read one export as a strict JSON object; raise :class:`UnreadableExport` saying why.
-
-    Only regular files are opened (a FIFO or device would block or never end), the
-    size is bounded, duplicate keys and NaN/Infinity are refused: two parsers must
-    never disagree about what a signed document says.
-    """
+    """Read one export as a strict JSON object, else raise :class:`UnreadableExport` saying why. Regular files
+    only (a FIFO would block), bounded; duplicate keys and NaN/Infinity are refused: two parsers must never
+    disagree about what a signed document says."""
     from agentreview.host.files import UnreadableFileError, read_regular_file
 
     try:
@@ -186,10 +181,8 @@ def locate(
     absolute: Callable[[Path], Path],
     notes: list[str],
 ) -> Located:
-    """Step 3: the named file, or the newest export for the range in the named or declared
-    directory. Raises :class:`VerifyStop` for not found, not exported, usage and a named file
-    that is no attestation (invalid). Skipped export files and the ``HEAD^`` retry are
-    appended to ``notes`` as they happen, so they are reported even when the search fails."""
+    """Step 3: the named file, or the newest export for the range in the named or declared directory, else
+    :class:`VerifyStop`. Skipped files and the ``HEAD^`` retry go to ``notes`` at once, shown even on a stop."""
     if options.notes:
         return locate_in_notes(options, root, base_sha, head_sha, notes=notes)
     if options.path is not None:
@@ -265,10 +258,8 @@ def locate(
 def _published_instead(
     options: VerifyOptions, root: Path, base_sha: str, head_sha: str, notes: list[str]
 ) -> Located | None:
-    """The attestation of the head's ``refs/notes/agentreview`` note, when the export directory
-    has none for the range and the notes were fetched (init's workflow fetches them): a review
-    published as a note needs no export commit, so no file lands on the base branch per change.
-    The note's attestation is verified exactly as an export is; only where it was found differs."""
+    """The attestation in the head's ``refs/notes/agentreview`` note, when the export directory has none for
+    the range; verified exactly as an export is (a review published as a note needs no export commit)."""
     from agentreview.host.gitrun import run_git
     from agentreview.share.notes import NOTES_REF
 
@@ -290,10 +281,8 @@ MAX_NOTE_COMMITS = 256  # composedFrom chains followed through notes, at most th
 
 
 def _note_docs(root: Path, commit: str, notes: list[str]) -> list[ExportDoc]:
-    """The attestations in the note of ``commit``: pseudo-paths name the ref, commit and line.
-
-    A note that cannot be read (oversized, not a blob, git failing on it) is skipped with a note,
-    as a bad line is: the note is the claim's transport, and a missing claim is "not found"."""
+    """The attestations in the note of ``commit``, pseudo-paths naming ref, commit and line. An unreadable note
+    is skipped with a note, as a bad line is: a missing claim is "not found"."""
     from agentreview.host.gitrun import GitError
     from agentreview.share.exchange import note_attestations
     from agentreview.share.notes import NOTES_REF, NotesError

@@ -1,9 +1,8 @@
-"""``agentreview verify``: the CI gate's decision whether a range is attested.
+"""``agentreview verify``: AIP-62 §Verification, collecting every problem, without re-running a lane.
 
-Runs AIP-62 §Verification collecting every problem, without re-running a lane. The signature (step
-7) is checked before the pack digests (step 6), since only resolving packs may use the network and
-``--require-signed`` fetches nothing unverified; checks are still reported in the spec's order.
-Re-exports the names callers and tests import (options, result, readers, checks).
+The signature (step 7) is checked before the pack digests (step 6): only resolving packs may use the network,
+and ``--require-signed`` fetches nothing unverified. Checks are reported in the spec's order; re-exports what
+callers import.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """AIP-62 verification step 6: the recorded pack digests against the packs this checkout resolves.
 
-``uses[]`` is the change's to write and resolving it may fetch, so the gate runs this step after
-the signature and, with ``fetch=False``, resolves nothing; a digest not compared is shown as
-unverified, never as passed.
+Resolving the change's ``uses[]`` may fetch, so this runs after the signature, and with ``fetch=False``
+resolves nothing; a digest not compared is shown as unverified, never as passed.
 """
 
 from __future__ import annotations
@@ -85,16 +84,10 @@ def pack_digest_checks(
 def verify_pack_digests(
     recorded: list[dict[str, Any]], resolved: ResolvedReview | BaseException | None
 ) -> tuple[list[str], list[str]]:
-    """AIP-62 verification step 6: recorded pack digests against the packs resolved here.
-
-    Returns ``(problems, notes)``. The ``alg`` of every record is checked first and
-    an unknown one is a hard problem whatever else happens; with ``resolved`` ``None``
-    (the packs were not resolved) that is all. A resolution that could
-    not complete because a pack cannot be obtained here is a note; any other
-    resolution failure is a problem. Records are matched to resolved packs by ``ref``
-    (in order, so one ref used twice matches twice); a record with no resolved pack,
-    a resolved pack with no record, and a changed digest are problems.
-    """
+    """``(problems, notes)`` of the recorded pack digests against ``resolved``. An unknown ``alg`` is always a
+    problem; with ``resolved`` ``None`` that is all. A pack that cannot be obtained here is a note, any other
+    resolution failure a problem. Records match resolved packs by ``ref``, in order; a record or pack without
+    its counterpart, and a changed digest, are problems."""
     from agentreview.model.contracts.errors import PackUnavailableError
     from agentreview.model.digests import PACK_DIGEST_ALG
 

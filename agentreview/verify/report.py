@@ -1,8 +1,5 @@
-"""How a :class:`VerifyResult` is shown: the text report and the ``--json`` object.
-
-The text lists every check with its expected and actual value; the JSON object is the documented
-shape (docs/cli.md, ``agentreview verify --json``).
-"""
+"""How a :class:`VerifyResult` is shown: the text report (every check, expected and actual) and the
+``--json`` object documented in docs/cli.md."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""AIP-62 verification step 7: the signature, checked by the signer that handles its ``alg``.
-
-A signed export is checked whenever an allowed_signers file is known, required or not; an invalid
-signature is always exit 6. Which file is trusted is :mod:`agentreview.verify.trust`'s decision.
-"""
+"""AIP-62 verification step 7: the signature, checked by the signer of its ``alg`` whenever an
+allowed_signers file is known, required or not; an invalid signature is always exit 6."""
 
 from __future__ import annotations
 
