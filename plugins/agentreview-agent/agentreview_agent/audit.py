@@ -1,9 +1,7 @@
-"""What a reviewer's event stream proves, in the wrapper contract's two buckets.
+"""What a reviewer's event stream proves, in the wrapper contract's two buckets (docs/providers.md).
 
-What alone widens the reviewer's reach is judged by *value* (``unsafe_values``: the lane stops);
-everything else by *shape*, never by a field's name (``unknown_fields``: the answer is not used, the
-lane may fall back). Pure, so ``presets --probe`` and fixture tests run it on recorded output
-(docs/providers.md, "The audit").
+What widens the reviewer's reach is judged by *value* (``unsafe_values``: the lane stops); the rest by
+*shape*, never by a field's name (``unknown_fields``: the answer is not used, the lane may fall back).
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""Decide whether a malformed answer may hold a real finding, and quote it safely.
-
-Falling back from an answer that *looks like a finding* could launder a real block into another
-reviewer's pass, so the lane stops instead, carrying a bounded, redacted excerpt as its evidence.
-"""
+"""Decide whether a malformed answer may hold a real finding, and quote it bounded and redacted: falling back
+from it could launder a real block into another reviewer's pass, so the lane stops instead."""
 
 from __future__ import annotations
 
@@ -68,9 +65,8 @@ def _field(value: Any, limit: int) -> str:
 
 
 def finding_excerpt(data: Any) -> str:
-    """The findings of a structured answer that breaks the lane contract, as the operator needs to
-    judge them: at most 5, each its severity, title, ``file:line`` and the start of its detail,
-    every value redacted and bounded. Empty when ``data`` holds no finding-shaped object."""
+    """At most 5 findings of a structured answer that breaks the lane contract (severity, title, ``file:line``,
+    the start of the detail), redacted and bounded; empty when ``data`` holds no finding-shaped object."""
     raw = data.get("findings") if isinstance(data, dict) else None
     shown: list[str] = []
     for index, item in enumerate(raw if isinstance(raw, list) else []):

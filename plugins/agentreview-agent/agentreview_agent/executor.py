@@ -1,8 +1,6 @@
-"""The ``agent`` lane executor: a preset chain of reviewers under one deadline.
+"""The ``agent`` lane executor: a preset chain of reviewers sharing the check's ``timeoutMs``.
 
-Retries and fallbacks share the check's ``timeoutMs``; only an *unavailable* reviewer moves the lane
-on, anything else ends it where it is. It never decides pass or fail: the core applies ``blockOn``.
-Host-remediation retry and same-family exclusion are in docs/providers.md.
+Only an *unavailable* reviewer moves the lane on; it never decides pass or fail (the core applies ``blockOn``).
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""Same-family exclusion: a change an agent wrote is not reviewed by a model of the same family.
+"""Same-family exclusion: a model of the writer's family shares its blind spots (reviewer-clis.md §1.2).
 
-A reviewer of the writer's family shares its blind spots (reviewer-clis.md §1.2). The writing
-families only ever grow (``--authored-by``, vendor e-mails, agent trailers), so a claimed co-author
-can only exclude reviewers, never turn a lane into a pass.
+The writing families only grow, so a claimed co-author can only exclude reviewers, never make a pass.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""The reviewed range's ``git diff`` and ``git log`` as bounded files a reviewer's read tools can open.
-
-Reviewers with read tools only cannot run git, so the provider writes both (through the host's
-hardened git) where they can read them, cut at a fixed size with a last line that says so.
-"""
+"""The reviewed range's ``git diff`` and ``git log`` as bounded files (through the host's hardened git), for
+reviewers with read tools only, which cannot run git."""
 
 from __future__ import annotations
 

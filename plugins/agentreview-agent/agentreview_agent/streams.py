@@ -1,8 +1,7 @@
-"""Shared parsing of reviewer event streams and failure texts.
+"""Shared parsing of reviewer event streams and failure texts (reviewer-clis.md §7).
 
-Strict (duplicate keys rejected) because the audit must see exactly what the CLI reported; a bad
-line does not stop the parse, and one that might be a mangled event is drift (``Stream.stray``). The
-failure patterns follow ``reviewer-clis.md`` section 7.
+Strict (duplicate keys rejected), so the audit sees exactly what the CLI reported; a line that might be a
+mangled event is drift (``Stream.stray``).
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """``claude``: Claude Code as a read-only reviewer (reviewer-clis.md §1.4, §2; wrapper contract).
 
-Read tools only (git itself can write files, so no shell), no MCP servers or user settings, a fresh
-private config dir per attempt, and an audited stream; the answer is structured output this provider
-writes to the verdict file. Flags and audit: docs/providers.md, "The built-in providers".
+Read tools only (git itself can write files, so no shell), no MCP servers or user settings, a private config
+dir per attempt, an audited stream; its structured answer is written to the verdict file (docs/providers.md).
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """``codex``: the Codex CLI as a read-only reviewer (reviewer-clis.md §1.5, §3; wrapper contract).
 
-``codex exec --sandbox read-only`` under a fresh private ``CODEX_HOME``, every added surface off.
-Commands inside the read-only sandbox are the contract's one exception; a refused command or any
-tool item is a breach, and what Codex does not report the sandbox bounds. Flags and audit:
-docs/providers.md, "The built-in providers".
+``codex exec --sandbox read-only`` under a private ``CODEX_HOME``, every added surface off; commands in the
+sandbox are the contract's one exception, a refused command or any tool item a breach (docs/providers.md).
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """``kimi``: Kimi Code as a read-only reviewer (reviewer-clis.md §1.5, §5.1; wrapper contract).
 
-Prompt mode always auto-approves tools, so the boundary is the private ``KIMI_CODE_HOME``'s global
-tool allow-list (``Read``, ``Grep``, ``Glob``) and the stream audit. Kimi reports failures only on
-stderr, and reads its prompt only from argv. Flags and audit: docs/providers.md.
+Prompt mode auto-approves tools, so the boundary is the private ``KIMI_CODE_HOME``'s tool allow-list and
+the stream audit; failures come only on stderr, the prompt only through argv (docs/providers.md).
 """
 
 from __future__ import annotations

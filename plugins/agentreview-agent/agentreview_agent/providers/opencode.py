@@ -1,9 +1,7 @@
 """``opencode``: OpenCode as a read-only reviewer (reviewer-clis.md §1.5, §4; wrapper contract).
 
-OpenCode imports plugin code from its project and the project's parents, so it never runs in the
-reviewed repository: each attempt builds a private project whose generated agent may only read, and
-a preflight that reads the agent back is its validator. ``opencode export`` names the model that
-answered, which decides the reviewer's family. Flags and audit: docs/providers.md.
+It imports plugin code from its project's folders, so it runs in a private project whose generated agent may
+only read, checked by a preflight; ``opencode export`` names the model that answered (docs/providers.md).
 """
 
 from __future__ import annotations
@@ -147,9 +145,8 @@ def _side_deadline(deadline: float) -> float:
 def _side_command(
     argv: list[str], project: Path, env: dict[str, str], deadline: float, cancel: Any
 ) -> tuple[ProcessResult, Any]:
-    """A short opencode subcommand (no inference) and the JSON value its stdout holds from its first
-    ``{`` (opencode may print a banner before it), or None when there is none. It is bounded by the
-    lane's ``deadline`` and, within it, by :func:`_side_deadline`."""
+    """A short opencode subcommand (no inference), bounded by :func:`_side_deadline`, and the JSON its stdout
+    holds from its first ``{`` (after any banner), or None."""
     proc = run_process_group(
         argv, cwd=project, env=env, deadline=_side_deadline(deadline), cancel=cancel, kill_grace_s=1.0
     )
