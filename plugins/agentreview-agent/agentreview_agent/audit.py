@@ -33,10 +33,6 @@ class AuditOutcome:
         self.unsafe_values += other.unsafe_values
         self.unknown_fields += other.unknown_fields
 
-    @property
-    def clean(self) -> bool:
-        return not self.unsafe_values and not self.unknown_fields
-
     def result(self, end: ReviewerEnd, error: str, **ids: Any) -> ReviewerResult:
         """A ``ReviewerResult`` carrying both buckets, each note once, in order."""
         return ReviewerResult(
