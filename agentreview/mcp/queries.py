@@ -52,12 +52,9 @@ def review_ledger(
     running: RunningRows | None = None,
     roots: Roots | None = None,
 ) -> dict[str, Any]:
-    """``{total, attestations}``: running rows first, newest first (with ``include_running``), then
-    settled, newest first. ``subtree`` widens ``requester`` to the sessions under it (``<id>/…``).
-
-    With ``roots``, a listing that is not of ``cwd``'s own repository (no ``cwd``, or another ``repoRemote``)
-    holds only the runs and entries recorded in a repository inside the roots: a client confined to
-    one repository never reads another's reviews."""
+    """``{total, attestations}``: running rows, then settled, each newest first. With ``roots``, a listing not
+    of ``cwd``'s own repository holds only what was recorded in a repository inside them: a client confined
+    to one repository never reads another's reviews."""
     from agentreview.host.git import normalize_remote
     from agentreview.host.home import ledger_root
     from agentreview.store.ledger import Ledger
@@ -157,11 +154,9 @@ def review_export(
     cwd: str | None = None,
     roots: Roots | None = None,
 ) -> dict[str, Any]:
-    """Write a recorded attestation as an export file (reference-notes 2.14); ``{path, runId, verdict}``.
-
-    With ``roots`` (the server always passes them) ``cwd`` must lie inside one, the attestation must have
-    been recorded inside one (or be of ``cwd``'s repository, a clone the ledger serves alike), and the
-    file goes inside the repository's export folder or a root, written following no link (:mod:`.confine`)."""
+    """Write a recorded attestation as an export file (reference-notes 2.14); ``{path, runId, verdict}``. With
+    ``roots``, ``cwd`` and the attestation's repository (or ``cwd``'s own) must lie inside one, and the file goes
+    into the export folder or a root, following no link (:mod:`.confine`)."""
     from agentreview.host.git import normalize_remote
     from agentreview.host.home import ledger_root
     from agentreview.store.export import recorded_export_target

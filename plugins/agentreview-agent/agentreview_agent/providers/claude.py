@@ -123,10 +123,8 @@ def _within(value: str, allowed: Sequence[Path]) -> bool:
 
 
 def audit_init(event: dict[str, Any], allowed_dirs: Sequence[Path] = ()) -> AuditOutcome:
-    """Judge one ``system``/``init`` event: the pinned fields by value, every other field by shape.
-
-    ``allowed_dirs`` are the directories this provider gave the CLI (its cwd and each ``--add-dir``);
-    a directory the init lists beyond them came from configuration this provider did not control."""
+    """Judge one ``system``/``init`` event: the pinned fields by value, every other field by shape. A directory
+    listed beyond ``allowed_dirs`` (cwd and each ``--add-dir``) came from configuration this did not control."""
     out = AuditOutcome()
     tools = event.get("tools")
     if not list_of_strings(tools):
