@@ -236,21 +236,22 @@ def classify(audit: Audit, proc: ProcessResult, last_file: Path) -> ReviewerResu
     drift = drifted(audit.outcome, **ids)
     if drift:
         return drift
-    try:
-        answer = last_file.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        answer = ""
+    answer = _last_message(last_file)
     return answer if answer.strip() else (audit.last_message or "")
+
+
+def _last_message(last: Path) -> str:
+    """What Codex wrote to its ``-o`` file; empty when it wrote none."""
+    try:
+        return last.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 def host_path_unavailable(proc: ProcessResult, last: Path) -> bool:
     """The sandbox helper could not start on this host (reviewer-clis.md §1.3: that exact message, no event,
     no answer): the host reruns the preset once before the lane falls back."""
-    try:
-        answer = last.read_text(encoding="utf-8", errors="replace").strip()
-    except OSError:
-        answer = ""
-    empty = not parse_jsonl(proc.stdout_text()).events and not answer
+    empty = not parse_jsonl(proc.stdout_text()).events and not _last_message(last).strip()
     return empty and HOST_PATH_TEXT in proc.stderr_text()
 
 
