@@ -91,18 +91,6 @@ def warm() -> None:
         import agentreview.pr.service  # noqa: F401
 
 
-def declared(text: d.ToolText) -> dict[str, Any]:
-    """The tool's ``title``, ``description`` and ``annotations`` as the SDK's ``Tool`` takes them."""
-    hints = ToolAnnotations(
-        title=text.title,
-        read_only_hint=text.read_only,
-        destructive_hint=text.destructive,
-        idempotent_hint=text.idempotent,
-        open_world_hint=text.open_world,
-    )
-    return {"title": text.title, "description": text.description, "annotations": hints}
-
-
 @record
 class ServeOptions:
     """``agentreview mcp``'s command line: where a client without roots may work, and the run limits."""
@@ -141,8 +129,18 @@ def tool(tools: list[Tool], text: d.ToolText) -> Callable[[F], F]:
     """Declare ``fn`` as a tool: its words and hints from ``text``, its input schema the SDK's made strict
     (:func:`schemas.strict_input`), its output schema :data:`schemas.OUTPUT`'s."""
 
+    hints = ToolAnnotations(
+        title=text.title,
+        read_only_hint=text.read_only,
+        destructive_hint=text.destructive,
+        idempotent_hint=text.idempotent,
+        open_world_hint=text.open_world,
+    )
+
     def register(fn: F) -> F:
-        made = Tool.from_function(fn, structured_output=False, **declared(text))
+        made = Tool.from_function(
+            fn, structured_output=False, title=text.title, description=text.description, annotations=hints
+        )
         made.parameters = schemas.strict_input(made.parameters)
         if made.name not in schemas.OUTPUT:
             raise ValueError(f"tool {made.name!r} has no output schema in agentreview.mcp.schemas.OUTPUT")
