@@ -92,12 +92,8 @@ def private_config(user_config: Path) -> str:
             data = tomllib.load(fh)
     except (OSError, tomllib.TOMLDecodeError):
         data = {}
-    kept = {k: v for k, v in data.items() if k in KEPT_KEYS}
     lines: list[str] = []
-    _toml_tables("", {k: v for k, v in kept.items() if not isinstance(v, dict)}, lines)
-    for key, value in kept.items():
-        if isinstance(value, dict):
-            _toml_tables(json.dumps(key), value, lines)
+    _toml_tables("", {k: v for k, v in data.items() if k in KEPT_KEYS}, lines)
     lines += ["[tools]", f"enabled = {_toml_value(list(READ_TOOLS))}"]
     return "\n".join(lines) + "\n"
 
