@@ -11,9 +11,6 @@ from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
 from agentreview.api import ReviewerEnd, ReviewerResult
-from agentreview_agent.excerpt import redact
-
-MAX_NOTE_CHARS = 160
 
 
 @dataclass
@@ -47,12 +44,6 @@ class AuditOutcome:
 def name_of(value: Any, limit: int = 60) -> str:
     """A field, tool or type name as it may be quoted in a reason: printable, bounded."""
     return re.sub(r"[^A-Za-z0-9_.:/@-]", "?", str(value))[:limit]
-
-
-def note(text: str, limit: int = MAX_NOTE_CHARS) -> str:
-    """A value quoted as evidence: one line, redacted, bounded."""
-    text = redact(" ".join(str(text).split()))
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def is_container(value: Any) -> bool:

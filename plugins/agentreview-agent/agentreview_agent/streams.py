@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentreview.api import loads_strict
-from agentreview_agent.audit import note
+from agentreview_agent.excerpt import note
 
 AUTH_TEXT = re.compile(
     r"(?i)not logged in|please run /login|invalid api key|invalid x-api-key"

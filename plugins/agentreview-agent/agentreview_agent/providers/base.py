@@ -13,7 +13,8 @@ from typing import Any, TypeVar
 
 from agentreview.api import CliReviewer, ProcessResult, ReviewerBase, ReviewerResult
 from agentreview_agent.answer import record_answer
-from agentreview_agent.audit import AuditOutcome, name_of, note
+from agentreview_agent.audit import AuditOutcome, name_of
+from agentreview_agent.excerpt import note
 from agentreview_agent.streams import parse_jsonl
 
 # The private-home and configuration variables of the shipped CLIs. Every shipped provider (exec included)

@@ -28,10 +28,10 @@ from agentreview_agent.audit import (
     is_container,
     list_of_strings,
     name_of,
-    note,
     unknown_event,
     unknown_member,
 )
+from agentreview_agent.excerpt import note
 from agentreview_agent.probe import PROBE_KEY, probe_request, refusing_server, verdict
 from agentreview_agent.providers.base import (
     Setting,

@@ -30,7 +30,8 @@ from agentreview.api import (
     user_dir,
 )
 from agentreview_agent.answer import VERDICT_SCHEMA
-from agentreview_agent.audit import AuditOutcome, name_of, note, unknown_event
+from agentreview_agent.audit import AuditOutcome, name_of, unknown_event
+from agentreview_agent.excerpt import note
 from agentreview_agent.probe import PROBE_KEY, probe_request, refusing_server, verdict
 from agentreview_agent.providers.base import (
     Setting,
