@@ -42,12 +42,6 @@ def resolve_expectation(
     return resolve_range(root, resolve_head(root, head_ref, head_commit), base, manifest_base)
 
 
-def resolve_expectation_shas(root: Path, manifest_base: str, base: str | None, head_ref: str) -> tuple[str, str]:
-    """``(base_sha, head_sha)`` of :func:`resolve_expectation`."""
-    found = resolve_expectation(root, manifest_base, base, head_ref)
-    return found.base_sha, found.head.commit
-
-
 def ci_binding(parsed: ParsedReview) -> str:
     """The policy's binding meant for CI (``verify --ci-binding``): the binding named ``ci``, else the
     one ``run`` takes when none is named (the only binding, else ``default``). Several bindings and

@@ -15,7 +15,7 @@ from agentreview.model.digests import loads_strict
 from agentreview.model.errors import EXIT_ERROR, EXIT_INVALID, EXIT_NOT_EXPORTED, EXIT_NOT_FOUND, EXIT_USAGE
 from agentreview.model.record import record
 from agentreview.store.exportcommit import head_only_touches_exports, repository_folder
-from agentreview.verify.expectation import resolve_expectation_shas
+from agentreview.verify.expectation import resolve_expectation
 from agentreview.verify.result import VerifyStop
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -229,11 +229,10 @@ def locate(
         from agentreview.host.git import GitError
 
         try:
-            base_retry, head_retry = resolve_expectation_shas(
-                root, parsed.manifest.target.base, options.base, f"{head_sha}^"
-            )
+            retry = resolve_expectation(root, parsed.manifest.target.base, options.base, f"{head_sha}^")
         except GitError as exc:
             raise VerifyStop(EXIT_ERROR, "error", str(exc)) from exc
+        base_retry, head_retry = retry.base_sha, retry.head.commit
         found = find_for_range(docs, base_retry, head_retry, options.binding)
         if found is not None:
             notes.append(
