@@ -36,7 +36,7 @@ def _second_parent(root: Path, head_sha: str) -> str | None:
 
 def _attested(options: VerifyOptions, root: Path, parsed: ParsedReview, commit: str) -> bool:
     """Whether an attestation names ``commit`` as its head, where the gate looked."""
-    from agentreview.verify.exports import _note_docs, scan_export_dir
+    from agentreview.verify.exports import _note_docs, scan_export_dir, target_of
 
     if options.notes:
         return bool(_note_docs(root, commit, []))
@@ -46,11 +46,7 @@ def _attested(options: VerifyOptions, root: Path, parsed: ParsedReview, commit: 
     if directory is None or not directory.is_dir():
         return False
     docs, _ = scan_export_dir(directory)
-    for doc in docs:
-        target = doc.raw.get("target")
-        if isinstance(target, dict) and target.get("headSha") == commit:
-            return True
-    return False
+    return any(target_of(doc.raw).get("headSha") == commit for doc in docs)
 
 
 def merge_commit_hint(options: VerifyOptions, root: Path, parsed: ParsedReview, head_sha: str) -> str | None:
