@@ -59,10 +59,14 @@ class Roots:
         real = _real(path)
         return next((root for root in self.dirs if _below(real, str(root))), None)
 
+    @property
+    def shown(self) -> str:
+        """Where the roots came from and which they are, as refusals name them."""
+        return f"{self.source}: " + (", ".join(str(d) for d in self.dirs) or "none declared")
+
     def refusal(self, name: str, value: str) -> ToolFailure:
-        listed = ", ".join(str(d) for d in self.dirs) or "none declared"
         return ToolFailure(
-            f"{name} {value!r} is outside the roots this server works in ({self.source}: {listed}) — "
+            f"{name} {value!r} is outside the roots this server works in ({self.shown}) — "
             "give a path inside one of them"
         )
 

@@ -106,7 +106,7 @@ def _held(rows: list[LedgerRow], roots: Roots, cwd: Path | None, what: str) -> l
     if not held:
         raise ToolFailure(
             f"the attestation of {what} was recorded in a repository outside the roots this server works in "
-            f"({roots.source}: {_listed(roots)}) — pass cwd: a clone of that repository inside a root"
+            f"({roots.shown}) — pass cwd: a clone of that repository inside a root"
         )
     return held
 
@@ -119,10 +119,6 @@ def _identity(cwd: Path | None) -> str | None:
         return args.repo_identity(cwd)
     except ToolFailure:
         return None
-
-
-def _listed(roots: Roots) -> str:
-    return ", ".join(str(d) for d in roots.dirs) or "none declared"
 
 
 def _inside(roots: Roots) -> RootFilter:
@@ -208,7 +204,7 @@ def review_export(
         if roots is not None and roots.holding(recorded) is None:
             raise ToolFailure(
                 f"the export folder of {what}, {recorded.parent}, is outside the roots this server works in "
-                f"({roots.source}: {_listed(roots)}) — pass outPath (inside cwd's repository)"
+                f"({roots.shown}) — pass outPath (inside cwd's repository)"
             )
     path = confine.write_below(base, parts, att.export_text().encode("utf-8"))
     return {"path": str(path), "runId": att.runId, "verdict": att.verdict}
