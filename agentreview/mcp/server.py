@@ -195,15 +195,12 @@ def build(options: ServeOptions | None = None) -> MCPServer:
         with anyio.CancelScope(shield=True):  # a cancel that arrives now is taken below, with the runId known
             run_id = await in_thread(book.start, request)
 
-        async def progress(done: float, total: float | None, message: str) -> None:
-            await ctx.report_progress(done, total, message)
-
         async def log(level: str, data: dict[str, Any]) -> None:
             await ctx.request_context.session.send_log_message(
                 level=cast("LoggingLevel", level), data=data, logger="agentreview", related_request_id=ctx.request_id
             )
 
-        steps = runs.Steps(run_id, progress, log)
+        steps = runs.Steps(run_id, ctx.report_progress, log)
         runs.WAITING[run_id] = detach
         answered = False
         try:
