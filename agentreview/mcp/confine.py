@@ -1,8 +1,7 @@
 """Where the MCP server may work: the client's roots, and the export file written without following a link.
 
-The paths a tool takes are chosen by a model that reads the change author's text, so each must lie, links
-resolved, inside :class:`Roots` (the client's declared roots, else the start directory and ``--root``).
-:func:`write_below` opens every folder on the way with ``O_NOFOLLOW``, so a planted link is refused, never followed.
+A tool's paths are chosen by a model reading the change author's text, so each must lie, links resolved, inside
+:class:`Roots`; :func:`write_below` opens every folder with ``O_NOFOLLOW``, so a planted link is refused.
 """
 
 from __future__ import annotations
