@@ -245,13 +245,14 @@ def locate(
         if published is not None:
             return published
     if found is None:
-        binding = f" (binding '{options.binding}')" if options.binding else ""
-        raise VerifyStop(
-            EXIT_NOT_FOUND,
-            "not_found",
-            f"no attestation for {base_sha[:10]}..{head_sha[:10]}{binding} in {directory}",
-        )
+        raise _not_found(base_sha, head_sha, options.binding, f"in {directory}")
     return Located(found, docs, base_sha, head_sha)
+
+
+def _not_found(base_sha: str, head_sha: str, binding: str | None, where: str) -> VerifyStop:
+    """No attestation for the range (and ``binding``) ``where`` the gate looked."""
+    named = f"{base_sha[:10]}..{head_sha[:10]}" + (f" (binding '{binding}')" if binding else "")
+    return VerifyStop(EXIT_NOT_FOUND, "not_found", f"no attestation for {named} {where}")
 
 
 def _published_instead(
@@ -325,14 +326,9 @@ def locate_in_notes(options: VerifyOptions, root: Path, base_sha: str, head_sha:
     docs = _note_docs(root, head_sha, notes)
     found = find_for_range(docs, base_sha, head_sha, options.binding)
     if found is None:
-        binding = f" (binding '{options.binding}')" if options.binding else ""
-        raise VerifyStop(
-            EXIT_NOT_FOUND,
-            "not_found",
-            f"no attestation for {base_sha[:10]}..{head_sha[:10]}{binding} in the {NOTES_REF} note of "
-            f"{head_sha[:10]} — publish it ('agentreview publish') and fetch the notes "
-            f"('git fetch origin {NOTES_REF}:{NOTES_REF}' or 'agentreview fetch')",
-        )
+        fetch = f"('git fetch origin {NOTES_REF}:{NOTES_REF}' or 'agentreview fetch')"
+        where = f"in the {NOTES_REF} note of {head_sha[:10]} — publish it ('agentreview publish') and fetch the notes"
+        raise _not_found(base_sha, head_sha, options.binding, f"{where} {fetch}")
     seen = {head_sha}
     pending = _prior_heads(found.raw)
     while pending and len(seen) < MAX_NOTE_COMMITS:
