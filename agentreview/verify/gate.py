@@ -18,7 +18,7 @@ from agentreview.verify.checks import content_checks, lanes_match_binding
 from agentreview.verify.composition import composed_from_checks
 from agentreview.verify.expectation import Expectation, ci_binding, resolve_expectation
 from agentreview.verify.exports import locate
-from agentreview.verify.packs import PackCheck, pack_digest_checks
+from agentreview.verify.packs import pack_digest_checks
 from agentreview.verify.policy import (
     Policy,
     manifest_edit,
@@ -29,7 +29,7 @@ from agentreview.verify.policy import (
     read_policy,
     signers_edited,
 )
-from agentreview.verify.result import VERDICT_CHOICES, CheckLine, VerifyOptions, VerifyResult, VerifyStop
+from agentreview.verify.result import VERDICT_CHOICES, CheckLine, StepCheck, VerifyOptions, VerifyResult, VerifyStop
 from agentreview.verify.signature import signature_checks
 from agentreview.verify.trust import find_allowed_signers
 
@@ -207,12 +207,12 @@ class _Verifier:
         matches: bool,
         *,
         fetch: bool,
-    ) -> PackCheck:
+    ) -> StepCheck:
         """Step 6. With ``--policy-from`` the path packs are REF's, read from its tree as git objects
         (a change that edits a pack is checked against the pack it would replace)."""
         o = self.o
 
-        def check(at: ParsedReview, pack_root: Path) -> PackCheck:
+        def check(at: ParsedReview, pack_root: Path) -> StepCheck:
             return pack_digest_checks(
                 raw, at, pack_root, manifest_matches=matches, registry=self.registry, home=o.home, fetch=fetch,
                 withheld=PACKS_WITHHELD,

@@ -7,25 +7,15 @@ resolves nothing; a digest not compared is shown as unverified, never as passed.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentreview.verify.result import CheckLine, short
+from agentreview.verify.result import CheckLine, StepCheck, short
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentreview.manifest.parse import ParsedReview
     from agentreview.packs.resolve import ResolvedReview
     from agentreview.plugins.registry import Registry
-
-
-@dataclass
-class PackCheck:
-    """What step 6 found: at most one check line, its problems, and notes."""
-
-    checks: list[CheckLine] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
 
 
 def pack_digest_checks(
@@ -38,11 +28,11 @@ def pack_digest_checks(
     home: Path | None,
     fetch: bool = True,
     withheld: str = "",
-) -> PackCheck:
+) -> StepCheck:
     """Step 6 for ``raw``. ``registry`` is called only when packs must be resolved; ``home``
     (default AGENTREVIEW_HOME) holds the git pack cache. Without ``fetch`` no pack is
     resolved (no loader runs, so nothing is fetched) and ``withheld`` is the note saying why."""
-    out = PackCheck()
+    out = StepCheck()
     recorded = raw.get("packs")
     if recorded is None:
         if parsed.manifest.uses and manifest_matches:

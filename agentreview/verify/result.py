@@ -105,6 +105,14 @@ class VerifyResult:
         return self.verdict if self.verdict in ("pass", "block", "incomplete") else None
 
 
+@dataclass
+class StepCheck:
+    """What one verification step found: its check lines, its problems, and notes."""
+
+    checks: list[CheckLine] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
 
 class VerifyStop(Exception):
     """Ends verification early with a distinct outcome (could not run, usage, not found, or a
