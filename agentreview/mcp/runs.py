@@ -195,14 +195,10 @@ def running_rows(
         for key in ("reviewId", "binding", "repoRemote"):
             if v.get(key) is not None:
                 row[key] = v[key]
-        if v.get("requesterSessionId"):
-            row["requester"] = v["requesterSessionId"]
-        if rng.get("base"):
-            row["baseSha"] = rng["base"]
-        if rng.get("head"):
-            row["headSha"] = rng["head"]
-        if v.get("startedAt"):
-            row["createdAt"] = v["startedAt"]
+        for key, value in (("requester", v.get("requesterSessionId")), ("baseSha", rng.get("base")),
+                           ("headSha", rng.get("head")), ("createdAt", v.get("startedAt"))):  # fmt: skip
+            if value:
+                row[key] = value
         row["lanes"] = v.get("lanes", [])
         rows.append(row)
     return rows

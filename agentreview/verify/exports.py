@@ -114,15 +114,11 @@ def target_of(raw: dict[str, Any]) -> dict[str, Any]:
 def created_at_key(raw: dict[str, Any]) -> float:
     """Sort key for "newest first": the createdAt instant; unparsable dates sort oldest."""
     value = raw.get("createdAt")
-    if not isinstance(value, str):
-        return float("-inf")
     try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00")) if isinstance(value, str) else None
     except ValueError:
-        return float("-inf")
-    if moment.tzinfo is None:
-        return float("-inf")
-    return moment.timestamp()
+        moment = None
+    return moment.timestamp() if moment is not None and moment.tzinfo is not None else float("-inf")
 
 
 def find_for_range(docs: Sequence[ExportDoc], base_sha: str, head_sha: str, binding: str | None) -> ExportDoc | None:

@@ -44,10 +44,7 @@ def preset_family(spec: PresetSpec) -> str | None:
 
 def _email_family(email: str) -> str | None:
     domain = email.rpartition("@")[2].strip().lower()
-    for known, family in DOMAINS.items():
-        if domain == known or domain.endswith("." + known):
-            return family
-    return None
+    return next((family for known, family in DOMAINS.items() if domain == known or domain.endswith("." + known)), None)
 
 
 def _person_family(text: str) -> str | None:
