@@ -214,10 +214,8 @@ def locate(
         directory = root / export_dir
         folder = repository_folder(export_dir)
     if not directory.is_dir():
-        published = _published_instead(options, root, base_sha, head_sha, notes)
-        if published is not None:
-            return published
-        raise VerifyStop(EXIT_NOT_FOUND, "not_found", f"export directory {directory} does not exist")
+        stop = VerifyStop(EXIT_NOT_FOUND, "not_found", f"export directory {directory} does not exist")
+        return _published_instead(stop, options, root, base_sha, head_sha, notes)
     docs, skipped = scan_export_dir(directory)
     notes.extend(skipped)
     found = find_for_range(docs, base_sha, head_sha, options.binding)
@@ -237,9 +235,8 @@ def locate(
             )
             base_sha, head_sha = base_retry, head_retry
     if found is None and options.path is None:
-        published = _published_instead(options, root, base_sha, head_sha, notes)
-        if published is not None:
-            return published
+        stop = _not_found(base_sha, head_sha, options.binding, f"in {directory}")
+        return _published_instead(stop, options, root, base_sha, head_sha, notes)
     if found is None:
         raise _not_found(base_sha, head_sha, options.binding, f"in {directory}")
     return Located(found, docs, base_sha, head_sha)
@@ -252,20 +249,20 @@ def _not_found(base_sha: str, head_sha: str, binding: str | None, where: str) ->
 
 
 def _published_instead(
-    options: VerifyOptions, root: Path, base_sha: str, head_sha: str, notes: list[str]
-) -> Located | None:
-    """The attestation in the head's ``refs/notes/agentreview`` note, when the export directory has none for
-    the range; verified exactly as an export is (a review published as a note needs no export commit)."""
+    stop: VerifyStop, options: VerifyOptions, root: Path, base_sha: str, head_sha: str, notes: list[str]
+) -> Located:
+    """The attestation in the head's ``refs/notes/agentreview`` note, verified exactly as an export is (a review
+    published as a note needs no export commit), when the export directory has none for the range; else ``stop``."""
     from agentreview.host.gitrun import run_git
     from agentreview.share.notes import NOTES_REF
 
     listed = run_git(["notes", f"--ref={NOTES_REF}", "list", "--end-of-options", head_sha], root, check=False)
     if listed.returncode != 0 or not listed.stdout.strip():
-        return None
+        raise stop
     try:
         located = locate_in_notes(options, root, base_sha, head_sha, notes=notes)
     except VerifyStop:
-        return None
+        raise stop from None
     notes.append(f"no export for the range; verified the attestation published in the {NOTES_REF} note of "
                  f"{head_sha[:10]}")  # fmt: skip
     return located
