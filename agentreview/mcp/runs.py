@@ -54,12 +54,8 @@ class RunRequest:
                 if value.startswith("-") or "\0" in value:
                     raise ToolFailure(f"{flag.lstrip('-')} {value!r} is not a valid value")
                 out += [flag, value]
-        if self.nocache:
-            out.append("--no-cache")  # implies compose: false
-        if not self.compose:
-            out.append("--no-compose")
-        if self.supersede:
-            out.append("--supersede")
+        switches = (("--no-cache", self.nocache), ("--no-compose", not self.compose), ("--supersede", self.supersede))
+        out += [flag for flag, on in switches if on]  # --no-cache implies compose: false
         if self.pr is not None:
             out += ["--pr", f"https://github.com/{self.pr['repo']}/pull/{self.pr['number']}"]
         return out

@@ -81,12 +81,9 @@ def render_text(result: VerifyResult) -> str:
     for check in result.checks:
         mark = "?" if check.unverified else "✓" if check.ok else "✗"
         lines.append(f"  {mark} {check.name.ljust(width)}  expected {check.expected}, actual {check.actual}")
-    if result.problems:
-        lines.append("problems:")
-        lines.extend(f"  - {p}" for p in result.problems)
-    if result.notes:
-        lines.append("notes:")
-        lines.extend(f"  - {n}" for n in result.notes)
+    for heading, items in (("problems", result.problems), ("notes", result.notes)):
+        if items:
+            lines += [f"{heading}:", *(f"  - {item}" for item in items)]
     if result.ok and result.principal:
         lines.append(f"signature verified: principal {result.principal}")
     if result.ok and result.policy_change:
