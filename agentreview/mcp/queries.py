@@ -34,9 +34,7 @@ def requester_session(row: dict[str, Any]) -> str | None:
 
 def in_session_tree(session: str | None, root: str, subtree: bool) -> bool:
     """Whether ``session`` is ``root``, or (``subtree``) one of the sessions under it: ``root/…``."""
-    if session is None:
-        return False
-    return session == root or (subtree and session.startswith(root + "/"))
+    return session is not None and (session == root or (subtree and session.startswith(root + "/")))
 
 
 def review_ledger(

@@ -226,10 +226,7 @@ def _well_formed(message: JSON) -> bool:
 
 def _object_branch(schema: JSON) -> JSON:
     """The object schema inside ``schema`` (``pr`` is ``anyOf: [object, null]``)."""
-    for branch in schema.get("anyOf", []):
-        if branch.get("type") == "object":
-            return dict(branch)
-    return schema
+    return next((dict(branch) for branch in schema.get("anyOf", []) if branch.get("type") == "object"), schema)
 
 
 def _description(schema: JSON) -> str:
