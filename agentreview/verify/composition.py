@@ -59,10 +59,8 @@ def _prior_problems(raw: dict[str, Any], lane_id: str, prior: dict[str, Any], re
 def composed_from_checks(
     raw: dict[str, Any], docs: Sequence[ExportDoc], *, full_chain: bool = False
 ) -> tuple[list[CheckLine], list[str]]:
-    """Resolve every ``composedFrom`` of ``raw`` in the export docs (with ``full_chain``, to the chain's end;
-    a cycle or a chain deeper than :data:`MAX_CHAIN_DEPTH` is a problem). A prior is the export of that
-    rangeSha and binding whose attestationSha256 (raw canonical JSON, unknown members included) is the pinned one.
-    """
+    """Resolve every ``composedFrom`` of ``raw`` in the export docs (with ``full_chain``, to the chain's end): the
+    export of that rangeSha and binding whose attestationSha256 (raw canonical JSON) is the pinned one."""
     checks: list[CheckLine] = []
     problems: list[str] = []
     digests: dict[Path, str | None] = {}

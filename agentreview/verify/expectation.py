@@ -33,9 +33,8 @@ class Expectation:
 def resolve_expectation(
     root: Path, manifest_base: str, base: str | None, head_ref: str, head_commit: str | None = None
 ) -> RangeRefs:
-    """The range: ``head_ref`` as a commit, and ``base`` or else ``merge-base(manifest_base, head)``,
-    every name resolved exactly (an ambiguous one is refused, never guessed); ``head_commit`` is
-    HEAD's commit when already read. Raises ``GitError``."""
+    """The range: ``head_ref`` as a commit, and ``base`` or else ``merge-base(manifest_base, head)``, each name
+    resolved exactly (an ambiguous one is refused, never guessed). Raises ``GitError``."""
     from agentreview.host.refs import head_ref as resolve_head
     from agentreview.host.refs import resolve_range
 

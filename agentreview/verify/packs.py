@@ -29,8 +29,7 @@ def pack_digest_checks(
     fetch: bool = True,
     withheld: str = "",
 ) -> StepCheck:
-    """Step 6 for ``raw``. ``registry`` is called only when packs must be resolved; ``home``
-    (default AGENTREVIEW_HOME) holds the git pack cache. Without ``fetch`` no pack is
+    """Step 6 for ``raw``; ``registry`` is called only when packs must be resolved. Without ``fetch`` no pack is
     resolved (no loader runs, so nothing is fetched) and ``withheld`` is the note saying why."""
     out = StepCheck()
     recorded = raw.get("packs")
@@ -74,10 +73,8 @@ def pack_digest_checks(
 def verify_pack_digests(
     recorded: list[dict[str, Any]], resolved: ResolvedReview | BaseException | None
 ) -> tuple[list[str], list[str]]:
-    """``(problems, notes)`` of the recorded pack digests against ``resolved``. An unknown ``alg`` is always a
-    problem; with ``resolved`` ``None`` that is all. A pack that cannot be obtained here is a note, any other
-    resolution failure a problem. Records match resolved packs by ``ref``, in order; a record or pack without
-    its counterpart, and a changed digest, are problems."""
+    """``(problems, notes)`` of the recorded pack digests against ``resolved`` (``None``: only each ``alg`` is
+    checked), matched by ``ref`` in order. A pack that cannot be obtained here is a note, not a problem."""
     from agentreview.model.contracts.errors import PackUnavailableError
     from agentreview.model.digests import PACK_DIGEST_ALG
 

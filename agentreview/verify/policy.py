@@ -95,9 +95,8 @@ def signers_edited(policy: Policy, root: Path, head_sha: str) -> bool:
 
 
 def policy_line(policy: Policy, edit: str | None, raw: dict[str, Any], msha: str) -> tuple[list[CheckLine], list[str]]:
-    """The checkout's manifest against REF's. Identical, or edited and the attestation made under
-    REF's manifest (its ``manifestSha`` is REF's): the line passes. Edited and attested under any
-    other manifest (the change's own): the problem says how to review it under REF's policy."""
+    """The checkout's manifest against REF's: it passes when identical or attested under REF's manifest; else
+    the problem says how to review the change under REF's policy."""
     expected = f"{policy.rel} as at {policy.commit.ref} ({policy.commit.sha[:10]})"
     if edit is None:
         return [CheckLine("review policy", True, expected, "identical")], []
