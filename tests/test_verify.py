@@ -30,17 +30,15 @@ from verify_helpers import (  # noqa: F401  (isolated_env, keys_fixture, repo_fi
 
 from agentreview.model.attestation import Attestation
 from agentreview.model.digests import attestation_sha256_of
-from agentreview.verify.gate import (
+from agentreview.verify.exports import (
     MAX_ATTESTATION_BYTES,
     ExportDoc,
     UnreadableExport,
-    VerifyOptions,
-    VerifyResult,
     find_for_range,
     read_export,
     scan_export_dir,
-    verify,
 )
+from agentreview.verify.gate import VerifyOptions, VerifyResult, verify
 
 
 def expect_problem(result: VerifyResult, problem: str, exit_code: int = 1) -> None:
@@ -544,7 +542,7 @@ def test_composed_from_prior_under_another_manifest_is_refused(repo: Repo) -> No
 
 
 def test_composed_from_chain_depth_is_bounded() -> None:
-    from agentreview.verify.gate import MAX_CHAIN_DEPTH, composed_from_checks
+    from agentreview.verify.composition import MAX_CHAIN_DEPTH, composed_from_checks
 
     docs: list[ExportDoc] = []
     prev: dict[str, Any] | None = None

@@ -1,8 +1,6 @@
-"""``agentreview mcp``: the review as tools for agents, over the Model Context Protocol (stdio).
+"""``agentreview mcp``: the spec's §Host surface as Model Context Protocol tools over stdio.
 
-The spec's §Host surface: an agent asks for a review, keeps working, checks on it, cancels it, lists the ledger
-and exports through tools instead of parsing text. Built on the official ``mcp`` SDK, an optional extra, so
-nothing else in the core imports this package.
+Built on the official ``mcp`` SDK, an optional extra, so nothing else in the core imports this package.
 """
 
 from agentreview import DISTRIBUTION

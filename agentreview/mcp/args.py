@@ -1,8 +1,5 @@
-"""Argument checks shared by the MCP tools.
-
-A bad argument is an error result for the calling agent, never a crash of the server: every
-check raises :class:`ToolFailure` with one line that names the argument and how to fix it.
-"""
+"""Argument checks shared by the MCP tools: each raises :class:`ToolFailure` with one line naming the
+argument and its fix, so a bad argument is an error result, never a crash of the server."""
 
 from __future__ import annotations
 
@@ -61,10 +58,7 @@ def unknown_run(value: str) -> ToolFailure:
 
 def range_sha(value: str, cwd: Path | None) -> str:
     """The rangeSha ``value`` names: ``BASE..HEAD`` (split at the first ``..``) or a 64-hex rangeSha.
-
-    Two 40-hex shas need no repository; refs are resolved in ``cwd``'s repository, so refs
-    without ``cwd`` are refused rather than resolved in wherever the server happens to run.
-    """
+    Refs are resolved in ``cwd``'s repository, so refs without ``cwd`` are refused (two 40-hex shas need none)."""
     from agentreview.model.digests import range_sha as digest
 
     value = value.strip()

@@ -1,8 +1,7 @@
 """Where the MCP server may work: the client's roots, and the export file written without following a link.
 
-The paths a tool takes are chosen by a model that reads the change author's text, so each must lie, links
-resolved, inside :class:`Roots` (the client's declared roots, else the start directory and ``--root``).
-:func:`write_below` opens every folder on the way with ``O_NOFOLLOW``, so a planted link is refused, never followed.
+A tool's paths are chosen by a model reading the change author's text, so each must lie, links resolved, inside
+:class:`Roots`; :func:`write_below` opens every folder with ``O_NOFOLLOW``, so a planted link is refused.
 """
 
 from __future__ import annotations
@@ -59,10 +58,14 @@ class Roots:
         real = _real(path)
         return next((root for root in self.dirs if _below(real, str(root))), None)
 
+    @property
+    def shown(self) -> str:
+        """Where the roots came from and which they are, as refusals name them."""
+        return f"{self.source}: " + (", ".join(str(d) for d in self.dirs) or "none declared")
+
     def refusal(self, name: str, value: str) -> ToolFailure:
-        listed = ", ".join(str(d) for d in self.dirs) or "none declared"
         return ToolFailure(
-            f"{name} {value!r} is outside the roots this server works in ({self.source}: {listed}) — "
+            f"{name} {value!r} is outside the roots this server works in ({self.shown}) — "
             "give a path inside one of them"
         )
 
@@ -93,12 +96,9 @@ class Roots:
 def export_base(
     out_path: str, relative_to: Path, roots: Roots | None, export_dir: Path | None
 ) -> tuple[Path, tuple[str, ...]]:
-    """Where ``outPath`` is written: a base folder it is allowed under (the repository's export folder,
-    else the root that holds it) and the path's parts below that base.
-
-    ``..`` is refused outright; a relative path is joined to ``relative_to``. Containment is decided on
-    the path as written (and its base's real path), never by resolving the path itself: the links on
-    the way are refused when the file is written (:func:`write_below`)."""
+    """Where ``outPath`` is written: the base folder it is allowed under (the export folder, else its root) and
+    its parts below it. ``..`` is refused; containment is decided on the path as written, never resolved: the
+    links on the way are refused when the file is written (:func:`write_below`)."""
     given = Path(out_path).expanduser()
     if ".." in given.parts:
         raise ToolFailure(f"outPath {out_path!r} may not contain '..' — give the path inside the folder itself")
@@ -119,12 +119,9 @@ def export_base(
 
 
 def write_below(base: Path, parts: Sequence[str], data: bytes, *, mode: int = 0o644) -> Path:
-    """Write ``data`` to ``base/<parts>`` atomically, creating folders, following no link below ``base``.
-
-    Each folder is created if missing and opened ``O_NOFOLLOW`` relative to its parent; the file is
-    written to a temporary name created exclusively and renamed over ``parts[-1]`` in that folder.
-    An existing link (or non-file) at the name is refused, and a link swapped in at the last moment
-    is replaced by the rename, never written through: its target stays untouched."""
+    """Write ``data`` to ``base/<parts>`` atomically, following no link below ``base``: each folder opened
+    ``O_NOFOLLOW`` from its parent, the file renamed over the name from an exclusive temporary one, so a
+    link at the name is refused, or (swapped in at the last moment) replaced, never written through."""
     path = base.joinpath(*parts)
     flags = os.O_RDONLY | os.O_DIRECTORY
     nofollow = getattr(os, "O_NOFOLLOW", 0)

@@ -1,7 +1,4 @@
-"""What the tools tell the model that calls them: when to call, what each argument means, what comes back.
-
-Kept apart from the server so the words can be read (and reviewed) as the model reads them.
-"""
+"""What the tools tell the model that calls them, kept apart from the server to be reviewed as the model reads it."""
 
 from __future__ import annotations
 
@@ -21,12 +18,8 @@ INSTRUCTIONS = (
 
 @record
 class ToolText:
-    """What a host shows of one tool and what it may assume about it.
-
-    ``description``'s first sentence stands alone and says when to call the tool: a host that defers
-    its tools shows the model only the name and that line. The hints are the truth about the tool's
-    effects (MCP ``ToolAnnotations``): hosts approve calls by them.
-    """
+    """What a host shows of one tool and may assume about it. ``description``'s first sentence says when to
+    call it (a host that defers tools shows only that line); the hints (``ToolAnnotations``) gate approvals."""
 
     title: str
     description: str

@@ -1,8 +1,5 @@
-"""``review_ledger`` and ``review_export``: the ledger as the reference host's tools answer it.
-
-Both are plain functions of their arguments (the server runs them in a worker thread) that
-return the reply dict or raise :class:`~agentreview.mcp.args.ToolFailure`.
-"""
+"""``review_ledger`` and ``review_export`` as the reference host's tools answer them: plain functions (run in
+a worker thread) that return the reply dict or raise :class:`~agentreview.mcp.args.ToolFailure`."""
 
 from __future__ import annotations
 
@@ -37,9 +34,7 @@ def requester_session(row: dict[str, Any]) -> str | None:
 
 def in_session_tree(session: str | None, root: str, subtree: bool) -> bool:
     """Whether ``session`` is ``root``, or (``subtree``) one of the sessions under it: ``root/…``."""
-    if session is None:
-        return False
-    return session == root or (subtree and session.startswith(root + "/"))
+    return session is not None and (session == root or (subtree and session.startswith(root + "/")))
 
 
 def review_ledger(
@@ -55,12 +50,9 @@ def review_ledger(
     running: RunningRows | None = None,
     roots: Roots | None = None,
 ) -> dict[str, Any]:
-    """``{total, attestations}``: running rows first, newest first (with ``include_running``), then
-    settled, newest first. ``subtree`` widens ``requester`` to the sessions under it (``<id>/…``).
-
-    With ``roots``, a listing that is not of ``cwd``'s own repository (no ``cwd``, or another ``repoRemote``)
-    holds only the runs and entries recorded in a repository inside the roots: a client confined to
-    one repository never reads another's reviews."""
+    """``{total, attestations}``: running rows, then settled, each newest first. With ``roots``, a listing not
+    of ``cwd``'s own repository holds only what was recorded in a repository inside them: a client confined
+    to one repository never reads another's reviews."""
     from agentreview.host.git import normalize_remote
     from agentreview.host.home import ledger_root
     from agentreview.store.ledger import Ledger
@@ -112,7 +104,7 @@ def _held(rows: list[LedgerRow], roots: Roots, cwd: Path | None, what: str) -> l
     if not held:
         raise ToolFailure(
             f"the attestation of {what} was recorded in a repository outside the roots this server works in "
-            f"({roots.source}: {_listed(roots)}) — pass cwd: a clone of that repository inside a root"
+            f"({roots.shown}) — pass cwd: a clone of that repository inside a root"
         )
     return held
 
@@ -125,10 +117,6 @@ def _identity(cwd: Path | None) -> str | None:
         return args.repo_identity(cwd)
     except ToolFailure:
         return None
-
-
-def _listed(roots: Roots) -> str:
-    return ", ".join(str(d) for d in roots.dirs) or "none declared"
 
 
 def _inside(roots: Roots) -> RootFilter:
@@ -160,11 +148,9 @@ def review_export(
     cwd: str | None = None,
     roots: Roots | None = None,
 ) -> dict[str, Any]:
-    """Write a recorded attestation as an export file (reference-notes 2.14); ``{path, runId, verdict}``.
-
-    With ``roots`` (the server always passes them) ``cwd`` must lie inside one, the attestation must have
-    been recorded inside one (or be of ``cwd``'s repository, a clone the ledger serves alike), and the
-    file goes inside the repository's export folder or a root, written following no link (:mod:`.confine`)."""
+    """Write a recorded attestation as an export file (reference-notes 2.14); ``{path, runId, verdict}``. With
+    ``roots``, ``cwd`` and the attestation's repository (or ``cwd``'s own) must lie inside one, and the file goes
+    into the export folder or a root, following no link (:mod:`.confine`)."""
     from agentreview.host.git import normalize_remote
     from agentreview.host.home import ledger_root
     from agentreview.store.export import recorded_export_target
@@ -216,18 +202,15 @@ def review_export(
         if roots is not None and roots.holding(recorded) is None:
             raise ToolFailure(
                 f"the export folder of {what}, {recorded.parent}, is outside the roots this server works in "
-                f"({roots.source}: {_listed(roots)}) — pass outPath (inside cwd's repository)"
+                f"({roots.shown}) — pass outPath (inside cwd's repository)"
             )
     path = confine.write_below(base, parts, att.export_text().encode("utf-8"))
     return {"path": str(path), "runId": att.runId, "verdict": att.verdict}
 
 
 def served_run_id(run_id: str) -> str:
-    """The runId of the attestation ``run_id`` stands for in the ledger: its own, or, for a run
-    answered from the ledger (cached) or by an identical run, the run that made the attestation.
-
-    A run with nothing in the ledger says why, in one line: still running, cancelled or failed,
-    or superseded (a later run of the same range replaced its attestation), or unknown or expired."""
+    """The runId of the attestation ``run_id`` stands for: its own, or for a cached run the run that made it.
+    A run with nothing in the ledger says why in one line (running, cancelled, failed, superseded, unknown)."""
     from agentreview.host.home import home_dir
     from agentreview.runs.registry import RunRegistry
 

@@ -1,8 +1,6 @@
-"""``review_run``, ``review_status`` and ``review_cancel`` over this host's run registry.
+"""``review_run``, ``review_status`` and ``review_cancel``: each run is an ordinary detached ``agentreview run``.
 
-A run asked for through MCP is an ordinary detached ``agentreview run``: it has its runId at once, every process
-sees its status, it outlives the server. ``wait: true`` polls it and reports each step as progress; a waiting
-call belongs to its request, so :func:`abandon` cancels the run when the request goes away, unless ``detach``.
+A waiting call belongs to its request, so :func:`abandon` cancels the run when the request goes away, unless ``detach``.
 """
 
 from __future__ import annotations
@@ -56,12 +54,8 @@ class RunRequest:
                 if value.startswith("-") or "\0" in value:
                     raise ToolFailure(f"{flag.lstrip('-')} {value!r} is not a valid value")
                 out += [flag, value]
-        if self.nocache:
-            out.append("--no-cache")  # implies compose: false
-        if not self.compose:
-            out.append("--no-compose")
-        if self.supersede:
-            out.append("--supersede")
+        switches = (("--no-cache", self.nocache), ("--no-compose", not self.compose), ("--supersede", self.supersede))
+        out += [flag for flag, on in switches if on]  # --no-cache implies compose: false
         if self.pr is not None:
             out += ["--pr", f"https://github.com/{self.pr['repo']}/pull/{self.pr['number']}"]
         return out
@@ -197,14 +191,10 @@ def running_rows(
         for key in ("reviewId", "binding", "repoRemote"):
             if v.get(key) is not None:
                 row[key] = v[key]
-        if v.get("requesterSessionId"):
-            row["requester"] = v["requesterSessionId"]
-        if rng.get("base"):
-            row["baseSha"] = rng["base"]
-        if rng.get("head"):
-            row["headSha"] = rng["head"]
-        if v.get("startedAt"):
-            row["createdAt"] = v["startedAt"]
+        for key, value in (("requester", v.get("requesterSessionId")), ("baseSha", rng.get("base")),
+                           ("headSha", rng.get("head")), ("createdAt", v.get("startedAt"))):  # fmt: skip
+            if value:
+                row[key] = value
         row["lanes"] = v.get("lanes", [])
         rows.append(row)
     return rows
@@ -217,12 +207,9 @@ def poll(run_id: str) -> dict[str, Any] | None:
 
 
 class Steps:
-    """What a waiting ``review_run`` tells its caller, in order: the run started (with its runId, the
-    moment it exists), each lane started, each lane finished, the run ended.
-
-    Each step is one progress notification (its number only grows; the total is two steps a lane,
-    one a lane for an answer served from the ledger, where nothing starts) and one log message
-    ``{runId, event, lane?, status?, message}``."""
+    """What a waiting ``review_run`` tells its caller: run started (with its runId), each lane started and
+    finished, run ended; each step one progress notification (two a lane; one for a ledger answer) and one
+    log message ``{runId, event, lane?, status?, message}``."""
 
     def __init__(self, run_id: str, progress: Progress, log: Log) -> None:
         self.run_id = run_id

@@ -1,8 +1,5 @@
-"""The JSON Schemas of the tools: each tool's ``outputSchema``, and input schemas as strict as the tools.
-
-Output schemas leave ``additionalProperties`` open, so a new field never breaks a validating client; input
-schemas are closed, so an unknown argument is refused, never ignored.
-"""
+"""The tools' JSON Schemas: output schemas stay open, so a new field never breaks a validating client; input
+schemas are closed, so an unknown argument is refused, never ignored."""
 
 from __future__ import annotations
 

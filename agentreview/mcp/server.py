@@ -1,8 +1,5 @@
-"""The MCP server: the review's tools for agents, on the official SDK's ``MCPServer`` over stdio.
-
-Each tool's blocking work runs in a worker thread, so a long ``review_run`` never holds up ``review_status`` or
-``review_cancel``; every failure is a one-line error result, never a crash; imports happen once at start.
-"""
+"""The MCP server on the SDK's ``MCPServer``: blocking work runs in worker threads, so a long ``review_run``
+never holds up ``review_status`` or ``review_cancel``; every failure is a one-line error result, never a crash."""
 
 from __future__ import annotations
 
@@ -38,9 +35,8 @@ Text = str | None
 
 
 def _encodable(value: Any) -> Any:
-    """``value`` with every string made encodable as UTF-8: a lone surrogate (which a reviewer's
-    finding or an export's string may hold) written as the text ``\\udxxx``. The SDK serializes
-    structured content strictly and would fail on it."""
+    """``value`` with each lone surrogate (a finding may hold one) written as the text ``\\udxxx``: the SDK
+    serializes structured content strictly and would fail on it."""
     if isinstance(value, str):
         return printable(value)
     if isinstance(value, dict):
@@ -95,18 +91,6 @@ def warm() -> None:
         import agentreview.pr.service  # noqa: F401
 
 
-def declared(text: d.ToolText) -> dict[str, Any]:
-    """The tool's ``title``, ``description`` and ``annotations`` as the SDK's ``Tool`` takes them."""
-    hints = ToolAnnotations(
-        title=text.title,
-        read_only_hint=text.read_only,
-        destructive_hint=text.destructive,
-        idempotent_hint=text.idempotent,
-        open_world_hint=text.open_world,
-    )
-    return {"title": text.title, "description": text.description, "annotations": hints}
-
-
 @record
 class ServeOptions:
     """``agentreview mcp``'s command line: where a client without roots may work, and the run limits."""
@@ -145,8 +129,18 @@ def tool(tools: list[Tool], text: d.ToolText) -> Callable[[F], F]:
     """Declare ``fn`` as a tool: its words and hints from ``text``, its input schema the SDK's made strict
     (:func:`schemas.strict_input`), its output schema :data:`schemas.OUTPUT`'s."""
 
+    hints = ToolAnnotations(
+        title=text.title,
+        read_only_hint=text.read_only,
+        destructive_hint=text.destructive,
+        idempotent_hint=text.idempotent,
+        open_world_hint=text.open_world,
+    )
+
     def register(fn: F) -> F:
-        made = Tool.from_function(fn, structured_output=False, **declared(text))
+        made = Tool.from_function(
+            fn, structured_output=False, title=text.title, description=text.description, annotations=hints
+        )
         made.parameters = schemas.strict_input(made.parameters)
         if made.name not in schemas.OUTPUT:
             raise ValueError(f"tool {made.name!r} has no output schema in agentreview.mcp.schemas.OUTPUT")
@@ -201,15 +195,12 @@ def build(options: ServeOptions | None = None) -> MCPServer:
         with anyio.CancelScope(shield=True):  # a cancel that arrives now is taken below, with the runId known
             run_id = await in_thread(book.start, request)
 
-        async def progress(done: float, total: float | None, message: str) -> None:
-            await ctx.report_progress(done, total, message)
-
         async def log(level: str, data: dict[str, Any]) -> None:
             await ctx.request_context.session.send_log_message(
                 level=cast("LoggingLevel", level), data=data, logger="agentreview", related_request_id=ctx.request_id
             )
 
-        steps = runs.Steps(run_id, progress, log)
+        steps = runs.Steps(run_id, ctx.report_progress, log)
         runs.WAITING[run_id] = detach
         answered = False
         try:
@@ -306,11 +297,8 @@ def build(options: ServeOptions | None = None) -> MCPServer:
 
 
 def register_pr(tools: list[Tool], roots_of: Callable[[Context], Any]) -> None:
-    """``review_pr``, when this build has the pull-request service (``agentreview.pr``).
-
-    ``link_pr`` never raises for a bad argument or a GitHub failure: it answers ``{ok: false,
-    error: {code, message}}``, which goes back as an error result carrying that JSON.
-    """
+    """``review_pr``, when this build has ``agentreview.pr``; ``link_pr``'s ``{ok: false, error}`` answer to a
+    bad argument or a GitHub failure goes back as an error result carrying that JSON."""
     try:
         from agentreview.pr.service import link_pr
     except ImportError:  # pragma: no cover - a build without the pull-request service
@@ -335,10 +323,8 @@ def register_pr(tools: list[Tool], roots_of: Callable[[Context], Any]) -> None:
 
 
 def serve(options: ServeOptions | None = None) -> None:
-    """Serve on stdin/stdout until the client closes them (the calls in flight are cancelled, so a
-    waiting review_run cancels its review), or until SIGTERM/SIGHUP, how hosts stop a server: then
-    the waiting reviews are cancelled the same way and the server exits (stdin is read in a thread
-    that no cancellation interrupts, so ending the event loop would wait for a line that never comes)."""
+    """Serve on stdin/stdout until the client closes them or SIGTERM/SIGHUP; either way waiting reviews are
+    cancelled. On a signal the process exits: stdin's reader thread cannot be interrupted by a cancel."""
     warm()
     server = build(options)
     listed = anyio.run(server.list_tools)

@@ -1,9 +1,7 @@
-"""The server's edge on the wire: a thin filter between the client's stdio and the MCP SDK's.
+"""The server's edge on the wire: a filter between the client's stdio and the SDK's, relaying at the fd level.
 
-It makes exactly as JSON-RPC and MCP say what the SDK does not (parse and request errors, unknown methods and
-tools, the handshake, schema-checked arguments as one-line tool errors, one set of capabilities, ``logging/setLevel``),
-on the bytes, without forking the SDK; docs/cli.md tables each answer. It relays at the file-descriptor level
-between the real stdio and the pipes the SDK's ``stdio_server`` uses.
+It answers as JSON-RPC and MCP say where the SDK does not (parse errors, unknown methods and tools, the handshake,
+argument schemas, capabilities, ``logging/setLevel``) without forking the SDK; docs/cli.md tables each answer.
 """
 
 from __future__ import annotations
@@ -228,10 +226,7 @@ def _well_formed(message: JSON) -> bool:
 
 def _object_branch(schema: JSON) -> JSON:
     """The object schema inside ``schema`` (``pr`` is ``anyOf: [object, null]``)."""
-    for branch in schema.get("anyOf", []):
-        if branch.get("type") == "object":
-            return dict(branch)
-    return schema
+    return next((dict(branch) for branch in schema.get("anyOf", []) if branch.get("type") == "object"), schema)
 
 
 def _description(schema: JSON) -> str:
@@ -299,10 +294,8 @@ def outbound(edge: Edge, line: bytes) -> bytes | None:
 
 
 def serve_stdio(run_sdk: Callable[[], None], input_schemas: Mapping[str, JSON]) -> None:
-    """Serve on the real stdin/stdout through the edge, the SDK's stdio on two pipes behind it.
-
-    ``run_sdk`` runs the SDK's stdio server (it reads fd 0 and writes fd 1, which are the pipes
-    by then) and returns when its stdin closes, which is when the client's does."""
+    """Serve on the real stdin/stdout through the edge; ``run_sdk`` runs the SDK's stdio server on fds 0 and 1,
+    by then two pipes behind it, and returns when the client closes its stdin."""
     edge = Edge(input_schemas)
     sys.stdout.flush()
     client_in = os.fdopen(os.dup(0), "rb", buffering=0)

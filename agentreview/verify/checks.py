@@ -1,7 +1,6 @@
 """AIP-62 verification step 4: the attestation's content against the expectation.
 
-Problem strings and their order are reference-notes 2.11's. :func:`repo_free_checks` need no
-repository and are also what a ``composedFrom`` prior must pass.
+Problem strings and their order are reference-notes 2.11's.
 """
 
 from __future__ import annotations
@@ -48,38 +47,34 @@ def _refold(raw: dict[str, Any]) -> str:
     return fold_verdict(pairs)
 
 
-def repo_free_checks(raw: dict[str, Any]) -> tuple[list[CheckLine], list[str]]:
-    """The checks that need no repository: schema (and shape), rangeSha, the re-fold, dirty.
+def _check(checks: list[CheckLine], problems: list[str], line: CheckLine, problem: str) -> None:
+    """Add ``line``, and ``problem`` when its check failed."""
+    checks.append(line)
+    if not line.ok:
+        problems.append(problem)
 
-    These are also all a ``composedFrom`` prior must pass (besides its verdict).
-    Problem strings are reference-notes 2.11's.
-    """
+
+def repo_free_checks(raw: dict[str, Any]) -> tuple[list[CheckLine], list[str]]:
+    """The checks that need no repository: schema (and shape), rangeSha, the re-fold, dirty; also all
+    a ``composedFrom`` prior must pass (besides its verdict)."""
     checks: list[CheckLine] = []
     problems: list[str] = []
     schema = raw.get("schema")
-    ok = schema == SCHEMA
-    checks.append(CheckLine("schema", ok, SCHEMA, str(schema)))
-    if not ok:
-        problems.append(f"unknown schema '{schema}'")
-    else:
-        # Only a document of the known schema has a known shape.
+    _check(checks, problems, CheckLine("schema", schema == SCHEMA, SCHEMA, str(schema)), f"unknown schema '{schema}'")
+    if schema == SCHEMA:  # only a document of the known schema has a known shape
         problems.extend(shape_problems(raw))
 
     target = target_of(raw)
     base, head = target.get("baseSha"), target.get("headSha")
     expected_range = range_sha(base, head) if isinstance(base, str) and isinstance(head, str) else "(no target)"
     actual_range = raw.get("rangeSha")
-    ok = actual_range == expected_range
-    checks.append(CheckLine("rangeSha", ok, short(expected_range), short(actual_range)))
-    if not ok:
-        problems.append("rangeSha does not match target.baseSha..target.headSha")
+    line = CheckLine("rangeSha", actual_range == expected_range, short(expected_range), short(actual_range))
+    _check(checks, problems, line, "rangeSha does not match target.baseSha..target.headSha")
 
     refold = _refold(raw)
     verdict = raw.get("verdict")
-    ok = verdict == refold
-    checks.append(CheckLine("verdict follows from lanes", ok, refold, str(verdict)))
-    if not ok:
-        problems.append(f"verdict '{verdict}' does not follow from its lanes (expected '{refold}')")
+    line = CheckLine("verdict follows from lanes", verdict == refold, refold, str(verdict))
+    _check(checks, problems, line, f"verdict '{verdict}' does not follow from its lanes (expected '{refold}')")
     return checks, problems
 
 
@@ -96,9 +91,8 @@ def content_checks(raw: dict[str, Any], expect: Expectation) -> tuple[list[Check
 
     actual_manifest = raw.get("manifestSha")
     ok = actual_manifest == expect.manifest_sha
-    checks.append(CheckLine("manifestSha", ok, short(expect.manifest_sha), short(actual_manifest)))
-    if not ok:
-        problems.append("manifestSha mismatch")
+    line = CheckLine("manifestSha", ok, short(expect.manifest_sha), short(actual_manifest))
+    _check(checks, problems, line, "manifestSha mismatch")
 
     target = target_of(raw)
     for key, want, label in (
@@ -107,24 +101,17 @@ def content_checks(raw: dict[str, Any], expect: Expectation) -> tuple[list[Check
         ("repoRemote", expect.repo_remote, "target.repoRemote"),
     ):
         got = target.get(key)
-        ok = got == want
-        checks.append(CheckLine(label, ok, want, str(got)))
-        if not ok:
-            problems.append(f"{key} mismatch")
+        _check(checks, problems, CheckLine(label, got == want, want, str(got)), f"{key} mismatch")
 
     if expect.binding is not None:
         got = raw.get("binding")
-        ok = got == expect.binding
-        checks.append(CheckLine("binding", ok, expect.binding, str(got)))
-        if not ok:
-            problems.append("binding mismatch")
+        line = CheckLine("binding", got == expect.binding, expect.binding, str(got))
+        _check(checks, problems, line, "binding mismatch")
 
     verdict = raw.get("verdict")
     if expect.verdict != "any":
-        ok = verdict == expect.verdict
-        checks.append(CheckLine(EXPECTED_VERDICT_CHECK, ok, expect.verdict, str(verdict)))
-        if not ok:
-            problems.append(f"verdict is '{verdict}', expected '{expect.verdict}'")
+        line = CheckLine(EXPECTED_VERDICT_CHECK, verdict == expect.verdict, expect.verdict, str(verdict))
+        _check(checks, problems, line, f"verdict is '{verdict}', expected '{expect.verdict}'")
 
     line, dirty_problems = dirty_check(raw)
     checks.append(line)
@@ -134,9 +121,7 @@ def content_checks(raw: dict[str, Any], expect: Expectation) -> tuple[list[Check
 
 def lanes_match_binding(raw: dict[str, Any], parsed: ParsedReview) -> tuple[CheckLine | None, list[str]]:
     """One lane per check of the attested binding: a conformant host never drops or adds one.
-
-    Only meaningful once manifestSha matched (the parsed manifest is the one attested).
-    """
+    Only meaningful once manifestSha matched (the parsed manifest is the one attested)."""
     binding = raw.get("binding")
     lanes = raw.get("lanes")
     if not isinstance(binding, str) or not isinstance(lanes, list):

@@ -1,8 +1,5 @@
-"""Why the gate found no attestation, when the reason is the CI checkout: GitHub's merge commit.
-
-On ``pull_request`` GitHub checks out a merge commit nobody reviewed, while the attestation is for
-the pull request's head; the gate says so in one line with the fix (check out the head).
-"""
+"""Why the gate found no attestation when the CI checkout is GitHub's ``pull_request`` merge commit, which
+nobody reviewed: one line with the fix (check out the pull request's head)."""
 
 from __future__ import annotations
 
@@ -39,7 +36,7 @@ def _second_parent(root: Path, head_sha: str) -> str | None:
 
 def _attested(options: VerifyOptions, root: Path, parsed: ParsedReview, commit: str) -> bool:
     """Whether an attestation names ``commit`` as its head, where the gate looked."""
-    from agentreview.verify.exports import _note_docs, scan_export_dir
+    from agentreview.verify.exports import _note_docs, scan_export_dir, target_of
 
     if options.notes:
         return bool(_note_docs(root, commit, []))
@@ -49,11 +46,7 @@ def _attested(options: VerifyOptions, root: Path, parsed: ParsedReview, commit: 
     if directory is None or not directory.is_dir():
         return False
     docs, _ = scan_export_dir(directory)
-    for doc in docs:
-        target = doc.raw.get("target")
-        if isinstance(target, dict) and target.get("headSha") == commit:
-            return True
-    return False
+    return any(target_of(doc.raw).get("headSha") == commit for doc in docs)
 
 
 def merge_commit_hint(options: VerifyOptions, root: Path, parsed: ParsedReview, head_sha: str) -> str | None:

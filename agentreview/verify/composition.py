@@ -1,9 +1,5 @@
-"""AIP-62 verification step 5: resolving ``composedFrom`` priors in the export files.
-
-One level deep by default, as the spec's step 5 says, so an export set the spec accepts is accepted
-here; ``full_chain`` (``verify --full-chain``) follows every prior's own chain, bounded by
-:data:`MAX_CHAIN_DEPTH`. Where it is stricter than the reference: docs/concepts.md.
-"""
+"""AIP-62 verification step 5: resolving ``composedFrom`` priors in the export files, one level deep as
+the spec says; ``verify --full-chain`` follows every chain, bounded by :data:`MAX_CHAIN_DEPTH`."""
 
 from __future__ import annotations
 
@@ -63,14 +59,8 @@ def _prior_problems(raw: dict[str, Any], lane_id: str, prior: dict[str, Any], re
 def composed_from_checks(
     raw: dict[str, Any], docs: Sequence[ExportDoc], *, full_chain: bool = False
 ) -> tuple[list[CheckLine], list[str]]:
-    """Resolve every ``composedFrom`` of ``raw`` in the export docs; with ``full_chain``, each
-    prior's own ``composedFrom`` too, to the end of the chain.
-
-    A prior is the export with the referenced rangeSha and the same binding whose
-    attestationSha256 (over its raw canonical JSON, unknown members included) equals
-    the pinned one. With ``full_chain``, cycles and chains deeper than
-    :data:`MAX_CHAIN_DEPTH` are problems.
-    """
+    """Resolve every ``composedFrom`` of ``raw`` in the export docs (with ``full_chain``, to the chain's end): the
+    export of that rangeSha and binding whose attestationSha256 (raw canonical JSON) is the pinned one."""
     checks: list[CheckLine] = []
     problems: list[str] = []
     digests: dict[Path, str | None] = {}

@@ -1,9 +1,6 @@
-"""AIP-62 verification step 2: what the attestation must say about this checkout.
-
-Each name resolves to exactly one full ref or commit. With ``--ci-binding`` the binding is the
-policy's binding meant for CI (:func:`ci_binding`): a gate that names none would accept a quick
-local binding's attestation.
-"""
+"""AIP-62 verification step 2: what the attestation must say about this checkout; each name resolves to
+exactly one full ref or commit. ``--ci-binding`` pins the policy's CI binding (:func:`ci_binding`): a gate
+naming none would accept a quick local binding's attestation."""
 
 from __future__ import annotations
 
@@ -36,19 +33,12 @@ class Expectation:
 def resolve_expectation(
     root: Path, manifest_base: str, base: str | None, head_ref: str, head_commit: str | None = None
 ) -> RangeRefs:
-    """The range: ``head_ref`` as a commit, and ``base`` or else ``merge-base(manifest_base, head)``,
-    every name resolved exactly (an ambiguous one is refused, never guessed); ``head_commit`` is
-    HEAD's commit when already read. Raises ``GitError``."""
+    """The range: ``head_ref`` as a commit, and ``base`` or else ``merge-base(manifest_base, head)``, each name
+    resolved exactly (an ambiguous one is refused, never guessed). Raises ``GitError``."""
     from agentreview.host.refs import head_ref as resolve_head
     from agentreview.host.refs import resolve_range
 
     return resolve_range(root, resolve_head(root, head_ref, head_commit), base, manifest_base)
-
-
-def resolve_expectation_shas(root: Path, manifest_base: str, base: str | None, head_ref: str) -> tuple[str, str]:
-    """``(base_sha, head_sha)`` of :func:`resolve_expectation`."""
-    found = resolve_expectation(root, manifest_base, base, head_ref)
-    return found.base_sha, found.head.commit
 
 
 def ci_binding(parsed: ParsedReview) -> str:

@@ -1,9 +1,7 @@
 """AIP-62 verification step 3: finding the attestation among the export files, and reading one.
 
-Strict where that cannot reject an honest export: strict, bounded JSON from regular files only, and
-the ``HEAD^`` retry decided on repository paths, never through a symlink, so neither an
-``exportDir: .`` nor a linked export folder waves an unreviewed commit through (docs/concepts.md).
-"""
+Strict, bounded JSON from regular files only; the ``HEAD^`` retry decided on repository paths, never through a
+symlink, so neither ``exportDir: .`` nor a linked export folder waves an unreviewed commit through."""
 
 from __future__ import annotations
 
@@ -17,7 +15,7 @@ from agentreview.model.digests import loads_strict
 from agentreview.model.errors import EXIT_ERROR, EXIT_INVALID, EXIT_NOT_EXPORTED, EXIT_NOT_FOUND, EXIT_USAGE
 from agentreview.model.record import record
 from agentreview.store.exportcommit import head_only_touches_exports, repository_folder
-from agentreview.verify.expectation import resolve_expectation_shas
+from agentreview.verify.expectation import resolve_expectation
 from agentreview.verify.result import VerifyStop
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -36,12 +34,9 @@ class UnreadableExport(Exception):
 
 
 def read_export(path: Path) -> dict[str, Any]:
-    """Read one export as a strict JSON object; raise :class:`UnreadableExport` saying why.
-
-    Only regular files are opened (a FIFO or device would block or never end), the
-    size is bounded, duplicate keys and NaN/Infinity are refused: two parsers must
-    never disagree about what a signed document says.
-    """
+    """Read one export as a strict JSON object, else raise :class:`UnreadableExport` saying why. Regular files
+    only (a FIFO would block), bounded; duplicate keys and NaN/Infinity are refused: two parsers must never
+    disagree about what a signed document says."""
     from agentreview.host.files import UnreadableFileError, read_regular_file
 
     try:
@@ -119,15 +114,11 @@ def target_of(raw: dict[str, Any]) -> dict[str, Any]:
 def created_at_key(raw: dict[str, Any]) -> float:
     """Sort key for "newest first": the createdAt instant; unparsable dates sort oldest."""
     value = raw.get("createdAt")
-    if not isinstance(value, str):
-        return float("-inf")
     try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00")) if isinstance(value, str) else None
     except ValueError:
-        return float("-inf")
-    if moment.tzinfo is None:
-        return float("-inf")
-    return moment.timestamp()
+        moment = None
+    return moment.timestamp() if moment is not None and moment.tzinfo is not None else float("-inf")
 
 
 def find_for_range(docs: Sequence[ExportDoc], base_sha: str, head_sha: str, binding: str | None) -> ExportDoc | None:
@@ -186,10 +177,8 @@ def locate(
     absolute: Callable[[Path], Path],
     notes: list[str],
 ) -> Located:
-    """Step 3: the named file, or the newest export for the range in the named or declared
-    directory. Raises :class:`VerifyStop` for not found, not exported, usage and a named file
-    that is no attestation (invalid). Skipped export files and the ``HEAD^`` retry are
-    appended to ``notes`` as they happen, so they are reported even when the search fails."""
+    """Step 3: the named file, or the newest export for the range in the named or declared directory, else
+    :class:`VerifyStop`. Skipped files and the ``HEAD^`` retry go to ``notes`` at once, shown even on a stop."""
     if options.notes:
         return locate_in_notes(options, root, base_sha, head_sha, notes=notes)
     if options.path is not None:
@@ -225,10 +214,8 @@ def locate(
         directory = root / export_dir
         folder = repository_folder(export_dir)
     if not directory.is_dir():
-        published = _published_instead(options, root, base_sha, head_sha, notes)
-        if published is not None:
-            return published
-        raise VerifyStop(EXIT_NOT_FOUND, "not_found", f"export directory {directory} does not exist")
+        stop = VerifyStop(EXIT_NOT_FOUND, "not_found", f"export directory {directory} does not exist")
+        return _published_instead(stop, options, root, base_sha, head_sha, notes)
     docs, skipped = scan_export_dir(directory)
     notes.extend(skipped)
     found = find_for_range(docs, base_sha, head_sha, options.binding)
@@ -236,11 +223,10 @@ def locate(
         from agentreview.host.git import GitError
 
         try:
-            base_retry, head_retry = resolve_expectation_shas(
-                root, parsed.manifest.target.base, options.base, f"{head_sha}^"
-            )
+            retry = resolve_expectation(root, parsed.manifest.target.base, options.base, f"{head_sha}^")
         except GitError as exc:
             raise VerifyStop(EXIT_ERROR, "error", str(exc)) from exc
+        base_retry, head_retry = retry.base_sha, retry.head.commit
         found = find_for_range(docs, base_retry, head_retry, options.binding)
         if found is not None:
             notes.append(
@@ -249,36 +235,34 @@ def locate(
             )
             base_sha, head_sha = base_retry, head_retry
     if found is None and options.path is None:
-        published = _published_instead(options, root, base_sha, head_sha, notes)
-        if published is not None:
-            return published
+        stop = _not_found(base_sha, head_sha, options.binding, f"in {directory}")
+        return _published_instead(stop, options, root, base_sha, head_sha, notes)
     if found is None:
-        binding = f" (binding '{options.binding}')" if options.binding else ""
-        raise VerifyStop(
-            EXIT_NOT_FOUND,
-            "not_found",
-            f"no attestation for {base_sha[:10]}..{head_sha[:10]}{binding} in {directory}",
-        )
+        raise _not_found(base_sha, head_sha, options.binding, f"in {directory}")
     return Located(found, docs, base_sha, head_sha)
 
 
+def _not_found(base_sha: str, head_sha: str, binding: str | None, where: str) -> VerifyStop:
+    """No attestation for the range (and ``binding``) ``where`` the gate looked."""
+    named = f"{base_sha[:10]}..{head_sha[:10]}" + (f" (binding '{binding}')" if binding else "")
+    return VerifyStop(EXIT_NOT_FOUND, "not_found", f"no attestation for {named} {where}")
+
+
 def _published_instead(
-    options: VerifyOptions, root: Path, base_sha: str, head_sha: str, notes: list[str]
-) -> Located | None:
-    """The attestation of the head's ``refs/notes/agentreview`` note, when the export directory
-    has none for the range and the notes were fetched (init's workflow fetches them): a review
-    published as a note needs no export commit, so no file lands on the base branch per change.
-    The note's attestation is verified exactly as an export is; only where it was found differs."""
+    stop: VerifyStop, options: VerifyOptions, root: Path, base_sha: str, head_sha: str, notes: list[str]
+) -> Located:
+    """The attestation in the head's ``refs/notes/agentreview`` note, verified exactly as an export is (a review
+    published as a note needs no export commit), when the export directory has none for the range; else ``stop``."""
     from agentreview.host.gitrun import run_git
     from agentreview.share.notes import NOTES_REF
 
     listed = run_git(["notes", f"--ref={NOTES_REF}", "list", "--end-of-options", head_sha], root, check=False)
     if listed.returncode != 0 or not listed.stdout.strip():
-        return None
+        raise stop
     try:
         located = locate_in_notes(options, root, base_sha, head_sha, notes=notes)
     except VerifyStop:
-        return None
+        raise stop from None
     notes.append(f"no export for the range; verified the attestation published in the {NOTES_REF} note of "
                  f"{head_sha[:10]}")  # fmt: skip
     return located
@@ -290,10 +274,8 @@ MAX_NOTE_COMMITS = 256  # composedFrom chains followed through notes, at most th
 
 
 def _note_docs(root: Path, commit: str, notes: list[str]) -> list[ExportDoc]:
-    """The attestations in the note of ``commit``: pseudo-paths name the ref, commit and line.
-
-    A note that cannot be read (oversized, not a blob, git failing on it) is skipped with a note,
-    as a bad line is: the note is the claim's transport, and a missing claim is "not found"."""
+    """The attestations in the note of ``commit``, pseudo-paths naming ref, commit and line. An unreadable note
+    is skipped with a note, as a bad line is: a missing claim is "not found"."""
     from agentreview.host.gitrun import GitError
     from agentreview.share.exchange import note_attestations
     from agentreview.share.notes import NOTES_REF, NotesError
@@ -337,14 +319,9 @@ def locate_in_notes(options: VerifyOptions, root: Path, base_sha: str, head_sha:
     docs = _note_docs(root, head_sha, notes)
     found = find_for_range(docs, base_sha, head_sha, options.binding)
     if found is None:
-        binding = f" (binding '{options.binding}')" if options.binding else ""
-        raise VerifyStop(
-            EXIT_NOT_FOUND,
-            "not_found",
-            f"no attestation for {base_sha[:10]}..{head_sha[:10]}{binding} in the {NOTES_REF} note of "
-            f"{head_sha[:10]} — publish it ('agentreview publish') and fetch the notes "
-            f"('git fetch origin {NOTES_REF}:{NOTES_REF}' or 'agentreview fetch')",
-        )
+        fetch = f"('git fetch origin {NOTES_REF}:{NOTES_REF}' or 'agentreview fetch')"
+        where = f"in the {NOTES_REF} note of {head_sha[:10]} — publish it ('agentreview publish') and fetch the notes"
+        raise _not_found(base_sha, head_sha, options.binding, f"{where} {fetch}")
     seen = {head_sha}
     pending = _prior_heads(found.raw)
     while pending and len(seen) < MAX_NOTE_COMMITS:

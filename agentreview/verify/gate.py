@@ -1,9 +1,7 @@
-"""``agentreview verify``: the CI gate's decision whether a range is attested.
+"""``agentreview verify``: AIP-62 §Verification, collecting every problem, without re-running a lane.
 
-Runs AIP-62 §Verification collecting every problem, without re-running a lane. The signature (step
-7) is checked before the pack digests (step 6), since only resolving packs may use the network and
-``--require-signed`` fetches nothing unverified; checks are still reported in the spec's order.
-Re-exports the names callers and tests import (options, result, readers, checks).
+The signature (step 7) is checked before the pack digests (step 6): only resolving packs may use the network,
+and ``--require-signed`` fetches nothing unverified. Checks are still reported in the spec's order.
 """
 
 from __future__ import annotations
@@ -16,28 +14,11 @@ from agentreview.manifest.policy_tree import PolicyTreeError, written_policy
 from agentreview.model.digests import manifest_sha
 from agentreview.model.errors import EXIT_ERROR, EXIT_INVALID, EXIT_OK, EXIT_SIGNATURE, EXIT_USAGE, AgentreviewError
 from agentreview.plugins.deferred import DeferredRegistry
-from agentreview.verify.checks import (
-    SCHEMA,
-    content_checks,
-    lanes_match_binding,
-    repo_free_checks,
-    shape_problems,
-)
-from agentreview.verify.composition import MAX_CHAIN_DEPTH, composed_from_checks
+from agentreview.verify.checks import content_checks, lanes_match_binding
+from agentreview.verify.composition import composed_from_checks
 from agentreview.verify.expectation import Expectation, ci_binding, resolve_expectation
-from agentreview.verify.exports import (
-    MAX_ATTESTATION_BYTES,
-    MAX_JSON_DEPTH,
-    ExportDoc,
-    UnreadableExport,
-    created_at_key,
-    find_for_range,
-    head_only_touches_exports,
-    locate,
-    read_export,
-    scan_export_dir,
-)
-from agentreview.verify.packs import PackCheck, pack_digest_checks
+from agentreview.verify.exports import locate
+from agentreview.verify.packs import pack_digest_checks
 from agentreview.verify.policy import (
     Policy,
     manifest_edit,
@@ -48,40 +29,15 @@ from agentreview.verify.policy import (
     read_policy,
     signers_edited,
 )
-from agentreview.verify.result import VERDICT_CHOICES, CheckLine, VerifyOptions, VerifyResult, VerifyStop
+from agentreview.verify.result import VERDICT_CHOICES, CheckLine, StepCheck, VerifyOptions, VerifyResult, VerifyStop
 from agentreview.verify.signature import signature_checks
-from agentreview.verify.trust import ALLOWED_SIGNERS_IN_REPO, find_allowed_signers, in_repo_signers_at_base
+from agentreview.verify.trust import find_allowed_signers
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentreview.manifest.parse import ParsedReview
     from agentreview.plugins.registry import Registry
 
-__all__ = [
-    "ALLOWED_SIGNERS_IN_REPO",
-    "MAX_ATTESTATION_BYTES",
-    "MAX_CHAIN_DEPTH",
-    "MAX_JSON_DEPTH",
-    "SCHEMA",
-    "VERDICT_CHOICES",
-    "CheckLine",
-    "Expectation",
-    "ExportDoc",
-    "UnreadableExport",
-    "VerifyOptions",
-    "VerifyResult",
-    "composed_from_checks",
-    "content_checks",
-    "created_at_key",
-    "find_for_range",
-    "head_only_touches_exports",
-    "in_repo_signers_at_base",
-    "lanes_match_binding",
-    "read_export",
-    "repo_free_checks",
-    "scan_export_dir",
-    "shape_problems",
-    "verify",
-]
+__all__ = ["VerifyOptions", "VerifyResult", "verify"]
 
 
 PACKS_WITHHELD = (
@@ -251,12 +207,12 @@ class _Verifier:
         matches: bool,
         *,
         fetch: bool,
-    ) -> PackCheck:
+    ) -> StepCheck:
         """Step 6. With ``--policy-from`` the path packs are REF's, read from its tree as git objects
         (a change that edits a pack is checked against the pack it would replace)."""
         o = self.o
 
-        def check(at: ParsedReview, pack_root: Path) -> PackCheck:
+        def check(at: ParsedReview, pack_root: Path) -> StepCheck:
             return pack_digest_checks(
                 raw, at, pack_root, manifest_matches=matches, registry=self.registry, home=o.home, fetch=fetch,
                 withheld=PACKS_WITHHELD,
@@ -264,7 +220,6 @@ class _Verifier:
 
         if policy is None or not parsed.manifest.uses or not fetch:
             return check(parsed, root)
-
 
         try:
             with written_policy(root, policy.commit.resolved, policy.rel, parsed.source) as tree:

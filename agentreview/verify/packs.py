@@ -1,32 +1,21 @@
 """AIP-62 verification step 6: the recorded pack digests against the packs this checkout resolves.
 
-``uses[]`` is the change's to write and resolving it may fetch, so the gate runs this step after
-the signature and, with ``fetch=False``, resolves nothing; a digest not compared is shown as
-unverified, never as passed.
+Resolving the change's ``uses[]`` may fetch, so this runs after the signature, and with ``fetch=False``
+resolves nothing; a digest not compared is shown as unverified, never as passed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentreview.verify.result import CheckLine, short
+from agentreview.verify.result import CheckLine, StepCheck, short
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentreview.manifest.parse import ParsedReview
     from agentreview.packs.resolve import ResolvedReview
     from agentreview.plugins.registry import Registry
-
-
-@dataclass
-class PackCheck:
-    """What step 6 found: at most one check line, its problems, and notes."""
-
-    checks: list[CheckLine] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
 
 
 def pack_digest_checks(
@@ -39,11 +28,10 @@ def pack_digest_checks(
     home: Path | None,
     fetch: bool = True,
     withheld: str = "",
-) -> PackCheck:
-    """Step 6 for ``raw``. ``registry`` is called only when packs must be resolved; ``home``
-    (default AGENTREVIEW_HOME) holds the git pack cache. Without ``fetch`` no pack is
+) -> StepCheck:
+    """Step 6 for ``raw``; ``registry`` is called only when packs must be resolved. Without ``fetch`` no pack is
     resolved (no loader runs, so nothing is fetched) and ``withheld`` is the note saying why."""
-    out = PackCheck()
+    out = StepCheck()
     recorded = raw.get("packs")
     if recorded is None:
         if parsed.manifest.uses and manifest_matches:
@@ -85,16 +73,8 @@ def pack_digest_checks(
 def verify_pack_digests(
     recorded: list[dict[str, Any]], resolved: ResolvedReview | BaseException | None
 ) -> tuple[list[str], list[str]]:
-    """AIP-62 verification step 6: recorded pack digests against the packs resolved here.
-
-    Returns ``(problems, notes)``. The ``alg`` of every record is checked first and
-    an unknown one is a hard problem whatever else happens; with ``resolved`` ``None``
-    (the packs were not resolved) that is all. A resolution that could
-    not complete because a pack cannot be obtained here is a note; any other
-    resolution failure is a problem. Records are matched to resolved packs by ``ref``
-    (in order, so one ref used twice matches twice); a record with no resolved pack,
-    a resolved pack with no record, and a changed digest are problems.
-    """
+    """``(problems, notes)`` of the recorded pack digests against ``resolved`` (``None``: only each ``alg`` is
+    checked), matched by ``ref`` in order. A pack that cannot be obtained here is a note, not a problem."""
     from agentreview.model.contracts.errors import PackUnavailableError
     from agentreview.model.digests import PACK_DIGEST_ALG
 

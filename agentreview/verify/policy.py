@@ -1,9 +1,7 @@
-"""``verify --policy-from REF``: the review policy, read from a commit the change cannot edit.
+"""``verify --policy-from REF``: the review policy, read as git objects from a commit the change cannot edit.
 
-Without it the change under review controls the expectation (its REVIEW.md could move
-``target.base``, drop checks or add a trivial binding). With it, everything the gate expects is read
-from REF as git objects, so a policy change passes only when it was reviewed under REF's policy: the
-review that approves a policy change is never the one it would steer.
+Without it the change controls the expectation (its REVIEW.md could move ``target.base`` or drop checks);
+with it, a policy change passes only when reviewed under REF's policy, never the one it would steer.
 """
 
 from __future__ import annotations
@@ -97,9 +95,8 @@ def signers_edited(policy: Policy, root: Path, head_sha: str) -> bool:
 
 
 def policy_line(policy: Policy, edit: str | None, raw: dict[str, Any], msha: str) -> tuple[list[CheckLine], list[str]]:
-    """The checkout's manifest against REF's. Identical, or edited and the attestation made under
-    REF's manifest (its ``manifestSha`` is REF's): the line passes. Edited and attested under any
-    other manifest (the change's own): the problem says how to review it under REF's policy."""
+    """The checkout's manifest against REF's: it passes when identical or attested under REF's manifest; else
+    the problem says how to review the change under REF's policy."""
     expected = f"{policy.rel} as at {policy.commit.ref} ({policy.commit.sha[:10]})"
     if edit is None:
         return [CheckLine("review policy", True, expected, "identical")], []
@@ -140,10 +137,8 @@ class PolicyFiles:
 
 
 def policy_files_checks(policy: Policy, root: Path, head_sha: str, raw: dict[str, Any]) -> PolicyFiles:
-    """The files REF's manifest names inside the repository are policy too: the rubric of each of
-    its own agent checks (the digest the attestation records must be REF's blob's) and each path
-    pack (whether the head's differs from REF's; its digest is checked in step 6 against REF's
-    pack). A rubric digest other than REF's: the attestation was made under another policy."""
+    """The files REF's manifest names are policy too: each agent check's rubric (the recorded digest must be
+    REF's blob's, else the attestation was made under another policy) and each path pack (head's against REF's)."""
     from agentreview.host.files import DEFAULT_LIMIT
     from agentreview.host.git import blob_at
     from agentreview.model.digests import sha256_hex

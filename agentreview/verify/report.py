@@ -1,8 +1,5 @@
-"""How a :class:`VerifyResult` is shown: the text report and the ``--json`` object.
-
-The text lists every check with its expected and actual value; the JSON object is the documented
-shape (docs/cli.md, ``agentreview verify --json``).
-"""
+"""How a :class:`VerifyResult` is shown: the text report (every check, expected and actual) and the
+``--json`` object documented in docs/cli.md."""
 
 from __future__ import annotations
 
@@ -84,12 +81,9 @@ def render_text(result: VerifyResult) -> str:
     for check in result.checks:
         mark = "?" if check.unverified else "✓" if check.ok else "✗"
         lines.append(f"  {mark} {check.name.ljust(width)}  expected {check.expected}, actual {check.actual}")
-    if result.problems:
-        lines.append("problems:")
-        lines.extend(f"  - {p}" for p in result.problems)
-    if result.notes:
-        lines.append("notes:")
-        lines.extend(f"  - {n}" for n in result.notes)
+    for heading, items in (("problems", result.problems), ("notes", result.notes)):
+        if items:
+            lines += [f"{heading}:", *(f"  - {item}" for item in items)]
     if result.ok and result.principal:
         lines.append(f"signature verified: principal {result.principal}")
     if result.ok and result.policy_change:

@@ -1,8 +1,5 @@
-"""What a verification is asked (:class:`VerifyOptions`) and what it answers (:class:`VerifyResult`).
-
-Apart from the steps, so every step module can speak of a :class:`CheckLine` or stop with a
-:class:`VerifyStop` without importing the others.
-"""
+"""What a verification is asked (:class:`VerifyOptions`) and answers (:class:`VerifyResult`), apart from the
+steps so each step module can use :class:`CheckLine` and :class:`VerifyStop` without importing the others."""
 
 from __future__ import annotations
 
@@ -48,11 +45,8 @@ class VerifyOptions:
 
 @record
 class CheckLine:
-    """One check performed, with what was expected and what the attestation says.
-
-    ``unverified``: the check could not be made here (pack digests whose packs cannot be
-    resolved, or are not fetched for an unsigned export): never shown as passed, not a
-    failure either; a note says why."""
+    """One check performed: expected and actual. ``unverified``: it could not be made here (packs not
+    resolved or not fetched); never shown as passed, not a failure either, a note says why."""
 
     name: str
     ok: bool
@@ -110,6 +104,14 @@ class VerifyResult:
             return None
         return self.verdict if self.verdict in ("pass", "block", "incomplete") else None
 
+
+@dataclass
+class StepCheck:
+    """What one verification step found: its check lines, its problems, and notes."""
+
+    checks: list[CheckLine] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 class VerifyStop(Exception):

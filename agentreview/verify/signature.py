@@ -1,17 +1,14 @@
-"""AIP-62 verification step 7: the signature, checked by the signer that handles its ``alg``.
-
-A signed export is checked whenever an allowed_signers file is known, required or not; an invalid
-signature is always exit 6. Which file is trusted is :mod:`agentreview.verify.trust`'s decision.
-"""
+"""AIP-62 verification step 7: the signature, checked by the signer of its ``alg`` whenever an
+allowed_signers file is known, required or not; an invalid signature is always exit 6."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentreview.verify.result import CheckLine, short
+from agentreview.verify.result import CheckLine, StepCheck, short
 from agentreview.verify.trust import decide_trust, in_repo_note, read_untrusted
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -20,12 +17,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 @dataclass
-class SignatureCheck:
+class SignatureCheck(StepCheck):
     """What step 7 found. ``problems`` are of the signature class (exit 6 when nothing else failed)."""
 
-    checks: list[CheckLine] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
     principal: str | None = None
 
 

@@ -1,9 +1,8 @@
 """Which allowed_signers file a signature is checked against, and whether it can be trusted.
 
-A change must not vouch for its own signer: a file inside the repository (by name or by where its
-links lead) is trusted only as REF's git object with ``--policy-from``, or as a link-free regular
-file whose bytes equal those at a base the caller named. A file outside is the caller's, trusted as
-given; the bytes checked are the bytes read, never the path read again.
+A change must not vouch for its own signer: a file inside the repository is trusted only as REF's object
+(``--policy-from``) or as a link-free regular file equal to the named base's; one outside is the caller's.
+The bytes checked are the bytes read, never the path read again.
 """
 
 from __future__ import annotations
@@ -47,12 +46,8 @@ class PolicyCommit:
 
 @record
 class SignersFile:
-    """The allowed_signers file to use.
-
-    ``path`` is the file as named (what messages show). ``in_repo`` when it lies inside the
-    repository; then ``rel`` is its repository path (``None`` when it cannot be told) and
-    ``linked`` says that reaching it follows a symbolic link inside the repository.
-    """
+    """The allowed_signers file to use: ``path`` as named; when ``in_repo``, ``rel`` is its repository path
+    (``None`` when unknown) and ``linked`` says reaching it follows a link inside the repository."""
 
     path: Path
     in_repo: bool
@@ -80,13 +75,8 @@ def _within(path: Path, root: Path) -> bool:
 
 
 def _place(path: Path, root: Path) -> tuple[bool, str | None, bool]:
-    """Where the absolute, normalized ``path`` lies: ``(in the repository, repository path, linked)``.
-
-    Walks the path one component at a time. A symbolic link outside the repository is the
-    caller's and is followed; one inside it is the change's: the walk stops there (``linked``).
-    The repository path is the name's own when the name lies inside the repository, else
-    where the caller's links lead.
-    """
+    """Where the absolute, normalized ``path`` lies: ``(in the repository, repository path, linked)``. A link
+    outside the repository is the caller's and followed; one inside is the change's and stops the walk."""
     named_rel = path.relative_to(root).as_posix() if _within(path, root) else None
     pending = list(path.parts[1:])
     current = Path(path.anchor)
@@ -119,13 +109,9 @@ def _place(path: Path, root: Path) -> tuple[bool, str | None, bool]:
 def find_allowed_signers(
     given: Path | None, root: Path, *, cwd: Path | None = None, policy: PolicyCommit | None = None
 ) -> SignersFile | None:
-    """The allowed_signers file to use, or ``None`` when none is known.
-
-    ``given`` (from ``--allowed-signers``, relative to ``cwd``; a missing file is a usage error),
-    else the default: with ``policy``, ``.agentproto/allowed_signers`` when REF has it (whatever
-    the checkout has); otherwise the checkout's when present (even as a symbolic link, so that
-    it is refused by name rather than silently ignored).
-    """
+    """The allowed_signers file to use, or ``None``: ``given`` (relative to ``cwd``; missing is a usage error),
+    else REF's ``.agentproto/allowed_signers`` with ``policy``, else the checkout's, a link included (so it is
+    refused by name, never silently ignored)."""
     if given is not None:
         named = Path(os.path.normpath((cwd or root) / given))
         if not named.is_file():
@@ -195,14 +181,9 @@ def read_untrusted(signers: SignersFile) -> bytes | None:
 def in_repo_signers_at_base(
     root: Path, signers: Path, base_sha: str, rel: str | None = None
 ) -> tuple[bytes | None, str | None]:
-    """The checkout's allowed_signers as the range base has it, or why it cannot be trusted.
-
-    Trusted only when the file in the checkout is a plain regular file (no symbolic link,
-    which could point anywhere, e.g. at a pack cache the change itself filled) whose bytes
-    are exactly those of the regular file at the same repository path ``rel`` (default
-    ``.agentproto/allowed_signers``) in ``base_sha``. The returned bytes are the base's, so
-    what is verified against cannot change after this check.
-    """
+    """The checkout's allowed_signers as ``base_sha`` has it at ``rel``, or why it cannot be trusted: only a plain
+    regular file (a link could point at a pack cache the change filled) equal to the base's. The base's bytes are
+    returned, so what is verified against cannot change after this check."""
     from agentreview.host.git import GitError, blob_at
 
     now = _read_plain_file(signers, MAX_ALLOWED_SIGNERS_BYTES)

@@ -1,8 +1,5 @@
-"""Turn a reviewer's final structured answer into the verdict file.
-
-The built-in reviewers get no write tool, so the provider writes the file from their final answer
-and the executor reads it exactly as an ``exec`` reviewer's: one validation for every provider.
-"""
+"""Turn a reviewer's final structured answer into the verdict file: the built-in reviewers get no write tool,
+and the executor then reads the file as an ``exec`` reviewer's, one validation for every provider."""
 
 from __future__ import annotations
 
@@ -70,13 +67,9 @@ def _candidate(text: str) -> Any:
 
 
 def record_answer(answer: Any, path: Path, *, who: str) -> ReviewerResult | None:
-    """Write the verdict file from ``answer`` (a dict, or text holding one JSON object).
-
-    Returns ``None`` when a verdict candidate was written, or the :class:`ReviewerResult`
-    that explains why there is none: an empty turn or plain prose is ``unavailable``
-    (another reviewer may try); text that looks like a finding is ``malformed``
-    (terminal, with a redacted excerpt).
-    """
+    """Write the verdict file from ``answer`` (a dict, or text holding one JSON object); ``None`` when written,
+    else why not: an empty turn or prose is ``unavailable`` (another reviewer may try), text that looks like a
+    finding ``malformed`` (terminal, with a redacted excerpt)."""
     if isinstance(answer, dict):
         write_verdict(path, answer)
         return None

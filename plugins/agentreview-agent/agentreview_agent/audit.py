@@ -1,9 +1,7 @@
-"""What a reviewer's event stream proves, in the wrapper contract's two buckets.
+"""What a reviewer's event stream proves, in the wrapper contract's two buckets (docs/providers.md).
 
-What alone widens the reviewer's reach is judged by *value* (``unsafe_values``: the lane stops);
-everything else by *shape*, never by a field's name (``unknown_fields``: the answer is not used, the
-lane may fall back). Pure, so ``presets --probe`` and fixture tests run it on recorded output
-(docs/providers.md, "The audit").
+What widens the reviewer's reach is judged by *value* (``unsafe_values``: the lane stops); the rest by
+*shape*, never by a field's name (``unknown_fields``: the answer is not used, the lane may fall back).
 """
 
 from __future__ import annotations
@@ -13,9 +11,6 @@ from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
 from agentreview.api import ReviewerEnd, ReviewerResult
-from agentreview_agent.excerpt import redact
-
-MAX_NOTE_CHARS = 160
 
 
 @dataclass
@@ -35,10 +30,6 @@ class AuditOutcome:
         self.unsafe_values += other.unsafe_values
         self.unknown_fields += other.unknown_fields
 
-    @property
-    def clean(self) -> bool:
-        return not self.unsafe_values and not self.unknown_fields
-
     def result(self, end: ReviewerEnd, error: str, **ids: Any) -> ReviewerResult:
         """A ``ReviewerResult`` carrying both buckets, each note once, in order."""
         return ReviewerResult(
@@ -53,12 +44,6 @@ class AuditOutcome:
 def name_of(value: Any, limit: int = 60) -> str:
     """A field, tool or type name as it may be quoted in a reason: printable, bounded."""
     return re.sub(r"[^A-Za-z0-9_.:/@-]", "?", str(value))[:limit]
-
-
-def note(text: str, limit: int = MAX_NOTE_CHARS) -> str:
-    """A value quoted as evidence: one line, redacted, bounded."""
-    text = redact(" ".join(str(text).split()))
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def is_container(value: Any) -> bool:

@@ -1,8 +1,5 @@
-"""Decide whether a malformed answer may hold a real finding, and quote it safely.
-
-Falling back from an answer that *looks like a finding* could launder a real block into another
-reviewer's pass, so the lane stops instead, carrying a bounded, redacted excerpt as its evidence.
-"""
+"""Decide whether a malformed answer may hold a real finding, and quote it bounded and redacted: falling back
+from it could launder a real block into another reviewer's pass, so the lane stops instead."""
 
 from __future__ import annotations
 
@@ -12,6 +9,7 @@ from typing import Any
 MAX_LINES = 20
 MAX_LINE_CHARS = 200
 MAX_FINDINGS = 5
+MAX_NOTE_CHARS = 160
 
 _CONCERN = re.compile(
     r"""(?ix)
@@ -47,6 +45,12 @@ def redact(line: str) -> str:
     return line
 
 
+def note(value: Any, limit: int = MAX_NOTE_CHARS) -> str:
+    """A value quoted as evidence: one line, redacted, bounded."""
+    text = redact(" ".join(str(value).split()))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def concern_excerpt(text: str) -> str:
     """At most 20 matched lines of at most 200 characters each, redacted, joined by `` / ``."""
     picked: list[str] = []
@@ -62,26 +66,20 @@ def concern_excerpt(text: str) -> str:
     return " / ".join(picked)
 
 
-def _field(value: Any, limit: int) -> str:
-    text = redact(" ".join(str(value).split()))
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def finding_excerpt(data: Any) -> str:
-    """The findings of a structured answer that breaks the lane contract, as the operator needs to
-    judge them: at most 5, each its severity, title, ``file:line`` and the start of its detail,
-    every value redacted and bounded. Empty when ``data`` holds no finding-shaped object."""
+    """At most 5 findings of a structured answer that breaks the lane contract (severity, title, ``file:line``,
+    the start of the detail), redacted and bounded; empty when ``data`` holds no finding-shaped object."""
     raw = data.get("findings") if isinstance(data, dict) else None
     shown: list[str] = []
     for index, item in enumerate(raw if isinstance(raw, list) else []):
         if not isinstance(item, dict) or not ({"severity", "title"} & item.keys()):
             continue
-        parts = [f"findings.{index}: [{_field(item.get('severity'), 20)}] {_field(item.get('title'), 100)}"]
+        parts = [f"findings.{index}: [{note(item.get('severity'), 20)}] {note(item.get('title'), 100)}"]
         if item.get("file") is not None:
-            where = _field(item["file"], 80)
-            parts.append(f"at {where}:{_field(item['line'], 10)}" if item.get("line") is not None else f"at {where}")
+            where = note(item["file"], 80)
+            parts.append(f"at {where}:{note(item['line'], 10)}" if item.get("line") is not None else f"at {where}")
         if item.get("detail"):
-            parts.append(f"— {_field(item['detail'], 80)}")
+            parts.append(f"— {note(item['detail'], 80)}")
         shown.append(" ".join(parts))
         if len(shown) == MAX_FINDINGS:
             break

@@ -1,8 +1,6 @@
-"""The ``agent`` lane executor: a preset chain of reviewers under one deadline.
+"""The ``agent`` lane executor: a preset chain of reviewers sharing the check's ``timeoutMs``.
 
-Retries and fallbacks share the check's ``timeoutMs``; only an *unavailable* reviewer moves the lane
-on, anything else ends it where it is. It never decides pass or fail: the core applies ``blockOn``.
-Host-remediation retry and same-family exclusion are in docs/providers.md.
+Only an *unavailable* reviewer moves the lane on; it never decides pass or fail (the core applies ``blockOn``).
 """
 
 from __future__ import annotations
@@ -109,20 +107,14 @@ class AgentLaneExecutor:
         names = list(dict.fromkeys([check.preset, *check.fallbackPresets]))
         for name in names:
             spec = request.presets.get(name)
-            if spec is None:
-                chain.fallbacks.append(
-                    FallbackAttempt(
-                        name, f"preset '{name}' not found — neither a built-in preset nor a user preset in presets.toml"
-                    )
+            provider = request.providers.get(spec.provider) if spec is not None else None
+            if spec is None or provider is None:
+                missing = (
+                    f"preset '{name}' not found — neither a built-in preset nor a user preset in presets.toml"
+                    if spec is None
+                    else f"provider '{spec.provider}' of preset '{name}' is not installed (no plugin registers it)"
                 )
-                continue
-            provider = request.providers.get(spec.provider)
-            if provider is None:
-                chain.fallbacks.append(
-                    FallbackAttempt(
-                        name, f"provider '{spec.provider}' of preset '{name}' is not installed (no plugin registers it)"
-                    )
-                )
+                chain.fallbacks.append(FallbackAttempt(name, missing))
                 continue
             if chain.same_family(name, spec.provider, preset_family(spec)):
                 continue

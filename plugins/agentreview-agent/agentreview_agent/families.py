@@ -1,8 +1,6 @@
-"""Same-family exclusion: a change an agent wrote is not reviewed by a model of the same family.
+"""Same-family exclusion: a model of the writer's family shares its blind spots (reviewer-clis.md §1.2).
 
-A reviewer of the writer's family shares its blind spots (reviewer-clis.md §1.2). The writing
-families only ever grow (``--authored-by``, vendor e-mails, agent trailers), so a claimed co-author
-can only exclude reviewers, never turn a lane into a pass.
+The writing families only grow, so a claimed co-author can only exclude reviewers, never make a pass.
 """
 
 from __future__ import annotations
@@ -46,10 +44,7 @@ def preset_family(spec: PresetSpec) -> str | None:
 
 def _email_family(email: str) -> str | None:
     domain = email.rpartition("@")[2].strip().lower()
-    for known, family in DOMAINS.items():
-        if domain == known or domain.endswith("." + known):
-            return family
-    return None
+    return next((family for known, family in DOMAINS.items() if domain == known or domain.endswith("." + known)), None)
 
 
 def _person_family(text: str) -> str | None:

@@ -1,8 +1,5 @@
-"""Plugin entry module: the ``agent`` lane executor and the reviewer providers.
-
-Every command that loads plugins imports this module, so it registers light stand-ins that import
-the executor or a provider only on first use.
-"""
+"""Plugin entry module: the ``agent`` lane executor and the reviewer providers, as light stand-ins that
+import them on first use (every command that loads plugins imports this module)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """``agentreview presets --probe``: a provider's real admission, with no paid model call.
 
-The provider starts its CLI exactly as a lane would, but against a local server that answers ``401``
-at once and with no credential linked in, then audits what the CLI printed: drift shows before a
-lane pays for a model call. What each CLI allows is in docs/providers.md.
+The CLI starts as a lane would, against a local server answering ``401`` and with no credential, and its
+output is audited: drift shows before a lane pays for a model call.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""The pointer-style reviewer prompt (spec: The agent-lane contract; reference-notes 2.20).
-
-It names the range and the rubric and never inlines a diff, so nothing is truncated; it names only
-what the reviewer can do (``tools``) and how it answers (a verdict file, or a structured answer).
-"""
+"""The pointer-style reviewer prompt (reference-notes 2.20): it names the range and rubric, never inlines a
+diff (nothing is truncated), and names only what the reviewer can do and how it answers."""
 
 from __future__ import annotations
 

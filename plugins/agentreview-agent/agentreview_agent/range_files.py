@@ -1,15 +1,12 @@
-"""The reviewed range's ``git diff`` and ``git log`` as bounded files a reviewer's read tools can open.
-
-Reviewers with read tools only cannot run git, so the provider writes both (through the host's
-hardened git) where they can read them, cut at a fixed size with a last line that says so.
-"""
+"""The reviewed range's ``git diff`` and ``git log`` as bounded files (through the host's hardened git), for
+reviewers with read tools only, which cannot run git."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-from agentreview.api import GitError, ReviewerRequest, run_git
+from agentreview.api import GitError, ReviewerRequest, ReviewerResult, run_git
 
 MAX_DIFF_BYTES = 4 * 1024 * 1024
 MAX_LOG_BYTES = 512 * 1024
@@ -27,28 +24,24 @@ def _bounded(path: Path, limit: int) -> None:
         )
 
 
-def write_range_files(request: ReviewerRequest, directory: Path) -> tuple[Path, Path]:
-    """Write ``range.diff`` and ``range.log`` of the request's range into ``directory``; raises
-    ``OSError`` or ``GitError`` when git cannot produce them."""
+def range_prompt(request: ReviewerRequest, directory: Path, who: str) -> str | ReviewerResult:
+    """The reviewer's prompt, ending with where this wrote the range's ``range.diff`` and ``range.log``
+    (into ``directory``); ``unavailable`` when git cannot produce them."""
     rng = f"{request.base_sha}..{request.head_sha}"
     diff, log = directory / "range.diff", directory / "range.log"
     quote = {"core.quotePath": "false"}
-    for path, args, limit in (
-        (diff, ["diff", "--no-color", "--no-ext-diff", "--full-index", rng], MAX_DIFF_BYTES),
-        (log, ["log", "--no-color", "--stat", "--format=fuller", rng], MAX_LOG_BYTES),
-    ):
-        with path.open("wb") as fh:
-            run_git(args, request.repo_root, stdout=fh, config=quote, timeout=GIT_TIMEOUT_S)
-        _bounded(path, limit)
-    return diff, log
-
-
-def range_note(diff: Path, log: Path, repo_root: Path) -> str:
-    """The prompt's last lines: where the range's diff and log are, and where the repository is."""
-    return (
+    try:
+        for path, args, limit in (
+            (diff, ["diff", "--no-color", "--no-ext-diff", "--full-index", rng], MAX_DIFF_BYTES),
+            (log, ["log", "--no-color", "--stat", "--format=fuller", rng], MAX_LOG_BYTES),
+        ):
+            with path.open("wb") as fh:
+                run_git(args, request.repo_root, stdout=fh, config=quote, timeout=GIT_TIMEOUT_S)
+            _bounded(path, limit)
+    except (OSError, GitError) as exc:
+        return ReviewerResult("unavailable", f"could not write the range's diff and log for {who}: {exc}")
+    return (request.read_prompt or request.answer_prompt) + (
         f"\n\nYou have no shell. The host wrote the range's `git diff` to {diff} and its `git log` to {log}; "
-        f"read those files instead of running git, then read the touched files in the repository at {repo_root}."
+        f"read those files instead of running git, then read the touched files in the repository at "
+        f"{request.repo_root}."
     )
-
-
-__all__ = ["GitError", "range_note", "write_range_files"]

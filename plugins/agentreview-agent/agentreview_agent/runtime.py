@@ -1,9 +1,5 @@
-"""The Node.js a CLI's shebang will run, found before the CLI is launched.
-
-Kimi Code under a too-old Node dies with a useless stack trace, so the interpreter is resolved as the
-kernel will (on the reviewer's absolute ``PATH`` entries only, never one in the repository) and its
-version checked first.
-"""
+"""The Node.js a CLI's shebang will run, resolved as the kernel will (absolute ``PATH`` entries only, never
+one in the repository) and version-checked first: Kimi Code under a too-old Node dies with a stack trace."""
 
 from __future__ import annotations
 

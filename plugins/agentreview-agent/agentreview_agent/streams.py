@@ -1,8 +1,7 @@
-"""Shared parsing of reviewer event streams and failure texts.
+"""Shared parsing of reviewer event streams and failure texts (reviewer-clis.md §7).
 
-Strict (duplicate keys rejected) because the audit must see exactly what the CLI reported; a bad
-line does not stop the parse, and one that might be a mangled event is drift (``Stream.stray``). The
-failure patterns follow ``reviewer-clis.md`` section 7.
+Strict (duplicate keys rejected), so the audit sees exactly what the CLI reported; a line that might be a
+mangled event is drift (``Stream.stray``).
 """
 
 from __future__ import annotations
@@ -12,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentreview.api import loads_strict
-from agentreview_agent.audit import note
+from agentreview_agent.excerpt import note
 
 AUTH_TEXT = re.compile(
     r"(?i)not logged in|please run /login|invalid api key|invalid x-api-key"
@@ -33,16 +32,12 @@ PERMANENT_TEXT = re.compile(
 class Stream:
     events: list[dict[str, Any]] = field(default_factory=list)
     stray: list[str] = field(default_factory=list)  # drift notes: lines that might be events but do not parse
-    ignored: int = 0  # lines that cannot be events (no ``{``)
 
 
 def parse_jsonl(text: str) -> Stream:
     stream = Stream()
     for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        if "{" not in line:
-            stream.ignored += 1
+        if "{" not in line:  # blank, or a line that cannot be an event
             continue
         try:
             event = loads_strict(line)

@@ -1,8 +1,5 @@
-"""Read and validate the one verdict file a reviewer leaves (reference-notes 1.4, 2.21).
-
-Anything short of a well-formed file skips the lane (never a pass), quoting what it said about
-findings, bounded and redacted. ``decision`` is checked for shape and dropped: status comes from findings.
-"""
+"""Read and validate the one verdict file a reviewer leaves (reference-notes 1.4, 2.21): anything short of a
+well-formed file skips the lane, never a pass. ``decision`` is checked for shape and dropped."""
 
 from __future__ import annotations
 
@@ -39,10 +36,8 @@ class Verdict:
 
 
 def strip_fence(text: str) -> str:
-    """Drop a leading BOM, trim, then drop one surrounding Markdown code fence (```` ``` ```` or ```` ```json ````).
-
-    JavaScript's ``trim`` (the reference host's first step) removes a BOM as whitespace; Python's does not.
-    """
+    """Drop a leading BOM (JavaScript's ``trim``, the reference's first step, does), trim, then drop one
+    surrounding Markdown code fence (```` ``` ```` or ```` ```json ````)."""
     text = text.removeprefix("\ufeff").strip()
     text = _FENCE_OPEN.sub("", text, count=1)
     return _FENCE_CLOSE.sub("", text, count=1)

@@ -1,9 +1,6 @@
-"""What the shipped CLI providers share beyond the core's reviewer base (``agentreview.api.CliReviewer``).
-
-The CLIs' configuration variables no preset may grant, how an audited stream becomes a result, and
-the write side of the wrapper contract: a refused invocation is retried once without its *belt*
-settings (those a second path already guarantees), so admission never widens (docs/providers.md,
-"The write side: belt and gate").
+"""What the shipped CLI providers share beyond ``agentreview.api.CliReviewer``: the variables no preset may
+grant, how an audited stream becomes a result, and the belt retry: a refused invocation runs once more
+without the settings a second path guarantees, so admission never widens (docs/providers.md).
 """
 
 from __future__ import annotations
@@ -16,7 +13,8 @@ from typing import Any, TypeVar
 
 from agentreview.api import CliReviewer, ProcessResult, ReviewerBase, ReviewerResult
 from agentreview_agent.answer import record_answer
-from agentreview_agent.audit import AuditOutcome, name_of, note
+from agentreview_agent.audit import AuditOutcome, name_of
+from agentreview_agent.excerpt import note
 from agentreview_agent.streams import parse_jsonl
 
 # The private-home and configuration variables of the shipped CLIs. Every shipped provider (exec included)
@@ -65,8 +63,7 @@ T = TypeVar("T")
 def with_belt_retry(
     who: str, settings: Sequence[Setting], run: Callable[[bool], T], refused: Callable[[T], bool]
 ) -> tuple[T, tuple[str, ...]]:
-    """Run with every setting (``run(False)``); when ``refused`` says the CLI refused the invocation before
-    starting and belt settings were present, run once more with the strict subset (``run(True)``).
+    """``run(False)``; when it was ``refused`` and belt settings were present, ``run(True)`` without them.
     Returns the run that counts and the lane note saying what was dropped and why that is safe."""
     first = run(False)
     belt = [s for s in settings if s.guaranteed_by]
@@ -124,9 +121,8 @@ def stream_end(name: str, audit: AuditOutcome, proc: ProcessResult, **ids: Any) 
 
 
 def stream_failed(who: str, detail: str, **ids: Any) -> ReviewerResult:
-    """``stream_failed``: the CLI reported that its model stream broke or its model connection failed (an
-    error that carries no HTTP status) after retrying it itself. Unavailable, and not retried by the lane:
-    the CLI's own retries were the retries, so the lane moves to its next preset at once."""
+    """``stream_failed``: the model stream or connection broke (no HTTP status) after the CLI's own retries;
+    unavailable and not retried by the lane, which moves to its next preset at once."""
     return ReviewerResult(
         "unavailable",
         f"stream_failed: {who}'s model stream failed (the connection broke or could not be made, and the CLI "

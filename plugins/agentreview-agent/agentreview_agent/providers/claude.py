@@ -1,8 +1,7 @@
 """``claude``: Claude Code as a read-only reviewer (reviewer-clis.md §1.4, §2; wrapper contract).
 
-Read tools only (git itself can write files, so no shell), no MCP servers or user settings, a fresh
-private config dir per attempt, and an audited stream; the answer is structured output this provider
-writes to the verdict file. Flags and audit: docs/providers.md, "The built-in providers".
+Read tools only (git itself can write files, so no shell), no MCP servers or user settings, a private config
+dir per attempt, an audited stream; its structured answer is written to the verdict file (docs/providers.md).
 """
 
 from __future__ import annotations
@@ -16,7 +15,6 @@ from typing import Any
 
 from agentreview.api import (
     CliInfo,
-    GitError,
     PresetSpec,
     ProcessResult,
     ReviewerRequest,
@@ -30,10 +28,10 @@ from agentreview_agent.audit import (
     is_container,
     list_of_strings,
     name_of,
-    note,
     unknown_event,
     unknown_member,
 )
+from agentreview_agent.excerpt import note
 from agentreview_agent.probe import PROBE_KEY, probe_request, refusing_server, verdict
 from agentreview_agent.providers.base import (
     Setting,
@@ -48,7 +46,7 @@ from agentreview_agent.providers.base import (
     tool_note,
     with_belt_retry,
 )
-from agentreview_agent.range_files import range_note, write_range_files
+from agentreview_agent.range_files import range_prompt
 from agentreview_agent.streams import AUTH_TEXT, QUOTA_TEXT, parse_jsonl, unavailable_reason
 
 HELP_ARGS = ("--help",)
@@ -125,10 +123,8 @@ def _within(value: str, allowed: Sequence[Path]) -> bool:
 
 
 def audit_init(event: dict[str, Any], allowed_dirs: Sequence[Path] = ()) -> AuditOutcome:
-    """Judge one ``system``/``init`` event: the pinned fields by value, every other field by shape.
-
-    ``allowed_dirs`` are the directories this provider gave the CLI (its cwd and each ``--add-dir``);
-    a directory the init lists beyond them came from configuration this provider did not control."""
+    """Judge one ``system``/``init`` event: the pinned fields by value, every other field by shape. A directory
+    listed beyond ``allowed_dirs`` (cwd and each ``--add-dir``) came from configuration this did not control."""
     out = AuditOutcome()
     tools = event.get("tools")
     if not list_of_strings(tools):
@@ -330,15 +326,13 @@ class ClaudeProvider(ShippedCli):
         config_dir = attempt_dir(request, "claude-config")
         credentials = user_dir("CLAUDE_CONFIG_DIR", ".claude") / ".credentials.json"
         self.link_credential(request, credentials, config_dir / ".credentials.json")
-        try:
-            diff, log = write_range_files(request, request.work_dir)
-        except (OSError, GitError) as exc:
-            return ReviewerResult("unavailable", f"could not write the range's diff and log for claude: {exc}")
+        prompt = range_prompt(request, request.work_dir, "claude")
+        if isinstance(prompt, ReviewerResult):
+            return prompt
         add_dirs = [request.work_dir]
         rubric_dir = request.rubric_path.parent
         if not rubric_dir.resolve().is_relative_to(request.repo_root.resolve()):
             add_dirs.append(rubric_dir)
-        prompt = (request.read_prompt or request.answer_prompt) + range_note(diff, log, request.repo_root)
         env = {
             **env,
             "CLAUDE_CONFIG_DIR": str(config_dir),

@@ -1,9 +1,7 @@
 """``codex``: the Codex CLI as a read-only reviewer (reviewer-clis.md §1.5, §3; wrapper contract).
 
-``codex exec --sandbox read-only`` under a fresh private ``CODEX_HOME``, every added surface off.
-Commands inside the read-only sandbox are the contract's one exception; a refused command or any
-tool item is a breach, and what Codex does not report the sandbox bounds. Flags and audit:
-docs/providers.md, "The built-in providers".
+``codex exec --sandbox read-only`` under a private ``CODEX_HOME``, every added surface off; commands in the
+sandbox are the contract's one exception, a refused command or any tool item a breach (docs/providers.md).
 """
 
 from __future__ import annotations
@@ -32,7 +30,8 @@ from agentreview.api import (
     user_dir,
 )
 from agentreview_agent.answer import VERDICT_SCHEMA
-from agentreview_agent.audit import AuditOutcome, name_of, note, unknown_event
+from agentreview_agent.audit import AuditOutcome, name_of, unknown_event
+from agentreview_agent.excerpt import note
 from agentreview_agent.probe import PROBE_KEY, probe_request, refusing_server, verdict
 from agentreview_agent.providers.base import (
     Setting,
@@ -238,21 +237,22 @@ def classify(audit: Audit, proc: ProcessResult, last_file: Path) -> ReviewerResu
     drift = drifted(audit.outcome, **ids)
     if drift:
         return drift
-    try:
-        answer = last_file.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        answer = ""
+    answer = _last_message(last_file)
     return answer if answer.strip() else (audit.last_message or "")
+
+
+def _last_message(last: Path) -> str:
+    """What Codex wrote to its ``-o`` file; empty when it wrote none."""
+    try:
+        return last.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 def host_path_unavailable(proc: ProcessResult, last: Path) -> bool:
     """The sandbox helper could not start on this host (reviewer-clis.md §1.3: that exact message, no event,
     no answer): the host reruns the preset once before the lane falls back."""
-    try:
-        answer = last.read_text(encoding="utf-8", errors="replace").strip()
-    except OSError:
-        answer = ""
-    empty = not parse_jsonl(proc.stdout_text()).events and not answer
+    empty = not parse_jsonl(proc.stdout_text()).events and not _last_message(last).strip()
     return empty and HOST_PATH_TEXT in proc.stderr_text()
 
 

@@ -1,10 +1,5 @@
-"""``exec``: any command from a user preset is the reviewer (docs/providers.md, "exec: the simplest
-reviewer").
-
-This provider cannot make an arbitrary command read-only; the preset's author vouches for it, which
-is why it exists only as a host-local user preset. Exit 75 (EX_TEMPFAIL) is retried; a verdict file
-written before a failing exit is neither trusted nor replaced.
-"""
+"""``exec``: a user preset's command is the reviewer (docs/providers.md); it cannot be made read-only, so the
+preset's author vouches for it and it exists only as a host-local user preset. Exit 75 is retried."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """``kimi``: Kimi Code as a read-only reviewer (reviewer-clis.md §1.5, §5.1; wrapper contract).
 
-Prompt mode always auto-approves tools, so the boundary is the private ``KIMI_CODE_HOME``'s global
-tool allow-list (``Read``, ``Grep``, ``Glob``) and the stream audit. Kimi reports failures only on
-stderr, and reads its prompt only from argv. Flags and audit: docs/providers.md.
+Prompt mode auto-approves tools, so the boundary is the private ``KIMI_CODE_HOME``'s tool allow-list and
+the stream audit; failures come only on stderr, the prompt only through argv (docs/providers.md).
 """
 
 from __future__ import annotations
@@ -17,7 +16,6 @@ from typing import Any
 
 from agentreview.api import (
     CliInfo,
-    GitError,
     ProcessResult,
     ReviewerRequest,
     ReviewerResult,
@@ -38,7 +36,7 @@ from agentreview_agent.providers.base import (
     tool_note,
     with_belt_retry,
 )
-from agentreview_agent.range_files import range_note, write_range_files
+from agentreview_agent.range_files import range_prompt
 from agentreview_agent.runtime import node_problem
 from agentreview_agent.streams import AUTH_TEXT, QUOTA_TEXT, parse_jsonl, unavailable_reason
 
@@ -94,12 +92,8 @@ def private_config(user_config: Path) -> str:
             data = tomllib.load(fh)
     except (OSError, tomllib.TOMLDecodeError):
         data = {}
-    kept = {k: v for k, v in data.items() if k in KEPT_KEYS}
     lines: list[str] = []
-    _toml_tables("", {k: v for k, v in kept.items() if not isinstance(v, dict)}, lines)
-    for key, value in kept.items():
-        if isinstance(value, dict):
-            _toml_tables(json.dumps(key), value, lines)
+    _toml_tables("", {k: v for k, v in data.items() if k in KEPT_KEYS}, lines)
     lines += ["[tools]", f"enabled = {_toml_value(list(READ_TOOLS))}"]
     return "\n".join(lines) + "\n"
 
@@ -166,11 +160,9 @@ class KimiProvider(ShippedCli):
         for name in ("credentials", "oauth"):
             self.link_credential(request, user / name, home / name)
         cwd = attempt_dir(request, "cwd")
-        try:
-            diff, log = write_range_files(request, cwd)
-        except (OSError, GitError) as exc:
-            return ReviewerResult("unavailable", f"could not write the range's diff and log for kimi: {exc}")
-        prompt = (request.read_prompt or request.answer_prompt) + range_note(diff, log, request.repo_root)
+        prompt = range_prompt(request, cwd, "kimi")
+        if isinstance(prompt, ReviewerResult):
+            return prompt
         settings = []
         if info.offers("--skills-dir"):
             settings.append(Setting(("--skills-dir", str(attempt_dir(request, "skills"))), SKILLS_DIR_BELT))

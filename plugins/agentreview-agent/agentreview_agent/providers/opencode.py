@@ -1,9 +1,7 @@
 """``opencode``: OpenCode as a read-only reviewer (reviewer-clis.md §1.5, §4; wrapper contract).
 
-OpenCode imports plugin code from its project and the project's parents, so it never runs in the
-reviewed repository: each attempt builds a private project whose generated agent may only read, and
-a preflight that reads the agent back is its validator. ``opencode export`` names the model that
-answered, which decides the reviewer's family. Flags and audit: docs/providers.md.
+It imports plugin code from its project's folders, so it runs in a private project whose generated agent may
+only read, checked by a preflight; ``opencode export`` names the model that answered (docs/providers.md).
 """
 
 from __future__ import annotations
@@ -17,7 +15,6 @@ from typing import Any
 
 from agentreview.api import (
     CliInfo,
-    GitError,
     PresetSpec,
     ProcessResult,
     ReviewerRequest,
@@ -46,7 +43,7 @@ from agentreview_agent.providers.base import (
     tool_note,
     with_belt_retry,
 )
-from agentreview_agent.range_files import range_note, write_range_files
+from agentreview_agent.range_files import range_prompt
 from agentreview_agent.streams import parse_jsonl, unavailable_reason
 
 HELP_ARGS = ("run", "--help")
@@ -148,9 +145,8 @@ def _side_deadline(deadline: float) -> float:
 def _side_command(
     argv: list[str], project: Path, env: dict[str, str], deadline: float, cancel: Any
 ) -> tuple[ProcessResult, Any]:
-    """A short opencode subcommand (no inference) and the JSON value its stdout holds from its first
-    ``{`` (opencode may print a banner before it), or None when there is none. It is bounded by the
-    lane's ``deadline`` and, within it, by :func:`_side_deadline`."""
+    """A short opencode subcommand (no inference), bounded by :func:`_side_deadline`, and the JSON its stdout
+    holds from its first ``{`` (after any banner), or None."""
     proc = run_process_group(
         argv, cwd=project, env=env, deadline=_side_deadline(deadline), cancel=cancel, kill_grace_s=1.0
     )
@@ -299,12 +295,10 @@ class OpenCodeProvider(ShippedCli):
             return ReviewerResult("timeout", why)
         if why:
             return ReviewerResult("unavailable", why)
-        try:
-            diff, log = write_range_files(request, request.work_dir)
-        except (OSError, GitError) as exc:
-            return ReviewerResult("unavailable", f"could not write the range's diff and log for opencode: {exc}")
+        prompt = range_prompt(request, request.work_dir, "opencode")
+        if isinstance(prompt, ReviewerResult):
+            return prompt
         prompt_file = request.work_dir / "prompt.md"
-        prompt = (request.read_prompt or request.answer_prompt) + range_note(diff, log, request.repo_root)
         prompt_file.write_text(prompt, encoding="utf-8")
         belt = [PURE] if info.offers("--pure") else []
 
@@ -342,6 +336,9 @@ class OpenCodeProvider(ShippedCli):
             ids["model"] = ran
             ids["family"] = family_of(ran.split("/", 1)[0]) or ran.split("/", 1)[0].lower()
         else:
-            ids["notes"] = (*notes, "opencode export did not name the model that answered; the lane records the "
-                            "preset's model and the same-family rule could not check the provider that ran")
+            ids["notes"] = (
+                *notes,
+                "opencode export did not name the model that answered; the lane records the "
+                "preset's model and the same-family rule could not check the provider that ran",
+            )
         return answered(final, request.verdict_path, "opencode", **ids)
