@@ -299,3 +299,29 @@ def test_junk_notes_ahead_of_a_real_one_do_not_keep_it_from_a_capped_fetch(hosts
     first = body(cli(hosts.home_b, hosts.b, "fetch", "--remote", "shared", "--json", "--max-notes", "2"))
     assert (first["read"], first["new"], first["complete"]) == (1, 1, True), first
     assert any("3 note(s) of commits not in this repository skipped" in n for n in first["notes"]), first
+
+
+def test_a_partial_clone_is_asked_which_commits_exist_without_fetching_from_its_promisor(
+    repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The attack: in a partial clone, an object the clone lacks that is asked of ``git cat-file``
+    is fetched from the promisor remote, one round trip per junk note. There the existence check
+    goes through ``git rev-list --missing=print``, which never asks: no pack arrives. The same
+    question through ``cat-file`` does fetch one, so this test sees the round trip it forbids."""
+    from agentreview.share import batch
+
+    old = repo.commit("v1", {"src/old.py": "v = 1\n"})
+    old_blob = git(repo.root, "rev-parse", f"{old}:src/old.py")
+    repo.commit("v2", {"src/old.py": "v = 2\n"})
+    git(repo.root, "config", "uploadpack.allowFilter", "true")
+    partial = tmp_path / "partial"
+    git(tmp_path, "clone", "-q", "--filter=blob:none", f"file://{repo.root}", str(partial))
+    packs = partial / ".git" / "objects" / "pack"
+    before = sorted(packs.glob("*.pack"))
+    assert batch._has_promisor(partial) and not batch._has_promisor(repo.root)
+    assert batch.existing_commits(partial, [old, old_blob, "f" * 40]) == {old}
+    assert sorted(packs.glob("*.pack")) == before  # nothing was fetched
+
+    monkeypatch.setattr(batch, "_has_promisor", lambda cwd: False)
+    assert batch.existing_commits(partial, [old, old_blob]) == {old}
+    assert len(sorted(packs.glob("*.pack"))) > len(before)  # cat-file fetched the missing blob

@@ -2,7 +2,7 @@
 
 Anyone who can push the notes ref decides how many notes there are, so no step starts a process
 per note: which notes changed (one ``git diff-tree``, or ``git ls-tree``), which annotated commits
-exist (one ``git rev-list --stdin``), the notes' sizes (one ``git cat-file --batch-check``) and
+exist (one ``git cat-file --batch-check``), the notes' sizes (one ``git cat-file --batch-check``) and
 their bytes (one ``git cat-file --batch`` per batch of thousands, only for notes within
 :data:`agentreview.share.notes.MAX_NOTE_BYTES`, so nothing oversized is ever read).
 """
@@ -60,18 +60,32 @@ def changed_notes(cwd: Path, base: str | None, target: str) -> list[NoteEntry]:
 
 
 def existing_commits(cwd: Path, oids: Iterable[str]) -> set[str]:
-    """Those of ``oids`` that are commits in this repository, from one process.
+    """Those of ``oids`` that are commits in this repository, from one process (two in a partial clone).
 
-    ``--missing=print`` makes git check what it has without asking a partial clone's promisor
-    remote for the rest (a junk note must not cost a network round trip)."""
+    Asked with ``git cat-file --batch-check`` (each object's type from its header), except where a
+    promisor remote is configured: there a missing object would be fetched from it, one round trip
+    per junk note, so ``git rev-list --missing=print`` checks what the clone has without asking."""
     wanted = sorted(set(oids))
     if not wanted:
         return set()
-    proc = run_git(["rev-list", "--no-walk", "--ignore-missing", "--missing=print", "--stdin"], cwd,
-                   input_bytes="".join(f"{oid}\n" for oid in wanted).encode("ascii"),
-                   timeout=BATCH_TIMEOUT_S)  # fmt: skip
-    listed = {ln.strip() for ln in proc.stdout.decode("ascii", "replace").splitlines()}
+    asked = "".join(f"{oid}\n" for oid in wanted).encode("ascii")
+    if _has_promisor(cwd):
+        proc = run_git(["rev-list", "--no-walk", "--ignore-missing", "--missing=print", "--stdin"], cwd,
+                       input_bytes=asked, timeout=BATCH_TIMEOUT_S)  # fmt: skip
+        listed = {ln.strip() for ln in proc.stdout.decode("ascii", "replace").splitlines()}
+    else:
+        proc = run_git(["cat-file", "--buffer", "--batch-check=%(objecttype) %(objectname)"], cwd,
+                       input_bytes=asked, timeout=BATCH_TIMEOUT_S)  # fmt: skip
+        lines = proc.stdout.decode("ascii", "replace").splitlines()
+        listed = {line[len("commit ") :] for line in lines if line.startswith("commit ")}
     return listed.intersection(wanted)
+
+
+def _has_promisor(cwd: Path) -> bool:
+    """Whether the repository is a partial clone (or names any promisor remote)."""
+    pattern = r"^(extensions\.partialclone|remote\..*\.promisor)$"
+    proc = run_git(["config", "--get-regexp", pattern], cwd, check=False)
+    return bool(proc.stdout.strip())
 
 
 def object_sizes(cwd: Path, oids: Iterable[str]) -> dict[str, int | None]:
