@@ -1,11 +1,5 @@
-"""Many notes read in a few git processes, whatever their number.
-
-Anyone who can push the notes ref decides how many notes there are, so no step starts a process
-per note: which notes changed (one ``git diff-tree``, or ``git ls-tree``), which annotated commits
-exist (one ``git cat-file --batch-check``), the notes' sizes (one ``git cat-file --batch-check``) and
-their bytes (one ``git cat-file --batch`` per batch of thousands, only for notes within
-:data:`agentreview.share.notes.MAX_NOTE_BYTES`, so nothing oversized is ever read).
-"""
+"""Many notes read in a few git processes: whoever can push the notes ref decides how many there are, so no step
+starts a process per note, and a note's size is asked before its bytes are read."""
 
 from __future__ import annotations
 
@@ -60,11 +54,8 @@ def changed_notes(cwd: Path, base: str | None, target: str) -> list[NoteEntry]:
 
 
 def existing_commits(cwd: Path, oids: Iterable[str]) -> set[str]:
-    """Those of ``oids`` that are commits in this repository, from one process (two in a partial clone).
-
-    Asked with ``git cat-file --batch-check`` (each object's type from its header), except where a
-    promisor remote is configured: there a missing object would be fetched from it, one round trip
-    per junk note, so ``git rev-list --missing=print`` checks what the clone has without asking."""
+    """Those of ``oids`` that are commits here, their type read with ``git cat-file --batch-check``; where a
+    promisor remote would fetch a missing object (a round trip per junk note), ``git rev-list --missing=print``."""
     wanted = sorted(set(oids))
     if not wanted:
         return set()
@@ -105,10 +96,7 @@ def object_sizes(cwd: Path, oids: Iterable[str]) -> dict[str, int | None]:
 
 
 def read_blobs(cwd: Path, oids: Iterable[str]) -> dict[str, bytes]:
-    """The bytes of each blob of ``oids``, from one ``git cat-file --batch``.
-
-    The caller bounds what it asks for with :func:`object_sizes` first: this reads whatever it
-    is given."""
+    """The bytes of each blob of ``oids``, from one ``git cat-file --batch`` (the caller bounds them first)."""
     wanted = sorted(set(oids))
     if not wanted:
         return {}

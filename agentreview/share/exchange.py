@@ -1,13 +1,6 @@
-"""Publish this host's attestations to git notes, and import other hosts' attestations from them.
-
-Publishing adds the attestation's canonical JSON to the note of its head commit and pushes the
-notes ref. Fetching merges the remote's notes and stores their attestations as foreign entries,
-with the principal whose signature verified against ``[team] allowed_signers`` (else none: an
-imported entry is information, never trust). Whoever can push notes decides how many there are,
-so a fetch reads only what changed since the last one (:mod:`agentreview.share.fetchstate`), in
-a few git processes (:mod:`agentreview.share.batch`), within a per-fetch bound on notes, bytes
-and signature checks; the next fetch goes on where one stopped.
-"""
+"""Publish attestations to git notes, and import other hosts' as foreign entries (with a principal only when the
+signature verifies against ``[team] allowed_signers``). Whoever can push decides how many notes there are, so a
+fetch reads only what changed, bounded in notes, bytes and signature checks; the next one goes on from there."""
 
 from __future__ import annotations
 
@@ -130,11 +123,8 @@ def _unchanged(cwd: Path, remote: str, state: FetchState) -> bool:
 def fetch(cwd: Path, store: ForeignStore, *, remote: str, registry: Registry | None = None,
           signers: Path | None = None, state_file: Path | None = None, limit: int = MAX_NOTES_PER_FETCH,
           rescan: bool = False, checked: bool = False) -> Fetched:  # fmt: skip
-    """Fetch and merge ``remote``'s notes; import the attestations of its new notes into ``store``.
-
-    ``state_file`` remembers the remote's notes commit imported last (None: read every note);
-    ``rescan`` forgets it for this fetch; ``checked``: the caller found with :func:`unchanged`
-    that the ref moved (else an unchanged ref is found here, with the same one ``git ls-remote``)."""
+    """Fetch and merge ``remote``'s notes; import their new attestations into ``store``. ``state_file`` keeps the
+    notes commit imported last (``rescan`` ignores it); ``checked``: :func:`unchanged` already said the ref moved."""
     out = Fetched(remote)
     state = FetchState() if state_file is None or rescan else fetchstate.load(state_file)
     if not checked and _unchanged(cwd, remote, state):

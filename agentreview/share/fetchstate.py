@@ -1,11 +1,5 @@
-"""What ``agentreview fetch`` imported last from each remote of each repository.
-
-Why: so a fetch reads only the notes that changed since the last one, and a notes ref that did
-not move costs nothing but the one ``git ls-remote`` that says so. Kept in the home's disposable
-cache (``cache/notes-fetch/``): losing it only makes the next fetch read every note again,
-bounded by the per-fetch cap as always. A fetch the cap cut short records where it stopped
-(``importing`` and ``cursor``), and the next one goes on from there before it reads anything newer.
-"""
+"""What ``agentreview fetch`` imported last from each remote, so a fetch reads only changed notes, and where one
+cut short stopped. A disposable cache (``cache/notes-fetch/``): losing it only makes the next fetch read all."""
 
 from __future__ import annotations
 

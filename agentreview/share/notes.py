@@ -1,15 +1,6 @@
-"""Attestations in git notes: ``refs/notes/agentreview``, one canonical-JSON attestation per line.
-
-Why notes: they are data about a commit that is not in the commit, replicated by the git every
-user already runs, so sharing a review needs no export commit. The note of a head commit is a
-*set* of lines: adding merges (sorted, unique, as git's ``cat_sort_uniq``), so publishing the same
-attestation twice changes nothing and two hosts that publish to the same head both keep their
-line. A push the remote rejects (someone published first) is retried after a fetch and merge.
-
-Every git call goes through the hardened :func:`agentreview.host.gitrun.run_git`. What a note
-holds is untrusted: lines longer than :data:`MAX_LINE_BYTES`, lines that are not JSON objects and
-blank lines are skipped with a note, never a crash; the caller validates what it keeps.
-"""
+"""Attestations in git notes ``refs/notes/agentreview``, one canonical-JSON attestation per line: data about a
+commit, replicated by git, so sharing needs no export commit. A note is a *set* of lines (merged as git's
+``cat_sort_uniq``). Its content is untrusted: oversized or non-JSON lines are skipped with a note, never a crash."""
 
 from __future__ import annotations
 
@@ -47,12 +38,8 @@ def _notes(cwd: Path, args: list[str], *, check: bool = True, input_bytes: bytes
 
 
 def read_note(cwd: Path, commit: str, ref: str = NOTES_REF) -> bytes:
-    """The raw note of ``commit`` under ``ref`` (empty when there is none).
-
-    Its size is asked first: a note is written by whoever can push, and one of gigabytes must
-    be refused before it is read, not after it filled this host's memory. A note that is not a
-    blob (a tree or a submodule entry written into the notes tree) is refused the same way.
-    """
+    """The raw note of ``commit`` under ``ref`` (empty when none). Whoever can push writes notes, so its size is
+    asked first: one of gigabytes, or one that is not a blob, is refused before it is read."""
     from agentreview.share.batch import object_sizes
 
     listed = run_git(["notes", f"--ref={ref}", "list", "--end-of-options", commit], cwd, check=False)

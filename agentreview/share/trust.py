@@ -1,17 +1,7 @@
-"""Team trust (AIP-62 open question 2; beyond v1, off by default): teammates' signed reviews reused.
-
-With ``[team] allowed_signers = "<path>"`` in ``$AGENTREVIEW_HOME/config.toml``, a foreign
-attestation (imported by ``agentreview fetch`` into :class:`~agentreview.store.foreign.ForeignStore`)
-whose signature verifies against that file may serve as a cache hit or a composition prior, under
-exactly the rules this host's own entries obey. Without the setting nothing foreign is ever used.
-
-Why it is safe: the notes a fetch imports are unsigned transport (anyone with push rights can
-write them), so trust comes only from the signature, checked here at use time by the signer that
-declares the attestation's ``alg`` — never from the principal the store recorded at import. The
-team file is the host owner's: a path inside a git work tree (the reviewed change could edit it)
-is refused. A foreign document whose verdict or rangeSha does not follow from its own lanes and
-target is never used, signed or not.
-"""
+"""Team trust (beyond v1, off by default): a foreign attestation whose signature verifies against ``[team]
+allowed_signers`` may serve as a cache hit or prior under the rules own entries obey. Notes are unsigned transport,
+so trust comes only from the signature checked at use, never the principal stored at import; the team file must
+lie outside any git work tree (the change could edit it); a verdict or rangeSha not following from it is refused."""
 
 from __future__ import annotations
 
@@ -39,9 +29,7 @@ class TrustedForeign:
 
 
 def team_signers_path(home: Path) -> Path | None:
-    """The configured team allowed_signers file, or None when team trust is off.
-
-    Bad configuration is one line naming config.toml, the field and the fix."""
+    """The configured team allowed_signers file, or None when team trust is off; bad configuration is one line."""
     from agentreview.host.home import load_config
 
     config_file = home / "config.toml"
@@ -103,12 +91,8 @@ def trusted_foreign(
     warn: Callable[[str], None] | None = None,
     **narrow: Any,
 ) -> Iterator[TrustedForeign]:
-    """Foreign entries under the key's repository, manifest and binding whose signature verifies
-    against the team file, newest first. Nothing when team trust is off.
-
-    ``narrow`` (``range_sha``, ``base_sha``, ``heads``, ``digests``, ``passing``: see
-    :meth:`Ledger.foreign_candidates`) is asked of the ledger's index, so only the entries that
-    could be used are read; ``want`` then picks, from those raw documents, the ones worth a
+    """Foreign entries under the key whose signature verifies against the team file, newest first (none when team
+    trust is off). ``narrow`` goes to :meth:`Ledger.foreign_candidates`; ``want`` picks the raw documents worth a
     signature check (one signer process each)."""
     from agentreview.host.home import ledger_root
     from agentreview.model.attestation import Attestation

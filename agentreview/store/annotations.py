@@ -1,8 +1,5 @@
-"""The annotations sidecar of an entry, ``<rangeSha>.annotations.json`` = ``{pr?, prStatus?}``.
-
-An attestation is immutable once recorded; what happened to it later (its PR, snapshots of the PR's status)
-lives beside it, written under the entry's lock and merged into listed rows. An unreadable sidecar is a warning.
-"""
+"""An entry's annotations sidecar ``<rangeSha>.annotations.json`` = ``{pr?, prStatus?}``: what happened to an
+immutable attestation later, written under the entry's lock and merged into listed rows."""
 
 from __future__ import annotations
 

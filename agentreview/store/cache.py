@@ -1,8 +1,5 @@
-"""The verdict cache rule (AIP-62 §Cache rule): when a recorded attestation may be served instead of a run.
-
-Only an entry of the same key that is not ``incomplete``, not dirty, and whose rubric and pack digests equal the
-current ones as multisets (packs including ``alg``). Anything else runs the review again.
-"""
+"""The verdict cache rule (AIP-62 §Cache rule): an entry of the same key is served instead of a run only when not
+``incomplete``, not dirty, and its rubric and pack digests equal the current ones as multisets."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""One ledger entry file, ``{attestation, host}``: writing it, reading it back, and summarizing it for the index.
-
-Two readers on purpose: :func:`parse_entry` validates the whole attestation and is all that is ever served;
-:func:`summarize` checks only what the index lists (still recomputing rangeSha and the verdict), so listing a
-large ledger never pays for a full read of every entry.
-"""
+"""One ledger entry file ``{attestation, host}``. Two readers on purpose: :func:`parse_entry` validates the whole
+attestation and is all that is served; :func:`summarize` checks what the index lists (rangeSha and verdict
+recomputed), so listing a large ledger never reads every entry in full."""
 
 from __future__ import annotations
 
@@ -160,13 +157,8 @@ def _str(doc: Mapping[str, Any], name: str, where: str = "attestation") -> str:
 
 
 def summarize(doc: Any) -> Summary:
-    """The index columns and the settled ``review_ledger`` row (reference-notes 5.2) of an entry.
-
-    Checked without the document model (see the module docstring for why): the key fields
-    have their exact shape, rangeSha is recomputed and the verdict re-folded. Everything
-    else is validated when an entry is read in full. Annotations are not part of the row;
-    a query reads them.
-    """
+    """The index columns and the settled ``review_ledger`` row (reference-notes 5.2) of an entry, checked without
+    the document model: the key fields' shape, rangeSha recomputed, the verdict re-folded."""
     if not isinstance(doc, dict) or not isinstance(doc.get("attestation"), dict):
         raise ValueError("not a ledger entry {attestation, host}")
     att, host = doc["attestation"], HostInfo.from_json(doc.get("host"))

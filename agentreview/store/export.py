@@ -1,8 +1,5 @@
-"""Export: the attestation file a CI gate reads (AIP-62 §Export, reference-notes 2.14).
-
-Two-space indent, key order as built, no ledger host data. A composed attestation verifies only beside the priors
-its ``composedFrom`` pins, so :func:`composition_priors` and :func:`write_prior` write the whole chain beside it.
-"""
+"""Export: the attestation file a CI gate reads (AIP-62 §Export), with the priors a composed one pins beside it
+(it verifies only with them)."""
 
 from __future__ import annotations
 
@@ -24,11 +21,8 @@ MAX_EXPORT_BYTES = 16 * 1024 * 1024
 
 
 def export_path(att: Attestation, export_dir: Path) -> Path:
-    """The default export file for ``att`` inside ``export_dir``.
-
-    The name is built from document fields; one that would not stay a single file
-    name inside ``export_dir`` (a separator, NUL, or a leading dot) is refused.
-    """
+    """The default export file for ``att`` in ``export_dir``; a name from document fields that would not stay one
+    plain file name (a separator, NUL, a leading dot) is refused."""
     name = f"{att.reviewId}-{att.binding}-{att.target.headSha[:12]}.json"
     if "/" in name or "\\" in name or "\0" in name or name.startswith("."):
         raise ValueError(f"export file name {name!r} (from reviewId, binding and headSha) is not a plain file name")
@@ -36,15 +30,9 @@ def export_path(att: Attestation, export_dir: Path) -> Path:
 
 
 def confined_export_dir(repo_root: Path, export_dir: str | Path) -> Path:
-    """``verdict.exportDir`` resolved against ``repo_root``: refused when its real path leaves the
-    repository (``..``, an absolute path, or a symlink the reviewed content committed), and when
-    any folder on the way is a symbolic link, even one that stays inside.
-
-    exportDir is authored in the reviewed REVIEW.md: a change must not make a reviewer's host
-    write files wherever it likes, and a linked folder (``.reviews -> config``) would put the
-    export beside files the gate's ``HEAD^`` rule must never let an unreviewed commit touch.
-    Raises ``ValueError`` naming the fix.
-    """
+    """``verdict.exportDir`` resolved against ``repo_root``; ValueError when it leaves the repository or passes a
+    symbolic link. It is authored by the reviewed change, which must not make this host write where it likes, nor
+    (through ``.reviews -> config``) beside files the gate's ``HEAD^`` rule must never let a commit touch."""
     root_real = os.path.realpath(repo_root)
     joined = os.path.join(root_real, export_dir)
     real = os.path.realpath(joined)
@@ -102,11 +90,8 @@ def write_export(att: Attestation, path: Path) -> Path:
 def composition_priors(
     att: Attestation, lookup: Callable[[str], Attestation | None]
 ) -> tuple[list[Attestation], list[str]]:
-    """Every prior ``att``'s ``composedFrom`` chain names, nearest first, and what could not be found.
-
-    ``lookup(rangeSha)`` returns the attestation recorded under that rangeSha (same repository,
-    manifest and binding: the only priors composition uses); a prior counts only when its
-    attestationSha256 is the pinned one. Each link is followed once; the depth is bounded."""
+    """Every prior ``att``'s ``composedFrom`` chain names, nearest first (``lookup(rangeSha)`` under the same key;
+    only the pinned attestationSha256 counts), and what could not be found. The depth is bounded."""
     priors: list[Attestation] = []
     missing: list[str] = []
     seen = {att.attestation_sha256()}
@@ -135,11 +120,8 @@ def composition_priors(
 
 
 def write_prior(prior: Attestation, export_dir: Path) -> Path | None:
-    """Write ``prior`` into ``export_dir`` under its export name; None when it is already there.
-
-    When that name holds another attestation (a later review of the same head), the prior goes
-    beside it as ``<name>-<attestationSha256[:12]>.json``: verify finds priors by rangeSha,
-    binding and digest, never by name, and the other file stays as it was."""
+    """Write ``prior`` into ``export_dir``; None when it is already there. A name holding another attestation keeps
+    it, and the prior goes beside as ``<name>-<sha[:12]>.json`` (verify finds priors by digest, not name)."""
     path = export_path(prior, export_dir)
     digest = prior.attestation_sha256()
     for candidate in (path, path.with_name(f"{path.stem}-{digest[:12]}.json")):

@@ -1,9 +1,6 @@
-"""The "commit the export" rule, shared by ``verify`` and ``run``: a HEAD that only adds exports reuses HEAD^'s review.
-
-Held to its literal meaning so an unreviewed commit never passes through it: only regular ``*.json`` files
-directly in the export folder, a proper sub-folder normalized as written and never resolved, with no symlink on
-its way in HEAD, HEAD^ or on disk (a reviewed ``.reviews -> config`` must not let HEAD change ``config/*.json``).
-"""
+"""The "commit the export" rule of ``verify`` and ``run``: a HEAD that only adds exports reuses HEAD^'s review.
+Held literally so no unreviewed commit passes: regular ``*.json`` files directly in a proper sub-folder, with no
+symlink on its way in HEAD, HEAD^ or on disk (``.reviews -> config`` must not let HEAD change ``config/*.json``)."""
 
 from __future__ import annotations
 
@@ -29,10 +26,8 @@ def repository_folder(path: str) -> str | None:
 
 
 def head_only_touches_exports(root: Path, folder: str | None, head_sha: str) -> bool:
-    """True when ``head_sha`` changes nothing but regular ``*.json`` files directly inside the
-    repository folder ``folder`` (see :func:`repository_folder`), no part of which is a symlink
-    or anything else than a folder in HEAD, in its parent, or on disk (the "commit the export"
-    convention, held to its literal meaning)."""
+    """True when ``head_sha`` changes nothing but regular ``*.json`` files directly in ``folder``, no part of
+    which is anything but a folder in HEAD, in its parent, or on disk."""
     from agentreview.host.git import changed_entries, tree_modes
     from agentreview.store.export import linked_component
 

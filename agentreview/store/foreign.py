@@ -1,10 +1,6 @@
-"""Foreign entries: attestations another host published (git notes), imported by ``agentreview fetch``.
-
-Kept under ``<root>/<repoSlug>/foreign/`` apart from this host's own entries (layout in
-:mod:`agentreview.store.foreign_entry`): one entry per attestation digest (two hosts may review one
-range; both stay), never exported, and never a cache hit or a prior unless team trust says so (the
-caller decides). Every read goes through the strict verification model.
-"""
+"""Foreign entries: attestations other hosts published in git notes, imported by ``agentreview fetch`` into
+``<repoSlug>/foreign/``. One per attestation digest, never exported, read only through the strict model, and never
+a cache hit or prior unless team trust says so (the caller decides)."""
 
 from __future__ import annotations
 
@@ -100,11 +96,8 @@ class ForeignStore:
 
     def add(self, incoming: dict[str, Any] | Incoming, *, remote: str, principal: str | None,
             durable: bool = True) -> bool:  # fmt: skip
-        """Store the attestation; True when it was not here yet. Raises as :meth:`check`.
-
-        ``durable=False`` keeps it for :meth:`sync`: every :data:`WRITE_BATCH` such entries are one
-        pack file, written with one fsync and indexed in one transaction by a writer thread while
-        the caller reads on; :meth:`sync` writes the rest and waits for them all."""
+        """Store the attestation; True when it was not here yet. Raises as :meth:`check`. ``durable=False``: each
+        :data:`WRITE_BATCH` such entries become one pack, written and indexed by a writer thread; see :meth:`sync`."""
         found = incoming if isinstance(incoming, Incoming) else self.check(incoming)
         if self.has(found):
             return False

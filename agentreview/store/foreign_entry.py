@@ -1,9 +1,5 @@
-"""A foreign entry, ``{attestation, host: {foreign: {...}}}``: how it is stored, read and listed.
-
-One file (``<digest>.json``) or one line of a pack (``pack-<id>.jsonl``, the entries one fetch
-imported, addressed ``<pack>#<offset>``). Apart from :mod:`agentreview.store.foreign` (which writes
-them) so the ledger's index can read an entry without importing the store that uses the index.
-"""
+"""A foreign entry ``{attestation, host: {foreign}}``: one ``<digest>.json`` file or one line ``<pack>#<offset>`` of
+a fetch's pack. Apart from :mod:`~agentreview.store.foreign` so the index reads entries without that store."""
 
 from __future__ import annotations
 

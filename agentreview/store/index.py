@@ -1,10 +1,5 @@
-"""The ledger's sqlite index: every listing and lookup answered by a query bounded by what it returns.
-
-Disposable: the JSON files are the truth. Writers index each entry as they write it; the tree is scanned only
-when the index is missing, corrupt or marked stale, or on ``--reindex``. Each returned row is checked against
-its file's (mtime, size, inode), and an unreadable or misfiled entry is marked not-ok and never listed. One
-module, since the scan, the row checks and recovery share one connection under one lock.
-"""
+"""The ledger's sqlite index, disposable: the JSON files are the truth, each row returned is checked against its
+file's (mtime, size, inode), and an unreadable or misfiled entry is never listed. Rescanned when missing or stale."""
 
 from __future__ import annotations
 
@@ -190,11 +185,8 @@ class _Visit:
 
 
 class LedgerIndex:
-    """The index of the ledger under ``root``; ``warn`` gets one line per problem found.
-
-    Thread-safe (one lock around the connection); several processes share the file through
-    sqlite's own locking, and the first fill of a new index is done once, under a file lock.
-    """
+    """The index of the ledger under ``root``; ``warn`` gets one line per problem found. Thread-safe; processes
+    share it through sqlite's locking, and a new index is filled once, under a file lock."""
 
     def __init__(self, root: Path, warn: Callable[[str], None]):
         self.root = root
@@ -214,13 +206,9 @@ class LedgerIndex:
         passing: bool = False,
         any_of: tuple[str, Sequence[str]] | None = None,
     ) -> list[tuple[str, str, str | None]]:
-        """``(dir, name, row_json)`` of the ok entries matching every non-None filter, newest first
-        (``row_json`` None for an imported entry: its row is made from the entry when listed).
-
-        ``foreign``: False for this host's entries, True for imported ones, None for both;
-        ``passing``: only passes that are not dirty; ``any_of``: ``(column, values)``, the column
-        equal to one of the values. Each returned row is checked against its file.
-        """
+        """``(dir, name, row_json)`` of the ok entries matching every non-None filter, newest first (``row_json``
+        None for an imported entry). ``foreign``: False own, True imported, None both; ``passing``: clean passes
+        only; ``any_of``: ``(column, values)``, the column equal to one of the values."""
         given = {col: val for col, val in filters.items() if val is not None}
         columns = set(given) | ({any_of[0]} if any_of else set())
         unknown = columns - FILTER_COLUMNS
@@ -262,11 +250,9 @@ class LedgerIndex:
                                    foreign=foreign)])  # fmt: skip
 
     def begin_writes(self) -> bool:
-        """Say that entries are about to be written whose rows come later (:meth:`record_many`):
-        until then a reader that opens the index re-scans the files, so entries written by a
-        process that dies before it records them are found. True when this call left the marker
-        (then :meth:`end_writes` removes it). The index is opened first: this process's own
-        connection must not take its marker for a reason to re-scan."""
+        """Mark the index stale until :meth:`end_writes`, so entries of a process that dies before it records them
+        are found by a re-scan; True when this call left the marker. The index is opened first, so this
+        process's own connection does not take the marker for a reason to re-scan."""
         with self._lock:
             try:
                 self._connection()
@@ -529,11 +515,8 @@ class LedgerIndex:
         conn.execute("DELETE FROM entries WHERE dir = ? OR (dir >= ? AND dir < ?)", (rel, lo, hi))
 
     def _reconcile_leaf(self, conn: sqlite3.Connection, rel: str, path: str) -> None:
-        """Bring the rows of one ``<binding>`` directory in line with its files.
-
-        Everything named like an entry except a directory is indexed: a FIFO, device or
-        symlink there gets a not-ok row (and one warning), never a read that could hang.
-        """
+        """Bring the rows of one ``<binding>`` directory in line with its files. A FIFO, device or symlink named
+        like an entry gets a not-ok row (and one warning), never a read that could hang."""
         indexed = {
             name: (m, s, i)
             for name, m, s, i in conn.execute("SELECT name, mtime_ns, size, ino FROM entries WHERE dir = ?", (rel,))
@@ -594,12 +577,8 @@ class LedgerIndex:
     def _params(
         self, rel: str, name: str, st: os.stat_result, data: bytes | None = None, *, foreign: bool = False
     ) -> tuple[Any, ...]:
-        """The index row of one entry file; a bad file gets a row marked not-ok (warned about once).
-
-        ``st`` is taken before the read: if the file is replaced meanwhile, the recorded
-        signature is the older one and the next query re-reads the file. A foreign entry is
-        filed by repository only (``<repoSlug>/foreign/<digest>.json``).
-        """
+        """The index row of one entry file; a bad file gets a not-ok row (warned about once). ``st`` is taken
+        before the read, so a file replaced meanwhile is re-read by the next query."""
         path = os.path.join(self._root_s, rel, name)
         not_ok = _not_ok(rel, name, st, foreign=foreign)
         try:

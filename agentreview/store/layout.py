@@ -1,8 +1,5 @@
-"""The ledger's layout: the key of an entry, the checks that let it name directories, and the paths it names.
-
-Every segment of a key becomes a directory or file name, so a key is checked before it names anything: a crafted
-binding or sha never climbs out of the root. docs/architecture.md ("State") draws the layout.
-"""
+"""The ledger's layout: an entry's key and the paths it names. Each key segment is checked before it names
+anything, so a crafted binding or sha never climbs out of the root (drawn in docs/architecture.md, "State")."""
 
 from __future__ import annotations
 
@@ -46,11 +43,8 @@ class LedgerKey(NamedTuple):
 
 
 def ledger_slug(repo_remote: str) -> str:
-    """The directory of a repository: its repoSlug, or ``repo`` for the two degenerate remotes.
-
-    repoSlug keeps '.', so a remote of '.' or '..' would name a directory that is not below the
-    root; those use the spec's fallback name instead.
-    """
+    """The directory of a repository: its repoSlug, or the spec's fallback ``repo`` when that is '.' or '..'
+    (which would not name a directory below the root)."""
     slug = repo_slug(repo_remote)
     return "repo" if slug in (".", "..") else slug
 

@@ -1,10 +1,5 @@
-"""The ledger: this host's record of every attestation, and the source of the verdict cache.
-
-The facade over :mod:`~agentreview.store.layout`, :mod:`~agentreview.store.entries`,
-:mod:`~agentreview.store.annotations`, :mod:`~agentreview.store.cache` and :mod:`~agentreview.store.index`.
-Entries are written atomically and durably under a per-entry lock; one that cannot be read, or sits under a key
-it does not name, is skipped with a warning and never served.
-"""
+"""The ledger: this host's record of every attestation, and the source of the verdict cache. Entries are written
+atomically under a per-entry lock; one unreadable, or filed under a key it does not name, is never served."""
 
 from __future__ import annotations
 
@@ -64,11 +59,7 @@ LOCK_TIMEOUT_S = 30.0
 
 
 class Ledger:
-    """The ledger under ``root`` (normally ``home.ledger_root()``).
-
-    ``warn`` receives one line per problem found (a corrupt entry, an index that had
-    to be rebuilt); by default the lines are collected in :attr:`warnings`.
-    """
+    """The ledger under ``root``; ``warn`` gets one line per problem found (default: kept in :attr:`warnings`)."""
 
     def __init__(self, root: Path, *, warn: Callable[[str], None] | None = None):
         self.root = Path(root)
@@ -267,10 +258,8 @@ class Ledger:
         heads: Sequence[str] | None = None,
         passing: bool = False,
     ) -> Iterator[Attestation]:
-        """Attestations under ``(repoRemote, manifestSha, binding)``, newest first (composition input).
-
-        ``base_sha``, ``heads`` (the head is one of these) and ``passing`` (a pass, not dirty)
-        narrow the query, so a composition lookup reads only the entries that could serve."""
+        """Attestations under ``(repoRemote, manifestSha, binding)``, newest first, narrowed by ``base_sha``,
+        ``heads`` and ``passing`` so a composition lookup reads only the entries that could serve."""
         if not self.root.is_dir():
             return
         filters = {"repo_remote": repo_remote, "manifest_sha": manifest_sha, "binding": binding, "base_sha": base_sha}
@@ -293,9 +282,8 @@ class Ledger:
         digests: Sequence[str] | None = None,
         passing: bool = False,
     ) -> Iterator[tuple[Path, dict[str, Any], dict[str, Any]]]:
-        """``(path, attestation, host)`` of the imported entries under the key's repository,
-        manifest and binding, newest first, narrowed like :meth:`candidates` (``digests``: the
-        attestation digests). Each document is re-read and re-checked."""
+        """``(path, attestation, host)`` of the imported entries under the key, newest first, narrowed like
+        :meth:`candidates` (or by attestation ``digests``); each document re-read and re-checked."""
         from agentreview.store.foreign_entry import read_foreign_at
 
         if heads is not None and digests is not None:
