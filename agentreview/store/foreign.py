@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from agentreview.host.files import UnreadableFileError, atomic_write_bytes
+from agentreview.host.files import atomic_write_bytes
 from agentreview.model.attestation import Attestation
 from agentreview.model.canonical import canonical_json
 from agentreview.model.digests import sha256_hex
@@ -23,6 +23,7 @@ from agentreview.store.foreign_entry import (
     pack_host,
     pack_line,
     read_foreign_at,
+    read_or_warn,
 )
 from agentreview.store.layout import FOREIGN_DIR, MEMBER, LedgerError, LedgerKey, check_key, ledger_slug
 
@@ -184,11 +185,8 @@ class ForeignStore:
         if not self.root.is_dir():
             return
         for rel, name, _row in self._index().query({"repo_remote": repo_remote}, foreign=True):
-            path = self.root / rel / name
-            try:
-                yield read_foreign_at(path)
-            except (UnreadableFileError, ValueError) as exc:
-                self._warn(f"{path}: skipped foreign entry: {exc}")
+            if (found := read_or_warn(read_foreign_at, self.root / rel / name, self._warn)) is not None:
+                yield found
 
 
 __all__ = ["FOREIGN_DIR", "ForeignStore", "Incoming", "LedgerError", "foreign_row"]

@@ -4,11 +4,11 @@ a fetch's pack. Apart from :mod:`~agentreview.store.foreign` so the index reads 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple, TypeVar, cast
 
-from agentreview.host.files import read_regular_file, read_regular_line
+from agentreview.host.files import UnreadableFileError, read_regular_file, read_regular_line
 from agentreview.model.attestation import Attestation
 from agentreview.model.digests import loads_strict, sha256_hex
 from agentreview.store.entries import MAX_ENTRY_BYTES, Summary
@@ -17,6 +17,7 @@ from agentreview.store.layout import MEMBER, LedgerError, LedgerKey, check_key
 MAX_PACK_BYTES = 256 * 1024 * 1024  # a fetch writes at most 64 MiB of notes into one pack
 VERDICTS = ("pass", "block", "incomplete")
 PACK_PREFIX = b'{"attestation":'
+T = TypeVar("T")
 
 
 def _obj(value: Any) -> dict[str, Any]:
@@ -83,13 +84,26 @@ def read_foreign(data: bytes) -> tuple[dict[str, Any], dict[str, Any]]:
     return att, host
 
 
-def read_foreign_at(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """:func:`read_foreign` of the entry file or pack member ``path``; raises ValueError or
-    :class:`~agentreview.host.files.UnreadableFileError`."""
+def _entry_bytes(path: Path) -> bytes:
+    """The bytes of the entry file or pack member ``path``; raises UnreadableFileError."""
     pack, member, offset = path.name.partition(MEMBER)
     if member:
-        return read_foreign(read_regular_line(path.with_name(pack), int(offset), limit=MAX_ENTRY_BYTES))
-    return read_foreign(read_regular_file(path, limit=MAX_ENTRY_BYTES, follow_symlinks=False))
+        return read_regular_line(path.with_name(pack), int(offset), limit=MAX_ENTRY_BYTES)
+    return read_regular_file(path, limit=MAX_ENTRY_BYTES, follow_symlinks=False)
+
+
+def read_foreign_at(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """:func:`read_foreign` of the entry file or pack member ``path``; raises ValueError or UnreadableFileError."""
+    return read_foreign(_entry_bytes(path))
+
+
+def read_or_warn(read: Callable[[Path], T], path: Path, warn: Callable[[str], None]) -> T | None:
+    """``read(path)``, or None with a warning when the entry is unreadable or malformed."""
+    try:
+        return read(path)
+    except (UnreadableFileError, ValueError) as exc:
+        warn(f"{path}: skipped foreign entry: {exc}")
+        return None
 
 
 def summarize_foreign(data: bytes) -> Summary:
@@ -108,14 +122,9 @@ def foreign_summary(att: dict[str, Any]) -> Summary:
 
 
 def listing_row(path: Path) -> dict[str, Any]:
-    """The ``ledger`` row (:func:`foreign_row`) of the entry file or pack member ``path``, read as
-    an import reads it (the rows listed are those the index found well formed); raises ValueError
-    or :class:`~agentreview.host.files.UnreadableFileError`."""
-    pack, member, offset = path.name.partition(MEMBER)
-    if member:
-        data = read_regular_line(path.with_name(pack), int(offset), limit=MAX_ENTRY_BYTES)
-    else:
-        data = read_regular_file(path, limit=MAX_ENTRY_BYTES, follow_symlinks=False)
+    """The ``ledger`` row (:func:`foreign_row`) of ``path``, read as an import reads it (the index listed it as
+    well formed); raises as :func:`read_foreign_at`."""
+    data = _entry_bytes(path)
     try:
         doc = json.loads(data)
         return foreign_row(_obj(doc["attestation"]), _obj(doc["host"]))

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 from agentreview.host.files import (
     WRITE_ERRNOS,
     FileWriteError,
-    UnreadableFileError,
     atomic_write_text,
 )
 from agentreview.store.annotations import (
@@ -238,12 +237,9 @@ class Ledger:
                 if "foreign" not in row:
                     row = merge_into_row(row, read_annotations(sibling(path, ANNOTATIONS_SUFFIX), self._warn))
             else:  # an imported entry
-                from agentreview.store.foreign_entry import listing_row
+                from agentreview.store.foreign_entry import listing_row, read_or_warn
 
-                try:
-                    row = listing_row(path)
-                except (UnreadableFileError, ValueError) as exc:
-                    self._warn(f"{path}: skipped foreign entry: {exc}")
+                if (row := read_or_warn(listing_row, path, self._warn)) is None:
                     continue
             out.append(LedgerRow(row, path))
         return out
@@ -284,7 +280,7 @@ class Ledger:
     ) -> Iterator[tuple[Path, dict[str, Any], dict[str, Any]]]:
         """``(path, attestation, host)`` of the imported entries under the key, newest first, narrowed like
         :meth:`candidates` (or by attestation ``digests``); each document re-read and re-checked."""
-        from agentreview.store.foreign_entry import read_foreign_at
+        from agentreview.store.foreign_entry import read_foreign_at, read_or_warn
 
         if heads is not None and digests is not None:
             raise ValueError("narrow by heads or by digests, not both")
@@ -300,12 +296,8 @@ class Ledger:
             any_of = ("digest", digests)
         for rel, name, _ in self._index.query(filters, foreign=True, passing=passing, any_of=any_of):
             path = self.root / rel / name
-            try:
-                att, host = read_foreign_at(path)
-            except (UnreadableFileError, ValueError) as exc:
-                self._warn(f"{path}: skipped foreign entry: {exc}")
-                continue
-            yield path, att, host
+            if (found := read_or_warn(read_foreign_at, path, self._warn)) is not None:
+                yield path, *found
 
     def rebuild_index(self) -> int:
         """Discard the index and rebuild it from the files; return how many entries it holds."""
