@@ -4,6 +4,7 @@ a cache hit or prior unless team trust says so (the caller decides)."""
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -53,7 +54,6 @@ class ForeignStore:
     def __init__(self, ledger_root: Path, *, warn: Callable[[str], None] | None = None):
         self.root = Path(ledger_root)
         self._warn = warn or (lambda _msg: None)
-        self._index_obj: LedgerIndex | None = None
         self._pending: dict[str, tuple[Path, Summary, bytes]] = {}  # by digest: (folder, summary, line) to write
         self._added: set[str] = set()  # digests added with durable=False: pending, or with the writer
         self._writer: ThreadPoolExecutor | None = None  # writes full batches while the caller reads on
@@ -92,7 +92,7 @@ class ForeignStore:
             return True
         if (stored := self._stored.get(found.folder)) is None:
             rel = found.folder.relative_to(self.root).as_posix()
-            stored = self._stored[found.folder] = self._index().digests(rel) if found.folder.is_dir() else set()
+            stored = self._stored[found.folder] = self._index.digests(rel) if found.folder.is_dir() else set()
         return found.digest in stored
 
     def add(self, incoming: dict[str, Any] | Incoming, *, remote: str, principal: str | None,
@@ -109,7 +109,7 @@ class ForeignStore:
         line, summary = pack_line(found.text, host_text), foreign_summary(found.document)
         if not durable:
             if self._marked is None:  # a crash before sync() leaves a pack the index has not seen: say so
-                self._marked = self._index().begin_writes()
+                self._marked = self._index.begin_writes()
             self._pending[found.digest] = (found.folder, summary, line)
             self._added.add(found.digest)
             if len(self._pending) >= WRITE_BATCH:
@@ -119,7 +119,7 @@ class ForeignStore:
         found.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         atomic_write_bytes(path, line)
         rel = found.folder.relative_to(self.root).as_posix()
-        self._index().record_many([(rel, path.name, path.stat(), summary, found.digest)], foreign=True)
+        self._index.record_many([(rel, path.name, path.stat(), summary, found.digest)], foreign=True)
         self._stored.setdefault(found.folder, set()).add(found.digest)
         return True
 
@@ -138,7 +138,7 @@ class ForeignStore:
         writes, self._writes = self._writes, []
         indexed = [write.result() for write in writes]  # in order: the first failure is raised
         if self._marked and all(indexed):
-            self._index().end_writes()
+            self._index.end_writes()
         self._marked = None
 
     def _write(self, pending: dict[str, tuple[Path, Summary, bytes]]) -> bool:
@@ -151,7 +151,7 @@ class ForeignStore:
         for folder, entries in folders.items():
             rel = folder.relative_to(self.root).as_posix()
             # another fetch's, meanwhile
-            stored = self._index().digests(rel, among=list(pending)) if folder.is_dir() else set()
+            stored = self._index.digests(rel, among=list(pending)) if folder.is_dir() else set()
             members = [member for member in entries if member[0] not in stored]
             if not members:
                 continue
@@ -162,29 +162,28 @@ class ForeignStore:
             for digest, summary, line in members:
                 rows.append((rel, f"{pack.name}{MEMBER}{offset}", st, summary, digest))
                 offset += len(line)
-        return self._index().record_many(rows, foreign=True) if rows else True
+        return self._index.record_many(rows, foreign=True) if rows else True
 
+    @functools.cached_property
     def _index(self) -> LedgerIndex:
         """The ledger's index, which lists foreign entries beside this host's own (opened on first use)."""
-        if self._index_obj is None:
-            from agentreview.store.index import LedgerIndex
+        from agentreview.store.index import LedgerIndex
 
-            self._index_obj = LedgerIndex(self.root, self._warn)
-        return self._index_obj
+        return LedgerIndex(self.root, self._warn)
 
     def close(self) -> None:
         if self._writer is not None:  # a batch being written is finished; one not begun is dropped
             self._writer.shutdown(wait=True, cancel_futures=True)
             self._writer = None
-        if self._index_obj is not None:
-            self._index_obj.close()
+        if "_index" in self.__dict__:
+            self._index.close()
 
     def all(self, repo_remote: str | None = None) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
         """Every readable foreign entry (of ``repo_remote`` when given), newest first by createdAt,
         as the ledger's index lists them."""
         if not self.root.is_dir():
             return
-        for rel, name, _row in self._index().query({"repo_remote": repo_remote}, foreign=True):
+        for rel, name, _row in self._index.query({"repo_remote": repo_remote}, foreign=True):
             if (found := read_or_warn(read_foreign_at, self.root / rel / name, self._warn)) is not None:
                 yield found
 

@@ -3,6 +3,7 @@ atomically under a per-entry lock; one unreadable, or filed under a key it does 
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -64,16 +65,13 @@ class Ledger:
         self.root = Path(root)
         self.warnings: list[str] = []
         self._warn = warn or self.warnings.append
-        self._index_obj: LedgerIndex | None = None
 
-    @property
+    @functools.cached_property
     def _index(self) -> LedgerIndex:
         """The index, opened on first use: reading one entry (a cache lookup) never loads sqlite."""
-        if self._index_obj is None:
-            from agentreview.store.index import LedgerIndex
+        from agentreview.store.index import LedgerIndex
 
-            self._index_obj = LedgerIndex(self.root, self._warn)
-        return self._index_obj
+        return LedgerIndex(self.root, self._warn)
 
     # ------------------------------------------------------------------ paths
 
@@ -304,8 +302,8 @@ class Ledger:
         return self._index.rebuild()
 
     def close(self) -> None:
-        if self._index_obj is not None:
-            self._index_obj.close()
+        if "_index" in self.__dict__:
+            self._index.close()
 
     def __enter__(self) -> Ledger:
         return self
