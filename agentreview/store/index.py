@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from agentreview.host.files import MissingFileError, UnreadableFileError, read_regular_file
 from agentreview.store.entries import MAX_ENTRY_BYTES, Summary, summarize
@@ -91,6 +91,7 @@ _UPSERT = (
 
 _Found = tuple[str, str, str | None, str, str]  # (dir, name, row_json, dir/name, created_at) of a row checked
 _CORRUPT_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
+T = TypeVar("T")
 
 
 class _RebuildError(sqlite3.DatabaseError):
@@ -298,8 +299,7 @@ class LedgerIndex:
     def digests(self, rel: str, among: Sequence[str] | None = None) -> set[str]:
         """The attestation digests of the usable entries in the directory ``rel`` (those of ``among``
         only, when given: a lookup bounded by their number)."""
-        found: set[str] = self._read(lambda conn: _digests(conn, rel, among))
-        return found
+        return self._read(lambda conn: _digests(conn, rel, among))
 
     def rebuild(self) -> int:
         """Discard the index and rebuild it from the files; return how many entries it holds."""
@@ -344,12 +344,11 @@ class LedgerIndex:
                 rows = fetch(conn)
             return [(rel, name, row, f"{rel}/{name}", created or "") for rel, name, _m, _s, _i, row, created in rows]
 
-        result: list[_Found] = self._read(run)
-        return result
+        return self._read(run)
 
     # ------------------------------------------------------------------ connection
 
-    def _read(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
+    def _read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``fn`` on the index; a corrupt index is rebuilt once, an unusable one replaced
         by an in-memory index built from the files (the answer is the same, only slower)."""
         with self._lock:
