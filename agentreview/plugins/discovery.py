@@ -58,8 +58,7 @@ def discover(*, rescan: bool = False, cache: bool = True) -> tuple[tuple[PluginE
     if key and not rescan and (cached := _read(path, key)) is not None:
         return BUILTINS + cached, True
     entries = _scan()
-    # Kept under the key taken before the scan: a change that lands during the scan changes the key, so the
-    # next command's key differs and this listing, whatever the scan saw of the change, is never served again.
+    # Kept under the key taken before the scan: a change during the scan alters the next key, so it is never served.
     if key and not path.parent.is_symlink():  # never write through a link planted in the home
         with contextlib.suppress(OSError):
             document = {"format": CACHE_FORMAT, "key": key, "entries": entries}

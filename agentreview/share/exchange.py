@@ -47,8 +47,7 @@ FIRST_READ_BATCH = 500
 
 @dataclass
 class Fetched:
-    """What one fetch did: attestations found and newly stored, notes read, whether every new
-    note is read (``complete``; False when the cap stopped it) and a line for everything skipped."""
+    """What one fetch did: attestations found and stored, notes read, whether a cap stopped it, and what it skipped."""
 
     remote: str
     found: int = 0
@@ -111,8 +110,7 @@ class _Budget:
 
 
 def unchanged(cwd: Path, remote: str, state_file: Path) -> bool:
-    """True when ``remote``'s notes ref is the notes commit imported last in full (one ``git
-    ls-remote``): then there is nothing to fetch, and nothing else need be loaded."""
+    """True when ``remote``'s notes ref is the notes commit imported last in full (one ``git ls-remote``)."""
     return _unchanged(cwd, remote, fetchstate.load(state_file))
 
 
@@ -167,8 +165,7 @@ def fetch(cwd: Path, store: ForeignStore, *, remote: str, registry: Registry | N
 
 def _import(cwd: Path, store: ForeignStore, entries: list[NoteEntry], budget: _Budget, out: Fetched, *,
             signers: Path | None, registry: Registry | None) -> tuple[bool, str | None]:  # fmt: skip
-    """Import ``entries`` (in order) within ``budget``: whether all were read, and the annotated
-    id of the last note read in full (None: none)."""
+    """Import ``entries`` within ``budget``: whether all were read, and the id of the last note read in full."""
     with ThreadPoolExecutor(max_workers=1) as side:  # the sizes of the first notes while their commits are looked up
         sizing = side.submit(object_sizes, cwd, (e.blob for e in entries[: budget.notes]))
         present = existing_commits(cwd, (e.commit for e in entries))
@@ -217,8 +214,7 @@ def _import(cwd: Path, store: ForeignStore, entries: list[NoteEntry], budget: _B
 def _import_batch(batch: list[NoteEntry], blobs: dict[str, bytes], sizes: dict[str, int | None], store: ForeignStore,
                   budget: _Budget, out: Fetched, last: str | None, *, signers: Path | None,
                   registry: Registry | None) -> tuple[bool, str | None]:  # fmt: skip
-    """Import the notes of ``batch`` (their blobs read): whether all were read, and the annotated
-    id of the last note read in full (``last`` when none was)."""
+    """Import the notes of ``batch`` (their blobs read); returns as :func:`_import` (``last`` when none was read)."""
     for entry in batch:
         where = f"{NOTES_REF} note of {entry.commit[:12]}"
         size = sizes.get(entry.blob)

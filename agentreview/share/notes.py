@@ -117,8 +117,7 @@ def _commits(cwd: Path, *refs: str) -> dict[str, str]:
 
 
 def remote_commit(cwd: Path, remote: str) -> str | None:
-    """The commit the remote's notes ref names (None: the remote has no notes), asked with one
-    ``git ls-remote`` and without fetching anything."""
+    """The commit the remote's notes ref names (None: it has none), from one ``git ls-remote``, fetching nothing."""
     proc = run_git(["ls-remote", "--refs", "--end-of-options", remote, NOTES_REF], cwd, check=False, timeout=120)
     if proc.returncode != 0:
         last = [ln for ln in proc.stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
@@ -131,8 +130,7 @@ def remote_commit(cwd: Path, remote: str) -> str | None:
 
 
 def fetch_and_merge(cwd: Path, remote: str) -> str | None:
-    """Fetch the remote's notes ref and merge it into ours as a set; the remote's notes commit
-    (kept as :data:`INCOMING_REF`), or None when the remote has none."""
+    """Fetch the remote's notes and merge them into ours as a set; their commit (:data:`INCOMING_REF`) or None."""
     proc = run_git(["fetch", "--quiet", "--no-tags", "--end-of-options", remote, f"+{NOTES_REF}:{INCOMING_REF}"],
                    cwd, check=False, timeout=120)  # fmt: skip
     if proc.returncode != 0:

@@ -85,8 +85,7 @@ class LedgerRow:
 
 
 class Summary(NamedTuple):
-    """What the index keeps of one entry: its key, the filter columns, and the settled row (None
-    for an imported entry: its ``ledger`` row is made from the entry when it is listed)."""
+    """What the index keeps of one entry: its key, filter columns and settled row (None for an imported one)."""
 
     key: LedgerKey
     base_sha: str

@@ -73,9 +73,8 @@ def linked_component(root: str | Path, rel: str) -> str | None:
 
 
 def recorded_export_target(entry: LedgerEntry) -> Path | None:
-    """Where a recorded entry exports by default: its attestation's file in the manifest's
-    ``verdict.exportDir`` as recorded, confined to the repository; ``None`` when the manifest
-    declared none. Raises ``ValueError`` (naming the fix) for a directory or name that escapes."""
+    """Where a recorded entry exports by default, confined to the repository (None: no ``verdict.exportDir``);
+    ValueError naming the fix for a directory or name that escapes."""
     if not entry.host.export_dir:
         return None
     directory = confined_export_dir(Path(entry.host.repo_root), entry.host.export_dir)

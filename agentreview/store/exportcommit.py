@@ -15,8 +15,7 @@ _FOLDER = "040000"
 
 
 def repository_folder(path: str) -> str | None:
-    """``path`` (relative to the repository root) as a repository path, normalized as written and
-    not through the file system; ``None`` unless it names a proper sub-folder."""
+    """``path`` normalized as written (never resolved on disk); ``None`` unless it names a proper sub-folder."""
     if os.path.isabs(path):
         return None
     rel = posixpath.normpath(path)

@@ -64,9 +64,8 @@ class ForeignStore:
         self._hosts: dict[tuple[str, str | None], tuple[dict[str, Any], bytes]] = {}  # one importedAt per store
 
     def check(self, attestation: dict[str, Any]) -> Incoming:
-        """Read ``attestation`` with the strict model. Raises :class:`ValueError`
-        (:class:`AttestationShapeError` is one) for a document that is not a well-formed attestation,
-        and :class:`LedgerError` for one whose key cannot name a path."""
+        """Read ``attestation`` with the strict model; ValueError when it is not well formed, LedgerError when its
+        key cannot name a path."""
         att = Attestation.read(attestation)
         check_key(LedgerKey.of(att))
         document = att.to_json_dict()
@@ -74,9 +73,8 @@ class ForeignStore:
         return Incoming(document, text, sha256_hex(text), self._folder(att.target.repoRemote))
 
     def accept(self, document: dict[str, Any], line: bytes) -> Incoming:
-        """Take a note's line (``document`` is its JSON) as an import does: its listed members well
-        formed (the strict model reads it at its first use), its digest that of the line (the
-        attestationSha256 of a line ``publish`` wrote: canonical JSON). Raises as :meth:`check`."""
+        """Take a note's line (``document`` its JSON) as an import does: listed members well formed (the strict
+        read waits for its use), digest that of the line (canonical JSON, as published). Raises as :meth:`check`."""
         key = listable_key(document)
         return Incoming(document, line, sha256_hex(line), self._folder(key.repo_remote))
 
@@ -131,8 +129,7 @@ class ForeignStore:
         self._writes.append(self._writer.submit(self._write, pending))
 
     def sync(self) -> None:
-        """Write every entry added with ``durable=False`` and wait until each is indexed; raises
-        what a write raised (the entries written stay: a re-scan of the files finds them)."""
+        """Write every entry added with ``durable=False`` and wait until each is indexed; raises what a write raised."""
         if self._pending:
             self._hand_over()
         writes, self._writes = self._writes, []
@@ -179,8 +176,7 @@ class ForeignStore:
             self._index.close()
 
     def all(self, repo_remote: str | None = None) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
-        """Every readable foreign entry (of ``repo_remote`` when given), newest first by createdAt,
-        as the ledger's index lists them."""
+        """Every readable foreign entry (of ``repo_remote`` when given), newest first by createdAt."""
         if not self.root.is_dir():
             return
         for rel, name, _row in self._index.query({"repo_remote": repo_remote}, foreign=True):

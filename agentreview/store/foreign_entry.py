@@ -49,8 +49,7 @@ def foreign_row(att: dict[str, Any], host: dict[str, Any]) -> dict[str, Any]:
 
 
 def listable_key(att: Any) -> LedgerKey:
-    """The key of ``att`` when its listed members are well formed (the strict read waits for its
-    first use); raises ValueError (:class:`LedgerError` for a key that cannot name a path)."""
+    """The key of ``att`` when its listed members are well formed (the strict read waits for its use); ValueError."""
     if not isinstance(att, dict) or not isinstance(target := att.get("target"), dict):
         raise ValueError("not an attestation: no target object")
     if att.get("verdict") not in VERDICTS:
@@ -71,8 +70,7 @@ def listable_key(att: Any) -> LedgerKey:
 
 
 def read_foreign(data: bytes) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``(attestation, host)`` of a foreign entry, the attestation checked by the strict model;
-    raises ValueError saying what is wrong."""
+    """``(attestation, host)`` of a foreign entry, the attestation checked by the strict model; else ValueError."""
     try:
         doc = loads_strict(data)
         att, host = doc["attestation"], doc["host"]
@@ -112,8 +110,7 @@ def summarize_foreign(data: bytes) -> Summary:
 
 
 def foreign_summary(att: dict[str, Any]) -> Summary:
-    """The index columns of the foreign entry of ``att``, whose listed members are checked
-    (:func:`listable_key`, or the strict model)."""
+    """The index columns of the foreign entry of ``att`` (its listed members checked by :func:`listable_key`)."""
     target = att["target"]
     key = LedgerKey(target["repoRemote"], att["manifestSha"], att["binding"], att["rangeSha"])
     # no requester session: a foreign entry was requested by no session of this host
@@ -122,8 +119,7 @@ def foreign_summary(att: dict[str, Any]) -> Summary:
 
 
 def listing_row(path: Path) -> dict[str, Any]:
-    """The ``ledger`` row (:func:`foreign_row`) of ``path``, read as an import reads it (the index listed it as
-    well formed); raises as :func:`read_foreign_at`."""
+    """The ``ledger`` row (:func:`foreign_row`) of ``path``, read as an import reads it; raises as the read."""
     data = _entry_bytes(path)
     try:
         doc = json.loads(data)

@@ -245,8 +245,7 @@ class LedgerIndex:
         return [(rel, name, row) for rel, name, row, _key, _created in rows]
 
     def record(self, entry: Path, st: os.stat_result, data: bytes, *, foreign: bool = False) -> None:
-        """Index an entry just written. The file is already the truth: when it cannot be indexed
-        (a busy or broken index), a stale marker makes the next read re-scan the files."""
+        """Index an entry just written (when it cannot be, :meth:`_upsert` leaves a re-scan marker)."""
         self._upsert([self._params(entry.parent.relative_to(self.root).as_posix(), entry.name, st, data,
                                    foreign=foreign)])  # fmt: skip
 
@@ -269,8 +268,8 @@ class LedgerIndex:
 
     def record_many(self, entries: Sequence[tuple[str, str, os.stat_result, Summary, str | None]], *,
                     foreign: bool) -> bool:  # fmt: skip
-        """Index entries just written, ``(dir, name, stat, summary, digest)`` each: files, or members
-        ``<pack>#<offset>`` of a pack whose stat is given. One transaction; False as :meth:`_upsert`."""
+        """Index entries just written, ``(dir, name, stat, summary, digest)`` each (a name may be a pack member
+        ``<pack>#<offset>``, with the pack's stat); False as :meth:`_upsert`."""
         rows = [_row(rel, name, st, summary, foreign=foreign, digest=digest)
                 for rel, name, st, summary, digest in entries]  # fmt: skip
         packs = {(rel, _file_of(name)): st for rel, name, st, _summary, _digest in entries if MEMBER in name}
@@ -283,8 +282,7 @@ class LedgerIndex:
             os.unlink(self.root / INDEX_STALE)
 
     def _upsert(self, rows: Sequence[tuple[Any, ...]]) -> bool:
-        """Write ``rows`` in one transaction; False when the index could not take them (then a
-        stale marker makes the next read re-scan the files, which are already the truth)."""
+        """Write ``rows`` in one transaction; False when the index could not (then the next read re-scans)."""
         with self._lock:
             try:
                 conn = self._connection()
@@ -297,8 +295,7 @@ class LedgerIndex:
         return True
 
     def digests(self, rel: str, among: Sequence[str] | None = None) -> set[str]:
-        """The attestation digests of the usable entries in the directory ``rel`` (those of ``among``
-        only, when given: a lookup bounded by their number)."""
+        """The attestation digests of the usable entries in the directory ``rel`` (of ``among`` only, when given)."""
         return self._read(lambda conn: _digests(conn, rel, among))
 
     def rebuild(self) -> int:
@@ -316,9 +313,8 @@ class LedgerIndex:
     # ------------------------------------------------------------------ queries
 
     def _query_verified(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[_Found]:
-        """Run each statement and check each row against its file; re-read and retry when a
-        file changed behind the index (replaced in place, or gone). Rows carry their
-        ``(dir, name, row_json, dir/name, created_at)``."""
+        """Run each statement; a row whose file changed behind the index (replaced, or gone) is re-read and the
+        statements run again. Rows are ``(dir, name, row_json, dir/name, created_at)``."""
 
         def fetch(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
             return [row for sql, params in statements for row in conn.execute(sql, params).fetchall()]
@@ -403,8 +399,7 @@ class LedgerIndex:
                 raise _UnusableError(f"{path.name} is not a regular file — remove it")
 
     def _first_sync(self, conn: sqlite3.Connection) -> None:
-        """Fill a new index from a full scan, under a lock so concurrent processes scan once
-        (the second one finds the work done and only checks directory times)."""
+        """Fill a new index from a full scan, under a lock so concurrent processes scan once."""
         from agentreview.host.locks import FileLock, Timeout
 
         try:

@@ -213,8 +213,7 @@ class Ledger:
         limit: int = 50,
         foreign: bool | None = False,
     ) -> list[LedgerRow]:
-        """Settled rows matching every given filter, newest first by ``createdAt``: this host's own
-        (``foreign=False``), the imported ones (True, rows with a ``foreign`` member) or both (None)."""
+        """Settled rows matching every given filter, newest first: own (``foreign=False``), imported or both (None)."""
         if limit < 1 or not self.root.is_dir():
             return []
         filters = {
