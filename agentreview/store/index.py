@@ -11,7 +11,6 @@ import stat
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -151,10 +150,6 @@ def _is_foreign_dir(rel: str) -> bool:
     return rel.count("/") == 1 and rel.endswith("/" + FOREIGN_DIR)
 
 
-def _depth(rel: str) -> int:
-    return 0 if not rel else rel.count("/") + 1
-
-
 @contextlib.contextmanager
 def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
     if conn.in_transaction:
@@ -169,20 +164,15 @@ def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
     conn.execute("COMMIT")
 
 
-@dataclass
 class _Visit:
     """State of one index sync: what the index knew about directories, and what changed."""
 
-    known: dict[str, int]
-    children: dict[str, list[str]] = field(default_factory=dict)
-    now_ns: int = 0
-
-    def __post_init__(self) -> None:
-        for rel in self.known:
-            if rel:
-                parent = rel.rpartition("/")[0]
-                self.children.setdefault(parent, []).append(rel)
+    def __init__(self, known: dict[str, int]) -> None:
+        self.known = known
         self.now_ns = time.time_ns()
+        self.children: dict[str, list[str]] = {}
+        for rel in filter(None, known):
+            self.children.setdefault(rel.rpartition("/")[0], []).append(rel)
 
 
 class LedgerIndex:
@@ -466,7 +456,7 @@ class LedgerIndex:
                 with _transaction(conn):
                     self._drop_subtree(conn, rel)
             return
-        depth = _depth(rel)
+        depth = rel.count("/") + 1 if rel else 0
         if visit.known.get(rel) == st.st_mtime_ns:
             for child in visit.children.get(rel, []):
                 self._visit(conn, visit, child)
