@@ -24,7 +24,8 @@ from reviewrepo import Repo, manifest
 from agentreview.engine.coordination import InflightRegistry, InflightRun
 from agentreview.model.attestation import Attestation
 from agentreview.model.errors import AgentreviewError
-from agentreview.store.ledger import INDEX_NAME, Ledger, LedgerKey
+from agentreview.store.layout import INDEX_NAME
+from agentreview.store.ledger import Ledger, LedgerKey
 
 AGENTREVIEW = str(Path(sys.executable).parent / "agentreview")
 TIMEOUT_S = 120

@@ -17,7 +17,8 @@ import pytest
 
 from agentreview.model.attestation import Attestation
 from agentreview.model.digests import range_sha
-from agentreview.store.ledger import INDEX_NAME, HostInfo, Ledger, LedgerError, LedgerKey
+from agentreview.store.layout import INDEX_NAME
+from agentreview.store.ledger import HostInfo, Ledger, LedgerError, LedgerKey
 
 REMOTE = "github.com/acme/widgets"
 MSHA = "a" * 64

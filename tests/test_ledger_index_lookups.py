@@ -25,7 +25,8 @@ from agentreview.model.digests import range_sha
 from agentreview.store.foreign import ForeignStore
 from agentreview.store.foreign_entry import foreign_row
 from agentreview.store.index import INDEX_STALE
-from agentreview.store.ledger import INDEX_NAME, Ledger, LedgerKey
+from agentreview.store.layout import INDEX_NAME
+from agentreview.store.ledger import Ledger, LedgerKey
 
 REMOTE = "github.com/acme/widgets"
 MSHA = "a" * 64

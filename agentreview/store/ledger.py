@@ -23,12 +23,11 @@ from agentreview.store.annotations import (
     rewrite_annotations,
 )
 from agentreview.store.cache import servable
-from agentreview.store.entries import MAX_ENTRY_BYTES, HostInfo, LedgerEntry, LedgerRow, entry_text, read_entry
+from agentreview.store.entries import HostInfo, LedgerEntry, LedgerRow, entry_text, read_entry
 from agentreview.store.layout import (
     ANNOTATIONS_SUFFIX,
     ENTRY_SUFFIX,
     FOREIGN_DIR,
-    INDEX_NAME,
     LOCK_SUFFIX,
     RUN_ID,
     LedgerError,
@@ -42,18 +41,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from agentreview.host.locks import FileLock
     from agentreview.model.attestation import Attestation
     from agentreview.store.index import LedgerIndex
-
-__all__ = [
-    "INDEX_NAME",
-    "LOCK_TIMEOUT_S",
-    "MAX_ENTRY_BYTES",
-    "HostInfo",
-    "Ledger",
-    "LedgerEntry",
-    "LedgerError",
-    "LedgerKey",
-    "LedgerRow",
-]
 
 LOCK_TIMEOUT_S = 30.0
 
