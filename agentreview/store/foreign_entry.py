@@ -104,11 +104,6 @@ def read_or_warn(read: Callable[[Path], T], path: Path, warn: Callable[[str], No
         return None
 
 
-def summarize_foreign(data: bytes) -> Summary:
-    """The index columns of a foreign entry file (its ``ledger`` row is made when it is listed)."""
-    return foreign_summary(read_foreign(data)[0])
-
-
 def foreign_summary(att: dict[str, Any]) -> Summary:
     """The index columns of the foreign entry of ``att`` (its listed members checked by :func:`listable_key`)."""
     target = att["target"]

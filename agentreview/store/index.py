@@ -569,9 +569,9 @@ class LedgerIndex:
             if data is None:
                 data = read_regular_file(path, limit=MAX_ENTRY_BYTES, follow_symlinks=False)
             if foreign:
-                from agentreview.store.foreign_entry import summarize_foreign
+                from agentreview.store.foreign_entry import foreign_summary, read_foreign
 
-                summary = summarize_foreign(data)
+                summary = foreign_summary(read_foreign(data)[0])
                 where: tuple[str, ...] = (ledger_slug(summary.key.repo_remote), FOREIGN_DIR)
                 filed: tuple[str, ...] = tuple(rel.split("/"))
             else:
