@@ -43,20 +43,13 @@ def team_signers_path(home: Path) -> Path | None:
         raise AgentreviewError(f"{config_file}: [team].allowed_signers must be a path string — fix it")
     path = Path(value).expanduser()
     path = (path if path.is_absolute() else home / path).resolve()
-    inside = _work_tree_of(path)
+    inside = next((parent for parent in path.parents if (parent / ".git").exists()), None)
     if inside is not None:
         raise AgentreviewError(
             f"{config_file}: [team].allowed_signers {path} is inside the git repository {inside}; the team file "
             "must be the host owner's, outside any repository — copy it to $AGENTREVIEW_HOME and point there"
         )
     return path
-
-
-def _work_tree_of(path: Path) -> Path | None:
-    for parent in path.parents:
-        if (parent / ".git").exists():
-            return parent
-    return None
 
 
 def _read_signers(path: Path, home: Path) -> bytes:
