@@ -38,7 +38,6 @@ from agentreview.store.layout import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agentreview.host.locks import FileLock
     from agentreview.model.attestation import Attestation
     from agentreview.store.index import LedgerIndex
 
@@ -76,16 +75,11 @@ class Ledger:
         path.mkdir(parents=True, exist_ok=True, mode=0o700)
         return path
 
-    def _entry_lock(self, entry: Path) -> FileLock:
-        from agentreview.host.locks import FileLock
-
-        return FileLock(str(sibling(entry, LOCK_SUFFIX)), timeout=LOCK_TIMEOUT_S)
-
     def _locked(self, entry: Path, write: Callable[[], None]) -> None:
         """Run ``write`` under the entry's lock; a lock that times out or cannot be taken is a LedgerError."""
-        from agentreview.host.locks import Timeout
+        from agentreview.host.locks import FileLock, Timeout
 
-        lock = self._entry_lock(entry)
+        lock = FileLock(str(sibling(entry, LOCK_SUFFIX)), timeout=LOCK_TIMEOUT_S)
         try:
             with lock:
                 write()
