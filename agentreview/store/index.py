@@ -280,7 +280,8 @@ class LedgerIndex:
                     conn.executemany(_UPSERT, rows)
             except (sqlite3.Error, OSError):
                 self._close()
-                self._mark_stale()
+                with contextlib.suppress(OSError):  # the stale marker: the next reader re-scans the files
+                    os.close(os.open(self.root / INDEX_STALE, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600))
                 return False
         return True
 
@@ -367,12 +368,6 @@ class LedgerIndex:
                 with contextlib.suppress(OSError):
                     os.unlink(self.root / INDEX_STALE)
         return self._conn
-
-    def _mark_stale(self) -> None:
-        """Leave a marker that makes the next reader re-scan the files (best effort)."""
-        with contextlib.suppress(OSError):
-            fd = os.open(self.root / INDEX_STALE, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-            os.close(fd)
 
     def _check_files(self) -> None:
         """Refuse index files that are not regular files, before sqlite opens them: a planted FIFO
