@@ -58,15 +58,10 @@ class Fetched:
     notes: list[str] = field(default_factory=list)
 
 
-def attestation_line(att: Attestation) -> bytes:
-    """The one line a note holds for ``att``: its canonical JSON (signature included)."""
-    return canonical_json(att.to_json_dict())
-
-
 def publish(cwd: Path, att: Attestation, *, remote: str | None) -> Published:
     """Add ``att`` to the note of its head commit; push the notes ref to ``remote`` unless it is None."""
     commit = head_commit(cwd, att.target.headSha)
-    changed = add_lines(cwd, commit, [attestation_line(att)])
+    changed = add_lines(cwd, commit, [canonical_json(att.to_json_dict())])  # the note's line: its canonical JSON
     if remote is not None:
         push(cwd, remote)
     return Published(commit, changed, remote)
