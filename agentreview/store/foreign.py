@@ -35,10 +35,6 @@ if TYPE_CHECKING:  # pragma: no cover
 WRITE_BATCH = 1024  # entries per pack: the writer indexes one batch while the importer reads the next
 
 
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-
-
 class Incoming(NamedTuple):
     """An attestation read once: its JSON members, its bytes as stored, their digest and its folder."""
 
@@ -101,7 +97,8 @@ class ForeignStore:
         if self.has(found):
             return False
         if (made := self._hosts.get((remote, principal))) is None:
-            host = {"foreign": {"remote": remote, "principal": principal, "importedAt": _now()}}
+            now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+            host = {"foreign": {"remote": remote, "principal": principal, "importedAt": now}}
             made = self._hosts[(remote, principal)] = (host, pack_host(host))
         host, host_text = made
         line, summary = pack_line(found.text, host_text), foreign_summary(found.document)
