@@ -52,17 +52,6 @@ def team_signers_path(home: Path) -> Path | None:
     return path
 
 
-def _read_signers(path: Path, home: Path) -> bytes:
-    from agentreview.host.files import read_regular_file
-
-    try:
-        return read_regular_file(path)
-    except Exception as exc:  # missing, a FIFO, unreadable: one line naming the setting
-        raise AgentreviewError(
-            f"{home / 'config.toml'}: [team].allowed_signers {path} cannot be read: {exc} — fix the path"
-        ) from exc
-
-
 def _consistent(att: Attestation) -> bool:
     """A verdict that follows from the lanes and a rangeSha that follows from the target."""
     from agentreview.model.digests import range_sha
@@ -87,6 +76,7 @@ def trusted_foreign(
     """Foreign entries under the key whose signature verifies against the team file, newest first (none when team
     trust is off). ``narrow`` goes to :meth:`Ledger.foreign_candidates`; ``want`` picks the raw documents worth a
     signature check (one signer process each)."""
+    from agentreview.host.files import read_regular_file
     from agentreview.host.home import ledger_root
     from agentreview.model.attestation import Attestation
     from agentreview.model.contracts.errors import SignatureInvalidError
@@ -105,7 +95,12 @@ def trusted_foreign(
     signers = team_signers_path(home)
     if signers is None:
         return
-    data = _read_signers(signers, home)
+    try:
+        data = read_regular_file(signers)
+    except Exception as exc:  # missing, a FIFO, unreadable: one line naming the setting
+        raise AgentreviewError(
+            f"{home / 'config.toml'}: [team].allowed_signers {signers} cannot be read: {exc} — fix the path"
+        ) from exc
     with tempfile.TemporaryDirectory(prefix="agentreview-team-") as tmp:
         copy = Path(tmp) / "allowed_signers"  # a private copy: the file is read once per use
         copy.write_bytes(data)
