@@ -67,9 +67,8 @@ def discover(*, rescan: bool = False, cache: bool = True) -> tuple[tuple[PluginE
 
 
 def _key() -> str | None:
-    """The digest of what a scan reads: the interpreter, each ``sys.path`` entry's distribution folders and
-    the ``stat`` of their metadata files (inode and ctime too, so a file put back with its old mtime is seen).
-    ``None`` when a finder outside ``sys.path`` also lists distributions (an app bundler's): nothing is cached."""
+    """The digest of what a scan reads: the interpreter and the ``stat`` of the distributions' metadata on ``sys.path``
+    (ctime too: a file put back with its old mtime is seen); ``None`` when a finder outside ``sys.path`` lists some."""
     if any(f is not PathFinder and hasattr(f, "find_distributions") for f in sys.meta_path):
         return None
     parts: list[Any] = [CACHE_FORMAT, sys.executable, sys.version]
@@ -85,11 +84,10 @@ def _key() -> str | None:
 
 
 def _stat(path: Any) -> tuple[int, ...] | None:
-    try:
+    with contextlib.suppress(OSError, ValueError, TypeError):
         st = os.stat(path)
-    except (OSError, ValueError, TypeError):
-        return None
-    return st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_size, st.st_dev
+        return st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_size, st.st_dev
+    return None
 
 
 def _scan() -> tuple[PluginEntry, ...]:
