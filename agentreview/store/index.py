@@ -38,12 +38,9 @@ FIRST_SYNC_LOCK_TIMEOUT_S = 600
 # (ext4 stamps with a coarse clock, FAT with 2 s), so it is re-listed on the next query.
 RACY_NS = 3_000_000_000
 # The columns a query may filter on (each an equality test, or membership for ``any_of``).
-FILTER_COLUMNS = frozenset(
-    {"repo_remote", "manifest_sha", "binding", "range_sha", "base_sha", "head_sha", "run_id", "requester_session",
-     "dir", "name", "digest"}
-)
 SELECTIVE_COLUMNS = frozenset({"range_sha", "head_sha", "run_id", "requester_session", "name", "digest"})
 BROAD_COLUMNS = frozenset({"repo_remote", "manifest_sha", "binding", "base_sha", "dir"})
+FILTER_COLUMNS = SELECTIVE_COLUMNS | BROAD_COLUMNS
 # Values of one ``any_of`` column bound per statement (well under sqlite's variable limit).
 ANY_OF_CHUNK = 500
 
