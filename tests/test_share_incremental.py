@@ -306,15 +306,13 @@ def test_an_unchanged_fetch_loads_neither_the_config_the_plugins_nor_the_ledger(
 def test_a_fetch_past_one_write_batch_writes_a_pack_a_batch_and_indexes_every_entry(
     hosts: Hosts, keys: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The writer thread takes the entries a batch at a time (one pack each) while git reads the
-    next notes' blobs a batch ahead: every note is imported once, every entry indexed, and no
-    re-scan marker is left behind."""
+    """The writer thread takes the entries a batch at a time (one pack each) while the import reads
+    on: every note is imported once, every entry indexed, and no re-scan marker is left behind."""
     from agentreview.share import exchange
     from agentreview.store import foreign
     from agentreview.store.index import INDEX_STALE
 
     monkeypatch.setattr(foreign, "WRITE_BATCH", 4)
-    monkeypatch.setattr(exchange, "READ_BATCH", 6)
     run_ids = publish_batch(hosts, keys, 0)
     root = tmp_path / "ledger"
     store = foreign.ForeignStore(root)

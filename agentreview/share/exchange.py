@@ -41,8 +41,6 @@ class Published:
 MAX_NOTES_PER_FETCH = 20_000  # notes read by one fetch; the next fetch goes on from where it stopped
 MAX_FETCH_BYTES = 64 * 1024 * 1024  # note bytes read by one fetch (the first note is always read)
 MAX_SIGNATURE_CHECKS_PER_FETCH = 1000  # signer processes one fetch starts (team trust on)
-READ_BATCH = 2500  # notes whose blobs one ``git cat-file --batch`` reads, a batch ahead of the import
-FIRST_READ_BATCH = 500
 
 
 @dataclass
@@ -184,19 +182,11 @@ def _import(cwd: Path, store: ForeignStore, entries: list[NoteEntry], budget: _B
         chosen.append(entry)
         counted.add(entry.blob)
         budget.bytes -= cost
-    reader = ThreadPoolExecutor(max_workers=1)  # git reads the next batch's blobs while this one is imported
-    try:
-        starts = [0, *range(min(FIRST_READ_BATCH, len(chosen)), len(chosen), READ_BATCH)]  # a small first batch
-        batches = [chosen[start:end] for start, end in zip(starts, [*starts[1:], len(chosen)], strict=True)]
-        reads = [reader.submit(read_blobs, cwd, {e.blob for e in batch if e.blob in readable}) for batch in batches]
-        last: str | None = None
-        for batch, read in zip(batches, reads, strict=True):
-            done, last = _import_batch(batch, read.result(), sizes, store, budget, out, last,
-                                       signers=signers, registry=registry)  # fmt: skip
-            if not done:
-                return False, last
-    finally:
-        reader.shutdown(wait=True, cancel_futures=True)
+    # one process for every blob: git's delta-base cache serves them all (a process per batch re-reads the chains)
+    blobs = read_blobs(cwd, {e.blob for e in chosen if e.blob in readable})
+    done, last = _import_batch(chosen, blobs, sizes, store, budget, out, None, signers=signers, registry=registry)
+    if not done:
+        return False, last
     if len(chosen) == len(relevant):
         return True, last
     out.notes.append(

@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from agentreview.store.index import LedgerIndex
 
 
-WRITE_BATCH = 1024  # entries per pack: the writer indexes one batch while the importer reads the next
+WRITE_BATCH = 4096  # entries per pack: the writer indexes one batch while the importer reads the next
 
 
 class Incoming(NamedTuple):
