@@ -184,29 +184,14 @@ def _import(cwd: Path, store: ForeignStore, entries: list[NoteEntry], budget: _B
         budget.bytes -= cost
     # one process for every blob: git's delta-base cache serves them all (a process per batch re-reads the chains)
     blobs = read_blobs(cwd, {e.blob for e in chosen if e.blob in readable})
-    done, last = _import_batch(chosen, blobs, sizes, store, budget, out, None, signers=signers, registry=registry)
-    if not done:
-        return False, last
-    if len(chosen) == len(relevant):
-        return True, last
-    out.notes.append(
-        f"fetch: {len(relevant)} new note(s), only the first {len(chosen)} read; run 'agentreview fetch' again "
-        "to read the rest"
-    )
-    return False, last
-
-
-def _import_batch(batch: list[NoteEntry], blobs: dict[str, bytes], sizes: dict[str, int | None], store: ForeignStore,
-                  budget: _Budget, out: Fetched, last: str | None, *, signers: Path | None,
-                  registry: Registry | None) -> tuple[bool, str | None]:  # fmt: skip
-    """Import the notes of ``batch`` (their blobs read); returns as :func:`_import` (``last`` when none was read)."""
-    for entry in batch:
+    last: str | None = None
+    for entry in chosen:
         where = f"{NOTES_REF} note of {entry.commit[:12]}"
         size = sizes.get(entry.blob)
         out.read += 1
         budget.notes -= 1
-        if size is not None and size > notes.MAX_NOTE_BYTES:
-            out.notes.append(f"the note of {entry.commit[:12]} is larger than {notes.MAX_NOTE_BYTES} bytes — skipped")
+        if size is not None and size > note_limit:
+            out.notes.append(f"the note of {entry.commit[:12]} is larger than {note_limit} bytes — skipped")
         elif entry.blob not in blobs:
             out.notes.append(f"{where} is not a readable blob — skipped")
         elif not _import_note(blobs[entry.blob], where, store, out, budget, signers=signers, registry=registry):
@@ -216,7 +201,13 @@ def _import_batch(batch: list[NoteEntry], blobs: dict[str, bytes], sizes: dict[s
             )
             return False, last
         last = entry.commit
-    return True, last
+    if len(chosen) == len(relevant):
+        return True, last
+    out.notes.append(
+        f"fetch: {len(relevant)} new note(s), only the first {len(chosen)} read; run 'agentreview fetch' again "
+        "to read the rest"
+    )
+    return False, last
 
 
 def _import_note(data: bytes, where: str, store: ForeignStore, out: Fetched, budget: _Budget, *,
