@@ -284,7 +284,7 @@ def test_garbage_lines_in_a_note_are_skipped_with_a_note(hosts: Hosts, keys: dic
     assert report["new"] == 1
     notes = "\n".join(report["notes"])
     assert "not JSON" in notes and "not a JSON object" in notes and "larger than" in notes
-    assert "not a valid attestation" in notes
+    assert "line 3 is not a valid attestation" in notes  # where in the note, for whoever repairs it
     plain = cli(hosts.tmp / "home-c", hosts.b, "fetch", "--remote", "shared")  # a host that has not read them
     assert plain.returncode == 0 and "skipped" in plain.stderr and "Traceback" not in plain.stderr
 

@@ -219,7 +219,7 @@ def _import_note(data: bytes, where: str, store: ForeignStore, out: Fetched, bud
     lines, skipped = parse_note(data, where, strict=False)  # the strict read waits for the entry's use
     out.notes.extend(skipped)
     trusting = signers is not None and registry is not None
-    for line, document in lines:
+    for number, line, document in lines:
         out.found += 1
         try:
             incoming = store.accept(document, line)
@@ -236,11 +236,11 @@ def _import_note(data: bytes, where: str, store: ForeignStore, out: Fetched, bud
                 out.new += 1
         except (LedgerError, ValueError) as exc:  # AttestationShapeError is a ValueError
             first = str(exc).splitlines()[0][:160]
-            out.notes.append(f"{where}: a line is not a valid attestation ({first}) — skipped")
+            out.notes.append(f"{where}: line {number} is not a valid attestation ({first}) — skipped")
     return True
 
 
 def note_attestations(cwd: Path, commit: str) -> tuple[list[dict[str, Any]], list[str]]:
     """The JSON objects in the note of ``commit`` and the notes on lines skipped (for ``verify --notes``)."""
     found, skipped = parse_note(read_note(cwd, commit), f"{NOTES_REF} note of {commit[:12]}")
-    return [document for _line, document in found], skipped
+    return [document for _number, _line, document in found], skipped

@@ -64,11 +64,11 @@ def _loads_loose(line: bytes) -> Any:
 
 def parse_note(
     data: bytes, where: str = "note", *, strict: bool = True
-) -> tuple[list[tuple[bytes, dict[str, Any]]], list[str]]:
-    """The JSON objects of a note, one per line, each with its line, and a message for every line
-    skipped. ``strict``: duplicate keys refused too (else the later one wins, as in JavaScript);
+) -> tuple[list[tuple[int, bytes, dict[str, Any]]], list[str]]:
+    """The JSON objects of a note, one per line, each with its line number and bytes, and a message
+    for every line skipped. ``strict``: duplicate keys refused too (else the later one wins, as in JavaScript);
     NaN and Infinity are refused either way."""
-    out: list[tuple[bytes, dict[str, Any]]] = []
+    out: list[tuple[int, bytes, dict[str, Any]]] = []
     skipped: list[str] = []
     for number, line in enumerate(data.split(b"\n"), start=1):
         if not line.strip():
@@ -84,7 +84,7 @@ def parse_note(
         if not isinstance(value, dict):
             skipped.append(f"{where}: line {number} is not a JSON object — skipped")
             continue
-        out.append((line, value))
+        out.append((number, line, value))
     return out, skipped
 
 
