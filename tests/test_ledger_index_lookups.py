@@ -243,6 +243,20 @@ def test_the_entries_of_a_pack_are_indexed_narrowed_and_survive_a_deleted_index(
     assert fresh.warnings == []
 
 
+def test_rows_inserted_many_per_statement_are_each_indexed(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows go in several to a statement (so a writer thread keeps the GIL between rows); with two to
+    a statement, an odd number of entries, written and then re-scanned, are every one listed."""
+    from agentreview.store import index
+
+    monkeypatch.setattr(index, "MAX_ROWS_PER_INSERT", 2)
+    _packed(root, [_foreign(n) for n in range(2, 9)])
+    expected = [f"review-{n:04d}" for n in range(8, 1, -1)]
+    led = Ledger(root)
+    assert [r.run_id for r in led.list(foreign=True)] == expected
+    assert led.rebuild_index() == 7  # the re-scan inserts the pack's members the same way
+    assert [r.run_id for r in led.list(foreign=True)] == expected and led.warnings == []
+
+
 def test_a_tampered_pack_is_re_read_not_served_from_the_index(root: Path) -> None:
     pack = _packed(root, [_foreign(2), _foreign(3)])
     led = Ledger(root)

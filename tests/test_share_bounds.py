@@ -278,6 +278,59 @@ def test_changed_notes_lists_what_was_added_or_changed_between_notes_commits(rep
     assert existing_commits(repo.root, [one, "f" * 40, changed[0].blob]) == {one}
 
 
+def test_blobs_stream_in_the_order_asked_and_a_stream_closed_early_leaves_no_git(repo: Repo) -> None:
+    """``stream_blobs`` hands each object over in the order asked (None for a missing one or a
+    non-blob); closed after the first of many, it returns and leaves no git process behind."""
+    from agentreview.share.batch import stream_blobs
+
+    def blob_of(data: bytes) -> str:
+        return subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=repo.root, input=data,
+                              capture_output=True, check=True, timeout=30).stdout.decode().strip()  # fmt: skip
+
+    one, two = blob_of(b"one\n"), blob_of(b"two\n")
+    tree = git(repo.root, "rev-parse", f"{repo.head}^{{tree}}")
+    asked = [two, "f" * 40, tree, one, two]
+    assert list(stream_blobs(repo.root, asked)) == [
+        (two, b"two\n"), ("f" * 40, None), (tree, None), (one, b"one\n"), (two, b"two\n")
+    ]
+    many = [blob_of(b"%d\n" % n + b"x" * 65536) for n in range(40)]  # more than a pipe holds
+    stream = stream_blobs(repo.root, many)
+    assert next(stream) == (many[0], b"0\n" + b"x" * 65536)
+    stream.close()
+    children = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _parent(p) == os.getpid()]
+    assert not any((p / "comm").read_text().strip() == "git" for p in children if (p / "comm").exists())
+
+
+def _parent(proc: Path) -> int | None:
+    try:
+        return int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def test_a_git_that_fails_mid_stream_is_an_error_not_the_end_of_the_blobs(tmp_path: Path) -> None:
+    """git failing (here: not a repository) is raised by the stream, never read as "no more blobs"."""
+    from agentreview.host.gitrun import GitError
+    from agentreview.share.batch import stream_blobs
+
+    (tmp_path / "not-a-repo").mkdir()
+    with pytest.raises(GitError):
+        list(stream_blobs(tmp_path / "not-a-repo", ["f" * 40]))
+
+
+def test_two_notes_sharing_one_blob_are_both_read(hosts: Hosts, keys: dict) -> None:
+    """Notes of two commits with the same text are one blob, streamed once and read for each."""
+    raw = sign(hosts.a.attestation(), keys["trusted"])
+    git(hosts.a.root, "push", "-q", "shared", "feature")
+    git(hosts.b, "pull", "-q", "--ff-only", "shared", "feature")
+    text = canonical_json(raw).decode() + "\n"
+    for commit in (hosts.a.base, hosts.a.head):
+        git(hosts.a.root, "notes", f"--ref={NOTES}", "add", "-f", "-m", text.strip(), commit)
+    git(hosts.a.root, "push", "-q", "shared", f"{NOTES}:{NOTES}")
+    result = body(cli(hosts.home_b, hosts.b, "fetch", "--remote", "shared", "--json"))
+    assert (result["read"], result["found"], result["new"], result["notes"]) == (2, 2, 1, []), result
+
+
 def test_junk_notes_ahead_of_a_real_one_do_not_keep_it_from_a_capped_fetch(hosts: Hosts, keys: dict) -> None:
     """The attack: notes of commits that do not exist, named so that they come first in the notes
     tree, as many as ``--max-notes``. They are not notes this fetch reads, so the real note after

@@ -3,9 +3,14 @@ starts a process per note, and a note's size is asked before its bytes are read.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import contextlib
+import os
+import queue
+import threading
+from collections.abc import Generator, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import NamedTuple
+from typing import IO, NamedTuple
 
 from agentreview.host.gitrun import GitError, run_git
 
@@ -97,24 +102,60 @@ def object_sizes(cwd: Path, oids: Iterable[str]) -> dict[str, int | None]:
 
 def read_blobs(cwd: Path, oids: Iterable[str]) -> dict[str, bytes]:
     """The bytes of each blob of ``oids``, from one ``git cat-file --batch`` (the caller bounds them first)."""
-    wanted = sorted(set(oids))
-    if not wanted:
-        return {}
-    asked = "".join(f"{oid}\n" for oid in wanted).encode("ascii")
-    proc = run_git(["cat-file", "--buffer", "--batch"], cwd, input_bytes=asked, timeout=BATCH_TIMEOUT_S)
-    data, out, pos = proc.stdout, {}, 0
-    while pos < len(data):
-        end = data.find(b"\n", pos)
-        if end < 0:
-            break
-        header = data[pos:end].decode("ascii", "replace").split()
-        pos = end + 1
-        if len(header) != 3 or not header[2].isdigit():
-            continue  # "<oid> missing": no body follows
-        size = int(header[2])
-        if pos + size > len(data):
-            raise GitError(f"git cat-file --batch: the output of {header[0][:12]} is cut short")
-        if header[1] == "blob":
-            out[header[0]] = data[pos : pos + size]
-        pos += size + 1  # the body is followed by a newline
-    return out
+    with contextlib.closing(stream_blobs(cwd, sorted(set(oids)))) as stream:
+        return {oid: data for oid, data in stream if data is not None}
+
+
+def stream_blobs(cwd: Path, oids: Sequence[str]) -> Generator[tuple[str, bytes | None], None, None]:
+    """``(oid, bytes)`` of each of ``oids`` in that order (None: missing, or not a blob), handed over while one
+    ``git cat-file --batch`` still reads the rest, so the caller's work overlaps git's (the caller bounds their
+    sizes first). A thread drains git's output as it comes: git never waits on the caller, and its timeout is
+    its own. Closing the iterator early ends git (its next write fails)."""
+    if not oids:
+        return
+    asked = "".join(f"{oid}\n" for oid in oids).encode("ascii")
+    found: queue.SimpleQueue[tuple[str, bytes | None] | BaseException | None] = queue.SimpleQueue()
+    read_fd, write_fd = os.pipe()
+    stop = threading.Event()
+
+    def git() -> None:
+        with open(write_fd, "wb", buffering=0) as sink:  # closed once git has exited: the drain then sees the end
+            run_git(["cat-file", "--buffer", "--batch"], cwd, input_bytes=asked, stdout=sink, timeout=BATCH_TIMEOUT_S)
+
+    def drain() -> None:
+        try:
+            with open(read_fd, "rb") as source:  # closed early when the caller stops: git's next write fails
+                for record in _records(source):
+                    if stop.is_set():
+                        return
+                    found.put(record)
+            found.put(None)
+        except BaseException as exc:  # handed to the caller
+            found.put(exc)
+
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="agentreview-blobs") as pool:
+        running, _drained = pool.submit(git), pool.submit(drain)
+        try:
+            while (item := found.get()) is not None:
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        except BaseException:
+            stop.set()
+            raise
+        running.result()  # git's own failure (a timeout) is raised, not taken for the end of its output
+
+
+def _records(source: IO[bytes]) -> Iterator[tuple[str, bytes | None]]:
+    """The records of ``git cat-file --batch`` output: ``<oid> <type> <size>\n<bytes>\n``, or ``<oid> missing\n``."""
+    while header := source.readline():
+        parts = header.split()
+        if len(parts) != 3 or not parts[2].isdigit():
+            yield (parts[0].decode("ascii", "replace") if parts else ""), None  # no body follows
+            continue
+        size = int(parts[2])
+        body = source.read(size)
+        if len(body) != size or source.read(1) != b"\n":
+            oid = parts[0][:12].decode("ascii", "replace")
+            raise GitError(f"git cat-file --batch: the output of {oid} is cut short")
+        yield parts[0].decode("ascii"), body if parts[1] == b"blob" else None

@@ -4,6 +4,8 @@ fetch reads only what changed, bounded in notes, bytes and signature checks; the
 
 from __future__ import annotations
 
+import contextlib
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from agentreview.host.gitrun import GitError
 from agentreview.model.digests import canonical_json
 from agentreview.share import fetchstate, notes
-from agentreview.share.batch import NoteEntry, changed_notes, existing_commits, object_sizes, read_blobs
+from agentreview.share.batch import NoteEntry, changed_notes, existing_commits, object_sizes, stream_blobs
 from agentreview.share.fetchstate import FetchState
 from agentreview.share.notes import (
     NOTES_REF,
@@ -182,25 +184,36 @@ def _import(cwd: Path, store: ForeignStore, entries: list[NoteEntry], budget: _B
         chosen.append(entry)
         counted.add(entry.blob)
         budget.bytes -= cost
-    # one process for every blob: git's delta-base cache serves them all (a process per batch re-reads the chains)
-    blobs = read_blobs(cwd, {e.blob for e in chosen if e.blob in readable})
+    # one process for every blob (git's delta-base cache serves them all), each note read as soon as git has it
+    wanted = [e.blob for e in chosen if e.blob in readable]
+    twice = {blob for blob, count in Counter(wanted).items() if count > 1}  # one note's blob kept for another
+    kept: dict[str, bytes | None] = {}
     last: str | None = None
-    for entry in chosen:
-        where = f"{NOTES_REF} note of {entry.commit[:12]}"
-        size = sizes.get(entry.blob)
-        out.read += 1
-        budget.notes -= 1
-        if size is not None and size > note_limit:
-            out.notes.append(f"the note of {entry.commit[:12]} is larger than {note_limit} bytes — skipped")
-        elif entry.blob not in blobs:
-            out.notes.append(f"{where} is not a readable blob — skipped")
-        elif not _import_note(blobs[entry.blob], where, store, out, budget, signers=signers, registry=registry):
-            out.notes.append(
-                f"fetch: {MAX_SIGNATURE_CHECKS_PER_FETCH} signatures checked, the most one fetch checks; run "
-                "'agentreview fetch' again to read the rest"
-            )
-            return False, last
-        last = entry.commit
+    with contextlib.closing(stream_blobs(cwd, list(dict.fromkeys(wanted)))) as stream:
+        for entry in chosen:
+            where = f"{NOTES_REF} note of {entry.commit[:12]}"
+            size = sizes.get(entry.blob)
+            out.read += 1
+            budget.notes -= 1
+            data = None
+            if entry.blob in readable:
+                if entry.blob in kept:
+                    data = kept[entry.blob]
+                elif (read := next(stream, None)) is not None and read[0] == entry.blob:  # asked in this order
+                    data = read[1]
+                if entry.blob in twice:
+                    kept[entry.blob] = data
+            if size is not None and size > note_limit:
+                out.notes.append(f"the note of {entry.commit[:12]} is larger than {note_limit} bytes — skipped")
+            elif data is None:
+                out.notes.append(f"{where} is not a readable blob — skipped")
+            elif not _import_note(data, where, store, out, budget, signers=signers, registry=registry):
+                out.notes.append(
+                    f"fetch: {MAX_SIGNATURE_CHECKS_PER_FETCH} signatures checked, the most one fetch checks; run "
+                    "'agentreview fetch' again to read the rest"
+                )
+                return False, last
+            last = entry.commit
     if len(chosen) == len(relevant):
         return True, last
     out.notes.append(

@@ -85,6 +85,9 @@ _UPSERT = (
     "digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
+_COLUMNS = 20  # the values of one row of _UPSERT
+MAX_ROWS_PER_INSERT = 500  # one statement inserts this many rows (sqlite's variable limit allowing)
+
 _Found = tuple[str, str, str | None, str, str]  # (dir, name, row_json, dir/name, created_at) of a row checked
 _CORRUPT_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
 T = TypeVar("T")
@@ -145,6 +148,16 @@ def _file_of(name: str) -> str:
 def _is_foreign_dir(rel: str) -> bool:
     """``<repoSlug>/foreign``: where the entries ``agentreview fetch`` imported live."""
     return rel.count("/") == 1 and rel.endswith("/" + FOREIGN_DIR)
+
+
+def _insert_rows(conn: sqlite3.Connection, rows: Sequence[tuple[Any, ...]]) -> None:
+    """``_UPSERT`` of every row, many rows per statement: ``executemany`` gives up the GIL at each row and
+    waits to get it back, so a writer thread beside a busy one would take milliseconds a row."""
+    per = max(1, min(MAX_ROWS_PER_INSERT, conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // _COLUMNS))
+    head, _, values = _UPSERT.partition(" VALUES ")
+    for start in range(0, len(rows), per):
+        chunk = rows[start : start + per]
+        conn.execute(f"{head} VALUES {', '.join([values] * len(chunk))}", [v for row in chunk for v in row])
 
 
 @contextlib.contextmanager
@@ -274,7 +287,7 @@ class LedgerIndex:
             try:
                 conn = self._connection()
                 with _transaction(conn):
-                    conn.executemany(_UPSERT, rows)
+                    _insert_rows(conn, rows)
             except (sqlite3.Error, OSError):
                 self._close()
                 with contextlib.suppress(OSError):  # the stale marker: the next reader re-scans the files
@@ -548,7 +561,7 @@ class LedgerIndex:
             known.add(member.digest)
             rows.append(_row(rel, f"{name}{MEMBER}{member.offset}", st, member.summary, foreign=True,
                              digest=member.digest))  # fmt: skip
-        conn.executemany(_UPSERT, rows)
+        _insert_rows(conn, rows)
 
     def _params(
         self, rel: str, name: str, st: os.stat_result, data: bytes | None = None, *, foreign: bool = False
