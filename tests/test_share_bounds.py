@@ -378,3 +378,34 @@ def test_a_partial_clone_is_asked_which_commits_exist_without_fetching_from_its_
     monkeypatch.setattr(batch, "_has_promisor", lambda cwd: False)
     assert batch.existing_commits(partial, [old, old_blob]) == {old}
     assert len(sorted(packs.glob("*.pack"))) > len(before)  # cat-file fetched the missing blob
+
+
+def test_the_fast_note_parse_reads_and_refuses_the_lines_the_standard_library_does() -> None:
+    """A fetch reads note lines with orjson and falls back to the standard library on what orjson
+    refuses, so the lines read, the lines skipped, and every string member agree with the plain
+    read; only an integer beyond 64 bits differs (a float), which a fetch never reads."""
+    from agentreview.share.notes import parse_note
+
+    lines = [
+        b'{"runId":"r1","target":{"headSha":"abc"},"n":1.5}',
+        b'{"a":NaN}',
+        b'{"a":Infinity}',
+        b'{"a":1e400}',
+        '{"s":"\\ud800 lone"}'.encode(),
+        b'{"s":"\xed\xa0\x80"}',  # a surrogate written as UTF-8: refused by orjson, read by the fallback
+        '{"s":"caf\u00e9"}'.encode("utf-16"),
+        b'{"k":1,"k":2}',
+        b'{"big":123456789012345678901234567890,"s":"kept"}',
+        b"[1, 2]",
+        b'{"cut": ',
+        b'"\xff"',
+    ]
+    data = b"\n".join(lines) + b"\n"
+    fast, fast_skipped = parse_note(data, "n", strict=False, fast=True)
+    plain, plain_skipped = parse_note(data, "n", strict=False)
+    assert [n for n, _l, _d in fast] == [n for n, _l, _d in plain] == [1, 4, 5, 6, 7, 8, 9]
+    assert fast_skipped == plain_skipped and len(plain_skipped) == 5
+    for (_n, _line, got), (_m, _same, want) in zip(fast, plain, strict=True):
+        strings = {key: value for key, value in want.items() if not isinstance(value, int | float)}
+        assert {key: value for key, value in got.items() if key in strings} == strings
+        assert got == want or set(got) == {"big", "s"} and got["big"] == float(want["big"])

@@ -15,6 +15,7 @@ from typing import IO, NamedTuple
 from agentreview.host.gitrun import GitError, run_git
 
 BATCH_TIMEOUT_S = 120.0
+STREAM_BATCH = 64  # blobs handed from the draining thread to the reader at a time
 _HEX_DIGITS = b"0123456789abcdef"
 
 
@@ -114,7 +115,7 @@ def stream_blobs(cwd: Path, oids: Sequence[str]) -> Generator[tuple[str, bytes |
     if not oids:
         return
     asked = "".join(f"{oid}\n" for oid in oids).encode("ascii")
-    found: queue.SimpleQueue[tuple[str, bytes | None] | BaseException | None] = queue.SimpleQueue()
+    found: queue.SimpleQueue[list[tuple[str, bytes | None]] | BaseException | None] = queue.SimpleQueue()
     read_fd, write_fd = os.pipe()
     stop = threading.Event()
 
@@ -125,10 +126,15 @@ def stream_blobs(cwd: Path, oids: Sequence[str]) -> Generator[tuple[str, bytes |
     def drain() -> None:
         try:
             with open(read_fd, "rb") as source:  # closed early when the caller stops: git's next write fails
+                batch: list[tuple[str, bytes | None]] = []
                 for record in _records(source):
-                    if stop.is_set():
-                        return
-                    found.put(record)
+                    batch.append(record)
+                    if len(batch) == STREAM_BATCH:  # handed over a few at a time: fewer thread switches
+                        if stop.is_set():
+                            return
+                        found.put(batch)
+                        batch = []
+                found.put(batch)
             found.put(None)
         except BaseException as exc:  # handed to the caller
             found.put(exc)
@@ -139,7 +145,7 @@ def stream_blobs(cwd: Path, oids: Sequence[str]) -> Generator[tuple[str, bytes |
             while (item := found.get()) is not None:
                 if isinstance(item, BaseException):
                     raise item
-                yield item
+                yield from item
         except BaseException:
             stop.set()
             raise

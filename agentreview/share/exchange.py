@@ -229,9 +229,11 @@ def _import_note(data: bytes, where: str, store: ForeignStore, out: Fetched, bud
     end (what it stored stays stored, and is not checked again when the note is read again)."""
     from agentreview.store.layout import LedgerError
 
-    lines, skipped = parse_note(data, where, strict=False)  # the strict read waits for the entry's use
-    out.notes.extend(skipped)
     trusting = signers is not None and registry is not None
+    # the strict read waits for the entry's use; a signature is checked over the document as the standard
+    # library reads it, else only the listed string members are read, and orjson may read the line
+    lines, skipped = parse_note(data, where, strict=False, fast=not trusting)
+    out.notes.extend(skipped)
     for number, line, document in lines:
         out.found += 1
         try:
