@@ -391,7 +391,7 @@ def test_the_fast_note_parse_reads_and_refuses_the_lines_the_standard_library_do
         b'{"a":NaN}',
         b'{"a":Infinity}',
         b'{"a":1e400}',
-        '{"s":"\\ud800 lone"}'.encode(),
+        b'{"s":"\\ud800 lone"}',
         b'{"s":"\xed\xa0\x80"}',  # a surrogate written as UTF-8: refused by orjson, read by the fallback
         '{"s":"caf\u00e9"}'.encode("utf-16"),
         b'{"k":1,"k":2}',
@@ -408,4 +408,4 @@ def test_the_fast_note_parse_reads_and_refuses_the_lines_the_standard_library_do
     for (_n, _line, got), (_m, _same, want) in zip(fast, plain, strict=True):
         strings = {key: value for key, value in want.items() if not isinstance(value, int | float)}
         assert {key: value for key, value in got.items() if key in strings} == strings
-        assert got == want or set(got) == {"big", "s"} and got["big"] == float(want["big"])
+        assert got == want or (set(got) == {"big", "s"} and got["big"] == float(want["big"]))
