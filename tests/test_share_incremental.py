@@ -95,18 +95,18 @@ def test_a_fetch_writes_its_entries_as_one_durable_pack_indexed_before_it_record
 
     publish_batch(hosts, keys, 0)
     events: list[tuple[str, Any]] = []
-    real_write, real_record, real_save = foreign.atomic_write_bytes, index.LedgerIndex.record_many, fetchstate.save
+    real_write, real_record, real_save = foreign.atomic_write_bytes, index.LedgerIndex.record_pack, fetchstate.save
 
     def write(path: Path, data: bytes, **kw: Any) -> Path:
         events.append(("write", (path.name, kw.get("durable", True), data.count(b"\n"))))
         return real_write(path, data, **kw)
 
-    def record_many(self: index.LedgerIndex, entries: Any, **kw: Any) -> bool:
-        events.append(("index", len(entries)))
-        return real_record(self, entries, **kw)
+    def record_pack(self: index.LedgerIndex, rel: str, pack: str, st: Any, members: Any) -> bool:
+        events.append(("index", len(members)))
+        return real_record(self, rel, pack, st, members)
 
     monkeypatch.setattr(foreign, "atomic_write_bytes", write)
-    monkeypatch.setattr(index.LedgerIndex, "record_many", record_many)
+    monkeypatch.setattr(index.LedgerIndex, "record_pack", record_pack)
     monkeypatch.setattr(fetchstate, "save", lambda *a, **kw: (events.append(("saved", None)), real_save(*a, **kw))[1])
     root = tmp_path / "ledger"
     store = foreign.ForeignStore(root)
@@ -125,11 +125,11 @@ def _sync_and_die_while_indexing(store: Any, monkeypatch: pytest.MonkeyPatch) ->
     """``store.sync()`` in a process that ends after its pack is on disk and before its rows are in the index."""
     from agentreview.store.index import LedgerIndex
 
-    def record_many(self: LedgerIndex, entries: Any, **kw: Any) -> bool:
+    def record_pack(self: LedgerIndex, *args: Any) -> bool:
         raise KeyboardInterrupt
 
     with monkeypatch.context() as patch:
-        patch.setattr(LedgerIndex, "record_many", record_many)
+        patch.setattr(LedgerIndex, "record_pack", record_pack)
         with pytest.raises(KeyboardInterrupt):
             store.sync()
 
@@ -342,16 +342,16 @@ def test_a_batch_the_index_refuses_leaves_the_rescan_marker_and_its_entries_are_
     monkeypatch.setattr(foreign, "WRITE_BATCH", 4)
     run_ids = publish_batch(hosts, keys, 0)
     root = tmp_path / "ledger"
-    real_record, calls = LedgerIndex.record_many, []
+    real_record, calls = LedgerIndex.record_pack, []
 
-    def record_many(self: LedgerIndex, entries: Any, **kw: Any) -> bool:
-        calls.append(len(entries))
-        return False if len(calls) == 2 else real_record(self, entries, **kw)
+    def record_pack(self: LedgerIndex, rel: str, pack: str, st: Any, members: Any) -> bool:
+        calls.append(len(members))
+        return False if len(calls) == 2 else real_record(self, rel, pack, st, members)
 
     store = foreign.ForeignStore(root)
     try:
         with monkeypatch.context() as patch:
-            patch.setattr(LedgerIndex, "record_many", record_many)
+            patch.setattr(LedgerIndex, "record_pack", record_pack)
             result = exchange.fetch(hosts.b, store, remote="shared", state_file=tmp_path / "state.json")
     finally:
         store.close()

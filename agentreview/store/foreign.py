@@ -20,14 +20,13 @@ from agentreview.model.digests import sha256_hex
 from agentreview.store.entries import Summary
 from agentreview.store.foreign_entry import (
     foreign_row,
-    foreign_summary,
-    listable_key,
+    listable_summary,
     pack_host,
     pack_line,
     read_foreign_at,
     read_or_warn,
 )
-from agentreview.store.layout import FOREIGN_DIR, MEMBER, LedgerError, LedgerKey, check_key, ledger_slug
+from agentreview.store.layout import FOREIGN_DIR, LedgerError, LedgerKey, check_key, ledger_slug
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentreview.store.index import LedgerIndex
@@ -37,12 +36,13 @@ WRITE_BATCH = 4096  # entries per pack: the writer indexes one batch while the i
 
 
 class Incoming(NamedTuple):
-    """An attestation read once: its JSON members, its bytes as stored, their digest and its folder."""
+    """An attestation read once: its JSON members, its bytes as stored, their digest, its folder and index columns."""
 
     document: dict[str, Any]
     text: bytes
     digest: str
     folder: Path
+    summary: Summary
 
 
 class ForeignStore:
@@ -67,13 +67,15 @@ class ForeignStore:
         check_key(LedgerKey.of(att))
         document = att.to_json_dict()
         text = canonical_json(document)
-        return Incoming(document, text, sha256_hex(text), self._folder(att.target.repoRemote))
+        summary = listable_summary(document)
+        return Incoming(document, text, sha256_hex(text), self._folder(att.target.repoRemote), summary)
 
     def accept(self, document: dict[str, Any], line: bytes) -> Incoming:
         """Take a note's line (``document`` its JSON) as an import does: listed members well formed (the strict
         read waits for its use), digest that of the line (canonical JSON, as published). Raises as :meth:`check`."""
-        key = listable_key(document)
-        return Incoming(document, line, hashlib.sha256(line).hexdigest(), self._folder(key.repo_remote))
+        summary = listable_summary(document)
+        digest = hashlib.sha256(line).hexdigest()
+        return Incoming(document, line, digest, self._folder(summary.key.repo_remote), summary)
 
     def _folder(self, repo_remote: str) -> Path:
         if (folder := self._folders.get(repo_remote)) is None:
@@ -102,7 +104,7 @@ class ForeignStore:
             host = {"foreign": {"remote": remote, "principal": principal, "importedAt": now}}
             made = self._hosts[(remote, principal)] = (host, pack_host(host))
         host, host_text = made
-        line, summary = pack_line(found.text, host_text), foreign_summary(found.document)
+        line, summary = pack_line(found.text, host_text), found.summary
         if not durable:
             if self._marked is None:  # a crash before sync() leaves a pack the index has not seen: say so
                 self._marked = self._index.begin_writes()
@@ -142,7 +144,7 @@ class ForeignStore:
         folders: dict[Path, list[tuple[str, Summary, bytes]]] = {}
         for digest, (folder, summary, line) in pending.items():
             folders.setdefault(folder, []).append((digest, summary, line))
-        rows = []
+        indexed = True
         for folder, entries in folders.items():
             rel = folder.relative_to(self.root).as_posix()
             # another fetch's, meanwhile
@@ -153,11 +155,12 @@ class ForeignStore:
             folder.mkdir(parents=True, exist_ok=True, mode=0o700)
             pack = folder / f"pack-{os.urandom(12).hex()}.jsonl"
             atomic_write_bytes(pack, b"".join(line for _digest, _summary, line in members))
-            st, offset = pack.stat(), 0
+            rows, offset = [], 0
             for digest, summary, line in members:
-                rows.append((rel, f"{pack.name}{MEMBER}{offset}", st, summary, digest))
+                rows.append((offset, summary, digest))
                 offset += len(line)
-        return self._index.record_many(rows, foreign=True) if rows else True
+            indexed = self._index.record_pack(rel, pack.name, pack.stat(), rows) and indexed
+        return indexed
 
     @functools.cached_property
     def _index(self) -> LedgerIndex:

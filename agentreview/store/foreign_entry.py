@@ -48,17 +48,17 @@ def foreign_row(att: dict[str, Any], host: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def listable_key(att: Any) -> LedgerKey:
-    """The key of ``att`` when its listed members are well formed (the strict read waits for its use); ValueError."""
+def listable_summary(att: Any) -> Summary:
+    """The index columns of the foreign entry of ``att`` when its listed members are well formed (the strict read
+    waits for its use); ValueError, or LedgerError when its key cannot name a path."""
     if not isinstance(att, dict) or not isinstance(target := att.get("target"), dict):
         raise ValueError("not an attestation: no target object")
-    if att.get("verdict") not in VERDICTS:
-        raise ValueError(f"verdict must be one of {', '.join(VERDICTS)}")
     get, target_get = att.get, target.get
-    for text in (get("runId"), get("reviewId"), get("createdAt"), target_get("baseSha"), target_get("headSha")):
-        if not isinstance(text, str):
-            raise ValueError("runId, reviewId, createdAt, target.baseSha, target.headSha and lanes are required")
-    if not isinstance(get("lanes"), list):
+    if (verdict := get("verdict")) not in VERDICTS:
+        raise ValueError(f"verdict must be one of {', '.join(VERDICTS)}")
+    run_id, created_at, base, head = get("runId"), get("createdAt"), target_get("baseSha"), target_get("headSha")
+    if not (isinstance(run_id, str) and isinstance(created_at, str) and isinstance(base, str)
+            and isinstance(head, str) and isinstance(get("reviewId"), str) and isinstance(get("lanes"), list)):
         raise ValueError("runId, reviewId, createdAt, target.baseSha, target.headSha and lanes are required")
     parts = (target_get("repoRemote"), get("manifestSha"), get("binding"), get("rangeSha"))
     for part in parts:
@@ -66,7 +66,8 @@ def listable_key(att: Any) -> LedgerKey:
             raise ValueError("target.repoRemote, manifestSha, binding and rangeSha must be strings")
     key = LedgerKey(*cast(tuple[str, str, str, str], parts))
     check_key(key)
-    return key
+    # no requester session: a foreign entry was requested by no session of this host
+    return Summary(key, base, head, run_id, None, created_at, verdict, get("dirty") is True, None)
 
 
 def read_foreign(data: bytes) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -102,15 +103,6 @@ def read_or_warn(read: Callable[[Path], T], path: Path, warn: Callable[[str], No
     except (UnreadableFileError, ValueError) as exc:
         warn(f"{path}: skipped foreign entry: {exc}")
         return None
-
-
-def foreign_summary(att: dict[str, Any]) -> Summary:
-    """The index columns of the foreign entry of ``att`` (its listed members checked by :func:`listable_key`)."""
-    target = att["target"]
-    key = LedgerKey(target["repoRemote"], att["manifestSha"], att["binding"], att["rangeSha"])
-    # no requester session: a foreign entry was requested by no session of this host
-    return Summary(key, target["baseSha"], target["headSha"], att["runId"], None, att["createdAt"], att["verdict"],
-                   att.get("dirty") is True, None)  # fmt: skip
 
 
 def listing_row(path: Path) -> dict[str, Any]:
@@ -149,13 +141,13 @@ def pack_members(data: bytes) -> Iterator[Member]:
         try:
             doc = json.loads(line)
             att, host = doc["attestation"], doc["host"]
-            listable_key(att)
+            summary = listable_summary(att)
             if not isinstance(host, dict):
                 raise ValueError("host must be an object")
             if not line.startswith(PACK_PREFIX):
                 raise ValueError("not a pack line")
             text = line[len(PACK_PREFIX) : line.rindex(b',"host":')]
-            found = Member(offset, foreign_summary(att), sha256_hex(text), None)
+            found = Member(offset, summary, sha256_hex(text), None)
         except (ValueError, LedgerError, KeyError, TypeError, RecursionError) as exc:
             found = Member(offset, None, None, str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__)
         yield found

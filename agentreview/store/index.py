@@ -113,11 +113,11 @@ def _stat_sig(st: os.stat_result) -> tuple[int, int, int]:
     return (st.st_mtime_ns, st.st_size, st.st_ino)
 
 
-def _row(rel: str, name: str, st: os.stat_result, summary: Summary, *, foreign: bool,
+def _row(rel: str, name: str, sig: tuple[int, int, int], summary: Summary, *, foreign: bool,
          digest: str | None = None) -> tuple[Any, ...]:  # fmt: skip
-    """The index row of an ok entry (a file, or a pack's member) from its summary."""
+    """The index row of an ok entry (a file, or a pack's member; ``sig`` its file's :func:`_stat_sig`)."""
     key, row = summary.key, summary.row
-    return (rel, name, *_stat_sig(st), 1, key.repo_remote, key.manifest_sha, key.binding, key.range_sha,
+    return (rel, name, *sig, 1, key.repo_remote, key.manifest_sha, key.binding, key.range_sha,
             summary.base_sha, summary.head_sha, summary.run_id, summary.requester_session, summary.created_at,
             summary.verdict, int(summary.dirty), int(foreign), None if row is None else json.dumps(row), digest)
 
@@ -268,12 +268,17 @@ class LedgerIndex:
 
     def record_many(self, entries: Sequence[tuple[str, str, os.stat_result, Summary, str | None]], *,
                     foreign: bool) -> bool:  # fmt: skip
-        """Index entries just written, ``(dir, name, stat, summary, digest)`` each (a name may be a pack member
-        ``<pack>#<offset>``, with the pack's stat); False as :meth:`_upsert`."""
-        rows = [_row(rel, name, st, summary, foreign=foreign, digest=digest)
-                for rel, name, st, summary, digest in entries]  # fmt: skip
-        packs = {(rel, _file_of(name)): st for rel, name, st, _summary, _digest in entries if MEMBER in name}
-        rows.extend(_not_ok(rel, name, st, foreign=foreign) for (rel, name), st in packs.items())
+        """Index entry files just written, ``(dir, name, stat, summary, digest)`` each; False as :meth:`_upsert`."""
+        return self._upsert([_row(rel, name, _stat_sig(st), summary, foreign=foreign, digest=digest)
+                             for rel, name, st, summary, digest in entries])  # fmt: skip
+
+    def record_pack(self, rel: str, pack: str, st: os.stat_result, members: Sequence[tuple[int, Summary, str]]) -> bool:
+        """Index a pack of imported entries just written: a row per member ``(offset, summary, digest)``, named
+        ``<pack>#<offset>`` with the pack's stat, and the pack's own row (listing nothing); False as :meth:`_upsert`."""
+        sig, prefix = _stat_sig(st), f"{pack}{MEMBER}"
+        rows = [_row(rel, f"{prefix}{offset}", sig, summary, foreign=True, digest=digest)
+                for offset, summary, digest in members]  # fmt: skip
+        rows.append(_not_ok(rel, pack, st, foreign=True))
         return self._upsert(rows)
 
     def end_writes(self) -> None:
@@ -559,7 +564,7 @@ class LedgerIndex:
             if member.digest in known:
                 continue
             known.add(member.digest)
-            rows.append(_row(rel, f"{name}{MEMBER}{member.offset}", st, member.summary, foreign=True,
+            rows.append(_row(rel, f"{name}{MEMBER}{member.offset}", _stat_sig(st), member.summary, foreign=True,
                              digest=member.digest))  # fmt: skip
         _insert_rows(conn, rows)
 
@@ -574,9 +579,9 @@ class LedgerIndex:
             if data is None:
                 data = read_regular_file(path, limit=MAX_ENTRY_BYTES, follow_symlinks=False)
             if foreign:
-                from agentreview.store.foreign_entry import foreign_summary, read_foreign
+                from agentreview.store.foreign_entry import listable_summary, read_foreign
 
-                summary = foreign_summary(read_foreign(data)[0])
+                summary = listable_summary(read_foreign(data)[0])
                 where: tuple[str, ...] = (ledger_slug(summary.key.repo_remote), FOREIGN_DIR)
                 filed: tuple[str, ...] = tuple(rel.split("/"))
             else:
@@ -594,4 +599,5 @@ class LedgerIndex:
         except (OSError, ValueError) as exc:  # json and UnicodeDecodeError are ValueErrors
             self._warn(f"ledger entry {path} is unusable ({exc}) — skipped; delete it or re-run the review")
             return not_ok
-        return _row(rel, name, st, summary, foreign=foreign, digest=name[: -len(ENTRY_SUFFIX)] if foreign else None)
+        digest = name[: -len(ENTRY_SUFFIX)] if foreign else None
+        return _row(rel, name, _stat_sig(st), summary, foreign=foreign, digest=digest)
