@@ -32,6 +32,7 @@ INDEX_FILE_SUFFIXES = ("", "-wal", "-shm", "-journal")
 INDEX_STALE = ".index.stale"
 INDEX_SCHEMA_VERSION = 3
 BUSY_TIMEOUT_MS = 5000
+PAGE_BYTES = 8192  # a new index's page: a fetch's rows (eight index entries each) go in ~10% faster than with 4096
 CACHE_KIB = 32 * 1024  # sqlite's page cache (grown only as used): a fetch's batch of rows is written without spilling
 FIRST_SYNC_LOCK_TIMEOUT_S = 600
 # A directory changed this recently may change again within the same timestamp tick
@@ -416,6 +417,7 @@ class LedgerIndex:
         try:
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
+            conn.execute(f"PRAGMA page_size = {PAGE_BYTES}")  # takes effect only on a new file
             if target != ":memory:":
                 conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute("PRAGMA synchronous = NORMAL")
