@@ -287,6 +287,37 @@ def _cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           timeout=120, stdin=subprocess.DEVNULL)
 
 
+def _rebuild_work(root: Path, entries: int, monkeypatch: pytest.MonkeyPatch) -> int:
+    """sqlite's work (virtual machine steps, in thousands) to rebuild the index of ``entries`` entries in one
+    directory: counted, not timed, so a load on the machine cannot change it."""
+    from agentreview.store.index import LedgerIndex
+
+    led = Ledger(root)
+    for n in range(entries):
+        led.put(att(n, "1" * 40, f"{n + 1:040x}"), HOST)
+    steps = [0]
+    real_open = LedgerIndex._open
+
+    def counting(self: LedgerIndex, target: str) -> Any:
+        conn = real_open(self, target)
+        conn.set_progress_handler(lambda: steps.__setitem__(0, steps[0] + 1) or 0, 1000)
+        return conn
+
+    monkeypatch.setattr(LedgerIndex, "_open", counting)
+    assert led.rebuild_index() == entries
+    led.close()
+    return steps[0]
+
+
+def test_a_rebuild_is_linear_in_the_entries_of_one_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every review of one repository, manifest and binding is one directory: rebuilding its index (a missing or
+    corrupt index, ``ledger --reindex``) must cost in proportion to its entries. Replacing each file's rows with
+    an OR over the primary key walked every row of the directory per file: twice the entries, four times the work."""
+    small = _rebuild_work(tmp_path / "small", 150, monkeypatch)
+    large = _rebuild_work(tmp_path / "large", 300, monkeypatch)
+    assert large < 2.6 * small, (small, large)
+
+
 def test_ledger_reindex_finds_files_written_behind_the_index(root: Path, tmp_path: Path) -> None:
     led = Ledger(root)
     led.put(att(1, "1" * 40, "2" * 40), HOST)
