@@ -331,6 +331,29 @@ def test_two_notes_sharing_one_blob_are_both_read(hosts: Hosts, keys: dict) -> N
     assert (result["read"], result["found"], result["new"], result["notes"]) == (2, 2, 1, []), result
 
 
+def test_a_notes_tree_entry_is_read_only_from_where_its_record_starts(repo: Repo) -> None:
+    """The attack: entries of the notes tree (a file, a submodule) whose names spell out another record
+    ("100644 blob <oid>\\t<id>"). The listing is read record by record, so that text is a name, never a note:
+    only the real note, under its fan-out path, is listed; a tree or a submodule entry is not a note either."""
+    from agentreview.share.batch import changed_notes
+
+    def blob_of(data: bytes) -> str:
+        return subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=repo.root, input=data,
+                              capture_output=True, check=True, timeout=30).stdout.decode().strip()  # fmt: skip
+
+    real, bait = blob_of(b"real\n"), blob_of(b"bait\n")
+    inner = f"100644 blob {real}\t{repo.head[2:]}\0".encode()
+    fanout = subprocess.run(["git", "mktree", "-z"], cwd=repo.root, check=True, capture_output=True, timeout=30,
+                            input=inner).stdout.decode().strip()  # fmt: skip
+    listing = (f"040000 tree {fanout}\t{repo.head[:2]}\0"
+               f"100644 blob {bait}\tx 100644 blob {bait}\t{repo.base}\0"
+               f"160000 commit {repo.base}\ty 100644 blob {bait}\t{repo.base}\0")  # fmt: skip
+    tree = subprocess.run(["git", "mktree", "-z", "--missing"], cwd=repo.root, input=listing.encode(),
+                          capture_output=True, check=True, timeout=30).stdout.decode().strip()  # fmt: skip
+    commit = git(repo.root, "commit-tree", tree, "-m", "notes")
+    assert [(e.commit, e.blob) for e in changed_notes(repo.root, None, commit)] == [(repo.head, real)]
+
+
 def test_junk_notes_ahead_of_a_real_one_do_not_keep_it_from_a_capped_fetch(hosts: Hosts, keys: dict) -> None:
     """The attack: notes of commits that do not exist, named so that they come first in the notes
     tree, as many as ``--max-notes``. They are not notes this fetch reads, so the real note after

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
+import re
 import threading
 from collections.abc import Generator, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -17,6 +18,10 @@ from agentreview.host.gitrun import GitError, run_git
 BATCH_TIMEOUT_S = 120.0
 STREAM_BATCH = 64  # blobs handed from the draining thread to the reader at a time
 _HEX_DIGITS = b"0123456789abcdef"
+# one record of `git ls-tree -r -z` that is a blob: "<mode> blob <oid>\t<path>\0", matched only where a record
+# starts (a path cannot hold a NUL, so no match begins inside one)
+_LS_TREE_BLOB = re.compile(rb"(?<![^\0])(\d{6}) blob ([0-9a-f]{40,64})\t([^\0]*)(?:\0|\Z)")
+_BLOB_SIZE = re.compile(r"^([0-9a-f]{40,64}) blob (\d+)$", re.MULTILINE)  # a blob's line of --batch-check
 
 
 class NoteEntry(NamedTuple):
@@ -42,11 +47,8 @@ def changed_notes(cwd: Path, base: str | None, target: str) -> list[NoteEntry]:
     if base is None:  # records "<mode> <type> <oid>\t<path>\0"
         proc = run_git(["ls-tree", "-r", "-z", "--full-tree", "--end-of-options", target], cwd,
                        timeout=BATCH_TIMEOUT_S)  # fmt: skip
-        for record in proc.stdout.split(b"\0"):
-            head, _, path = record.partition(b"\t")
-            fields = head.split(b" ")
-            if len(fields) == 3 and fields[1] == b"blob":
-                out.append(_entry(path, fields[0], fields[2]))
+        for mode, oid, path in _LS_TREE_BLOB.findall(proc.stdout):
+            out.append(_entry(path, mode, oid))
     else:  # records ":<old mode> <new mode> <old oid> <new oid> <status>\0<path>\0"
         proc = run_git(["diff-tree", "-r", "-z", "--raw", "--no-renames", "--no-abbrev", "--end-of-options",
                         base, target], cwd, timeout=BATCH_TIMEOUT_S)  # fmt: skip
@@ -94,10 +96,9 @@ def object_sizes(cwd: Path, oids: Iterable[str]) -> dict[str, int | None]:
                    input_bytes="".join(f"{oid}\n" for oid in wanted).encode("ascii"),
                    timeout=BATCH_TIMEOUT_S)  # fmt: skip
     sizes: dict[str, int | None] = dict.fromkeys(wanted)
-    for line in proc.stdout.decode("ascii", "replace").splitlines():
-        parts = line.split()
-        if len(parts) == 3 and parts[0] in sizes and parts[1] == "blob" and parts[2].isdigit():
-            sizes[parts[0]] = int(parts[2])
+    for oid, size in _BLOB_SIZE.findall(proc.stdout.decode("ascii", "replace")):
+        if oid in sizes:
+            sizes[oid] = int(size)
     return sizes
 
 
