@@ -121,12 +121,12 @@ def stream_blobs(cwd: Path, oids: Sequence[str]) -> Generator[tuple[str, bytes |
     stop = threading.Event()
 
     def git() -> None:
-        with open(write_fd, "wb", buffering=0) as sink:  # closed once git has exited: the drain then sees the end
+        with _file(write_fd, "wb") as sink:  # closed once git has exited: the drain then sees the end
             run_git(["cat-file", "--buffer", "--batch"], cwd, input_bytes=asked, stdout=sink, timeout=BATCH_TIMEOUT_S)
 
     def drain() -> None:
         try:
-            with open(read_fd, "rb") as source:  # closed early when the caller stops: git's next write fails
+            with _file(read_fd, "rb") as source:  # closed early when the caller stops: git's next write fails
                 batch: list[tuple[str, bytes | None]] = []
                 for record in _records(source):
                     batch.append(record)
@@ -151,6 +151,16 @@ def stream_blobs(cwd: Path, oids: Sequence[str]) -> Generator[tuple[str, bytes |
             stop.set()
             raise
         running.result()  # git's own failure (a timeout) is raised, not taken for the end of its output
+
+
+def _file(fd: int, mode: str) -> IO[bytes]:
+    """``fd`` as a file object that owns it (closed even when wrapping it fails, so no end of the pipe is left open
+    for the other to wait on)."""
+    try:
+        return open(fd, mode, buffering=0 if mode == "wb" else -1)
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def _records(source: IO[bytes]) -> Iterator[tuple[str, bytes | None]]:
