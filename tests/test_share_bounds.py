@@ -257,7 +257,7 @@ def test_a_malformed_note_on_the_head_is_not_found_with_every_report(repo: Repo,
 
 def test_changed_notes_lists_what_was_added_or_changed_between_notes_commits(repo: Repo) -> None:
     """The difference read by an incremental fetch: added and changed notes, not removed ones."""
-    from agentreview.share.batch import changed_notes, existing_commits, object_sizes, read_blobs
+    from agentreview.share.batch import changed_notes, existing_commits, object_sizes, stream_blobs
 
     one, two = repo.base, repo.head
     three = repo.commit("three", {"src/b.py": "b = 1\n"})
@@ -272,7 +272,7 @@ def test_changed_notes_lists_what_was_added_or_changed_between_notes_commits(rep
     changed = changed_notes(repo.root, before, after)
     assert [e.commit for e in changed] == sorted([one, three])
     assert changed_notes(repo.root, after, after) == []
-    blobs = read_blobs(repo.root, [e.blob for e in changed])
+    blobs = dict(stream_blobs(repo.root, [e.blob for e in changed]))
     assert {blobs[e.blob] for e in changed} == {b"first, edited\n", b"third\n"}
     assert object_sizes(repo.root, [changed[0].blob, one]) == {changed[0].blob: len(blobs[changed[0].blob]), one: None}
     assert existing_commits(repo.root, [one, "f" * 40, changed[0].blob]) == {one}

@@ -3,7 +3,6 @@ starts a process per note, and a note's size is asked before its bytes are read.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import queue
 import re
@@ -100,12 +99,6 @@ def object_sizes(cwd: Path, oids: Iterable[str]) -> dict[str, int | None]:
         if oid in sizes:
             sizes[oid] = int(size)
     return sizes
-
-
-def read_blobs(cwd: Path, oids: Iterable[str]) -> dict[str, bytes]:
-    """The bytes of each blob of ``oids``, from one ``git cat-file --batch`` (the caller bounds them first)."""
-    with contextlib.closing(stream_blobs(cwd, sorted(set(oids)))) as stream:
-        return {oid: data for oid, data in stream if data is not None}
 
 
 def stream_blobs(cwd: Path, oids: Sequence[str]) -> Generator[tuple[str, bytes | None], None, None]:
