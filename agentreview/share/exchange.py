@@ -26,6 +26,7 @@ from agentreview.share.notes import (
     read_note,
     remote_commit,
 )
+from agentreview.store.layout import LedgerError
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentreview.model.attestation import Attestation
@@ -227,27 +228,27 @@ def _import_note(data: bytes, where: str, store: ForeignStore, out: Fetched, bud
                  signers: Path | None, registry: Registry | None) -> bool:  # fmt: skip
     """Import the attestations of one note; False when the signature budget ran out before its
     end (what it stored stays stored, and is not checked again when the note is read again)."""
-    from agentreview.store.layout import LedgerError
-
     trusting = signers is not None and registry is not None
     # the strict read waits for the entry's use; a signature is checked over the document as the standard
     # library reads it, else only the listed string members are read, and orjson may read the line
     lines, skipped = parse_note(data, where, strict=False, fast=not trusting)
-    out.notes.extend(skipped)
+    if skipped:
+        out.notes.extend(skipped)
     for number, line, document in lines:
         out.found += 1
         try:
             incoming = store.accept(document, line)
-            if store.has(incoming):  # a stored one is not checked again
-                continue
-            if trusting:  # the whole shape is checked before any signer runs
-                store.check(incoming.document)
+            principal = None
+            if trusting:
+                if store.has(incoming):  # a stored one is not checked again
+                    continue
+                store.check(incoming.document)  # the whole shape is checked before any signer runs
                 if budget.signatures <= 0:
                     out.found -= 1
                     return False
                 budget.signatures -= 1
-            principal = _principal(incoming.document, signers, registry, where, out.notes)
-            if store.add(incoming, remote=out.remote, principal=principal, durable=False):
+                principal = _principal(incoming.document, signers, registry, where, out.notes)
+            if store.add(incoming, remote=out.remote, principal=principal, durable=False):  # False: stored
                 out.new += 1
         except (LedgerError, ValueError) as exc:  # AttestationShapeError is a ValueError
             first = str(exc).splitlines()[0][:160]
