@@ -150,7 +150,7 @@ def _file(fd: int, mode: str) -> IO[bytes]:
     """``fd`` as a file object that owns it (closed even when wrapping it fails, so no end of the pipe is left open
     for the other to wait on)."""
     try:
-        return open(fd, mode, buffering=0 if mode == "wb" else -1)
+        return open(fd, mode)
     except BaseException:
         os.close(fd)
         raise

@@ -86,7 +86,8 @@ _UPSERT = (
     "digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
-_COLUMNS = 20  # the values of one row of _UPSERT
+_UPSERT_HEAD, _, _UPSERT_ROW = _UPSERT.partition(" VALUES ")  # a statement of many rows repeats the row
+_COLUMNS = _UPSERT_ROW.count("?")
 MAX_ROWS_PER_INSERT = 500  # one statement inserts this many rows (sqlite's variable limit allowing)
 
 _Found = tuple[str, str, str | None, str, str]  # (dir, name, row_json, dir/name, created_at) of a row checked
@@ -155,10 +156,10 @@ def _insert_rows(conn: sqlite3.Connection, rows: Sequence[tuple[Any, ...]]) -> N
     """``_UPSERT`` of every row, many rows per statement: ``executemany`` gives up the GIL at each row and
     waits to get it back, so a writer thread beside a busy one would take milliseconds a row."""
     per = max(1, min(MAX_ROWS_PER_INSERT, conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // _COLUMNS))
-    head, _, values = _UPSERT.partition(" VALUES ")
     for start in range(0, len(rows), per):
         chunk = rows[start : start + per]
-        conn.execute(f"{head} VALUES {', '.join([values] * len(chunk))}", [v for row in chunk for v in row])
+        values = ", ".join([_UPSERT_ROW] * len(chunk))
+        conn.execute(f"{_UPSERT_HEAD} VALUES {values}", [v for row in chunk for v in row])
 
 
 @contextlib.contextmanager
