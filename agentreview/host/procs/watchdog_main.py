@@ -18,6 +18,7 @@ from agentreview.host.procs import table
 KILL_GRACE_S = 5.0
 _TICK_S = 0.05
 _KILL_ROUNDS = 40
+_TERM = {signal.SIGTERM}
 
 
 class _Stop(Exception):
@@ -40,24 +41,45 @@ def _apply(line: bytes, groups: set[int]) -> None:
         groups.discard(pgid)
 
 
-def watch(host_pid: int, groups: set[int]) -> None:
-    """Return when the host is gone; keep ``groups`` up to date meanwhile."""
+def _take(data: bytes, pending: bytearray, groups: set[int]) -> None:
+    """Apply the whole lines of ``pending`` + ``data``; a partial last line stays in ``pending``."""
+    pending += data
+    *lines, rest = bytes(pending).split(b"\n")
+    pending[:] = rest
+    for line in lines:
+        _apply(line, groups)
+
+
+def watch(host_pid: int, groups: set[int], pending: bytearray) -> None:
+    """Return when the host is gone; keep ``groups`` up to date meanwhile. SIGTERM can end it only while it waits:
+    bytes read from the pipe are always applied, never dropped half-way."""
     poller = select.poll()
     poller.register(0, select.POLLIN)
-    pending = b""
     while True:
         # Registrations already in the pipe are read first, even when the host is already gone.
         if not poller.poll(1000):
             if os.getppid() != host_pid:
                 return
             continue
+        signal.pthread_sigmask(signal.SIG_BLOCK, _TERM)
+        try:
+            data = os.read(0, 65536)
+            if not data:
+                return
+            _take(data, pending, groups)
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, _TERM)
+
+
+def _drain(groups: set[int], pending: bytearray) -> None:
+    """Apply what the pipe still holds: a registration the host wrote just before a SIGTERM counts."""
+    poller = select.poll()
+    poller.register(0, select.POLLIN)
+    while poller.poll(0):
         data = os.read(0, 65536)
         if not data:
             return
-        pending += data
-        *lines, pending = pending.split(b"\n")
-        for line in lines:
-            _apply(line, groups)
+        _take(data, pending, groups)
 
 
 def reap(groups: set[int], token: str, grace_s: float = KILL_GRACE_S) -> None:
@@ -92,8 +114,11 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _on_term)
     groups: set[int] = set()
+    pending = bytearray()
     with contextlib.suppress(_Stop, OSError):
-        watch(host_pid, groups)
+        watch(host_pid, groups, pending)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    with contextlib.suppress(OSError):
+        _drain(groups, pending)
     reap(groups, token)
     return 0

@@ -92,6 +92,24 @@ def test_sigterm_to_the_watchdog_also_cleans_up(spawned):
     guard.stdin.close()
 
 
+def test_a_registration_written_just_before_sigterm_is_still_cleaned_up(spawned):
+    """The host registers a lane and the watchdog gets SIGTERM before it has read that line (both killed
+    at once, say): the line still in the pipe counts. The watchdog is stopped while the line is written and
+    the signal sent, so it wakes to both at once, whatever the machine's load."""
+    token = secrets.token_hex(8)
+    guard = _start_watchdog(token)
+    lane = spawned()
+    assert guard.stdin is not None
+    assert wait_until(lambda: _sigterm_handled(guard.pid), 5)
+    guard.send_signal(signal.SIGSTOP)
+    guard.stdin.write(f"+{lane.pid}\n".encode())
+    guard.send_signal(signal.SIGTERM)
+    guard.send_signal(signal.SIGCONT)
+    assert wait_until(lambda: _dead(lane), 5)
+    assert guard.wait(5) == 0
+    guard.stdin.close()
+
+
 def test_garbage_on_the_pipe_is_ignored(spawned):
     token = secrets.token_hex(8)
     guard = _start_watchdog(token)
