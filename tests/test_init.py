@@ -331,6 +331,8 @@ def test_asking_an_ssh_remote_runs_no_ssh_command_of_the_repository(git_repo: Gi
          [("make-test", "make test")]),
         ({"Makefile": "TEST := 1\n", "Cargo.toml": "[package]\n", "go.mod": "module x\n"},
          [("cargo-test", "cargo test"), ("go-test", "go test ./...")]),
+        ({"package.json": "[" * 100_000 + "]" * 100_000, "Cargo.toml": "[package]\n"},  # nested past the limit
+         [("cargo-test", "cargo test")]),
     ],
 )  # fmt: skip
 def test_detection_per_ecosystem(tmp_path: Path, files: dict[str, str], expected: list[tuple[str, str]]) -> None:

@@ -54,6 +54,7 @@ def test_lines_that_are_not_one_request_are_answered_with_id_null(repo: Repo) ->
             (b"42", -32600),
             (b'"initialize"', -32600),
             (b"null", -32600),
+            (b"[" * 100_000 + b"]" * 100_000, -32700),  # past the recursion limit: a parse error, not a crash
         ]:
             server.send(line)
             error_of(server.receive(), code, None)

@@ -245,12 +245,13 @@ def test_an_oversized_note_on_the_head_is_not_found_with_every_report(repo: Repo
 
 
 def test_a_malformed_note_on_the_head_is_not_found_with_every_report(repo: Repo, tmp_path: Path) -> None:
-    add_raw_note(repo, b"\xff\xfe\x00 binary\n{not json\n[1, 2]\n")
+    deep = b"[" * 200_000 + b"]" * 200_000  # past the recursion limit: a line skipped, not an internal error
+    add_raw_note(repo, b"\xff\xfe\x00 binary\n{not json\n[1, 2]\n" + deep + b"\n")
     done, sarif, summary = gate_reports(repo, tmp_path / "home", tmp_path)
     assert done.returncode == 4, (done.stdout, done.stderr)
     report = json.loads(done.stdout)
     assert report["reason"] == "not_found"
-    assert sum("skipped" in n for n in report["notes"]) == 3, report["notes"]
+    assert sum("skipped" in n for n in report["notes"]) == 4, report["notes"]
     assert json.loads(sarif.read_text())["version"] == "2.1.0"
     assert "NOT verified" in summary.read_text() and "no attestation for" in summary.read_text()
 
@@ -378,6 +379,26 @@ def test_junk_notes_ahead_of_a_real_one_do_not_keep_it_from_a_capped_fetch(hosts
     assert any("3 note(s) of commits not in this repository skipped" in n for n in first["notes"]), first
 
 
+def test_a_note_nested_deep_enough_to_crash_a_parser_is_one_skipped_line(hosts: Hosts, keys: dict) -> None:
+    """The attack: a line of 200,000 nested arrays in the same note as a real attestation. The JSON
+    reader gives up on it (Python's recursion limit); before, that ended every fetch of the ref with an
+    internal error, so nobody could import anything any more. Now it is one line skipped, the real
+    one is imported, and the next fetch says the ref is unchanged."""
+    raw = sign(hosts.a.attestation(), keys["trusted"])
+    git(hosts.a.root, "push", "-q", "shared", "feature")
+    git(hosts.b, "pull", "-q", "--ff-only", "shared", "feature")
+    deep = b'{"a":' + b"[" * 200_000 + b"]" * 200_000 + b"}"
+    note = hosts.a.root / "deep-note"
+    note.write_bytes(deep + b"\n" + canonical_json(raw) + b"\n")
+    git(hosts.a.root, "notes", f"--ref={NOTES}", "add", "-f", "-F", str(note), raw["target"]["headSha"])
+    git(hosts.a.root, "push", "-q", "shared", f"{NOTES}:{NOTES}")
+    first = body(cli(hosts.home_b, hosts.b, "fetch", "--remote", "shared", "--json"))
+    assert (first["read"], first["found"], first["new"], first["complete"]) == (1, 1, 1, True), first
+    assert [n for n in first["notes"] if "line 1 is not JSON" in n] == first["notes"], first
+    again = body(cli(hosts.home_b, hosts.b, "fetch", "--remote", "shared", "--json"))
+    assert again["unchanged"] is True, again
+
+
 def test_a_partial_clone_is_asked_which_commits_exist_without_fetching_from_its_promisor(
     repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -423,12 +444,13 @@ def test_the_fast_note_parse_reads_and_refuses_the_lines_the_standard_library_do
         b"[1, 2]",
         b'{"cut": ',
         b'"\xff"',
+        b'{"deep":' + b"[" * 100_000 + b"]" * 100_000 + b"}",  # past the recursion limit: skipped, not raised
     ]
     data = b"\n".join(lines) + b"\n"
     fast, fast_skipped = parse_note(data, "n", strict=False, fast=True)
     plain, plain_skipped = parse_note(data, "n", strict=False)
     assert [n for n, _l, _d in fast] == [n for n, _l, _d in plain] == [1, 4, 5, 6, 7, 8, 9]
-    assert fast_skipped == plain_skipped and len(plain_skipped) == 5
+    assert fast_skipped == plain_skipped and len(plain_skipped) == 6
     for (_n, _line, got), (_m, _same, want) in zip(fast, plain, strict=True):
         strings = {key: value for key, value in want.items() if not isinstance(value, int | float)}
         assert {key: value for key, value in got.items() if key in strings} == strings

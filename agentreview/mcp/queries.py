@@ -131,7 +131,7 @@ def recorded_repo_root(entry: Path) -> str | None:
 
     try:
         doc = json.loads(read_regular_file(entry, limit=MAX_ENTRY_BYTES, follow_symlinks=False))
-    except (UnreadableFileError, OSError, ValueError):
+    except (UnreadableFileError, OSError, ValueError, RecursionError):
         return None
     host = doc.get("host") if isinstance(doc, dict) else None
     found = host.get("repoRoot") if isinstance(host, dict) else None

@@ -79,7 +79,7 @@ class Edge:
             return None, None
         try:
             message = json.loads(line)
-        except (ValueError, UnicodeDecodeError) as exc:
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:  # nested deep to crash the proxy
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             return None, error(None, PARSE_ERROR, f"Parse error: the line is not JSON ({reason})")
         if isinstance(message, list):
@@ -274,7 +274,7 @@ def outbound(edge: Edge, line: bytes) -> bytes | None:
             return line
         try:
             message = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             return line
         if not isinstance(message, dict):
             return line

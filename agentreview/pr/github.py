@@ -165,7 +165,7 @@ class GitHub:
             raise GitHubError("gh_failed", f"GitHub API GET {path}: response larger than {MAX_RESPONSE_BYTES} bytes")
         try:
             return json.loads(body)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise GitHubError("gh_failed", f"GitHub API GET {path}: the response is not JSON ({exc})") from exc
 
     def _get_unless(self, path: str, statuses: tuple[int, ...]) -> Any:
@@ -241,7 +241,7 @@ def _error_message(exc: urllib.error.HTTPError) -> str:
     """`` — <message>`` from GitHub's JSON error body, bounded; empty when there is none."""
     try:
         data = json.loads(exc.read(64 * 1024) or b"null")
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return ""
     message = data.get("message") if isinstance(data, dict) else None
     return f" — {' '.join(str(message).split())[:200]}" if message else ""

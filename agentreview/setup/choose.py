@@ -213,7 +213,7 @@ class _Planner:
             return False
         try:
             package = json.loads(self.text_of(self.root / "package.json") or "{}")
-        except ValueError:
+        except (ValueError, RecursionError):
             return True
         declared = [package.get(k) for k in ("dependencies", "devDependencies")] if isinstance(package, dict) else []
         return not any(isinstance(d, dict) and "eslint" in d for d in declared)

@@ -97,7 +97,7 @@ def _node(root: Path) -> list[DetectedCheck]:
         return []
     try:
         package = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return []
     if not isinstance(package, dict):
         return []

@@ -68,7 +68,7 @@ class HostProbe:
         proc = run_process_group([python, "-I", "-c", _PROBE], cwd=self.cwd, env=env, deadline=deadline, kill_grace_s=0)
         try:
             data = json.loads(proc.stdout_text()) if proc.returncode == 0 else None
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
         if not isinstance(data, dict):
             return None

@@ -88,7 +88,7 @@ def parse_note(
             continue
         try:
             value = loads_strict(line) if strict else _loads_loose(line, fast)
-        except (ValueError, UnicodeDecodeError) as exc:
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:  # a note nested deep to crash a fetch
             skipped.append(f"{where}: line {number} is not JSON ({str(exc)[:120]}) — skipped")
             continue
         if not isinstance(value, dict):

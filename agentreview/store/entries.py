@@ -110,7 +110,7 @@ def parse_entry(data: bytes, path: Path) -> LedgerEntry:
 
     try:
         doc = json.loads(data)
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise ValueError(f"not JSON ({exc})") from exc
     if not isinstance(doc, dict) or not isinstance(doc.get("attestation"), dict):
         raise ValueError("not a ledger entry {attestation, host}")

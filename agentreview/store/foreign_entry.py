@@ -78,7 +78,7 @@ def read_foreign(data: bytes) -> tuple[dict[str, Any], dict[str, Any]]:
         if not isinstance(att, dict) or not isinstance(host, dict):
             raise ValueError("attestation and host must be objects")
         Attestation.read(att)
-    except (KeyError, TypeError) as exc:
+    except (KeyError, TypeError, RecursionError) as exc:
         raise ValueError(f"not a foreign entry {{attestation, host}} ({exc})") from exc
     return att, host
 

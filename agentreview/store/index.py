@@ -602,7 +602,7 @@ class LedgerIndex:
         except UnreadableFileError as exc:  # a FIFO, device or symlink, too large, or unreadable
             self._warn(f"ledger entry {path} {exc} — skipped")
             return not_ok
-        except (OSError, ValueError) as exc:  # json and UnicodeDecodeError are ValueErrors
+        except (OSError, ValueError, RecursionError) as exc:  # json and UnicodeDecodeError are ValueErrors
             self._warn(f"ledger entry {path} is unusable ({exc}) — skipped; delete it or re-run the review")
             return not_ok
         digest = name[: -len(ENTRY_SUFFIX)] if foreign else None

@@ -153,7 +153,7 @@ def _side_command(
     text = proc.stdout_text()
     try:
         return proc, json.loads(text[text.index("{") :])
-    except ValueError:
+    except (ValueError, RecursionError):
         return proc, None
 
 
