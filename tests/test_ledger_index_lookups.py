@@ -219,7 +219,8 @@ def _packed(root: Path, docs: list[dict[str, Any]]) -> Path:
     store = ForeignStore(root)
     for doc in docs:
         line = json.dumps(doc, separators=(",", ":")).encode()
-        assert store.add(store.accept(json.loads(line), line), remote="origin", principal=None, durable=False)
+        incoming = store.accept(line, json.loads(line))
+        assert store.add(incoming, remote="origin", principal=None, durable=False)
     store.sync()
     store.close()
     (pack,) = (root / "github.com_acme_widgets" / "foreign").glob("pack-*.jsonl")

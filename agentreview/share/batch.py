@@ -3,6 +3,8 @@ starts a process per note, and a note's size is asked before its bytes are read.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import queue
 import re
@@ -15,7 +17,7 @@ from typing import IO, NamedTuple
 from agentreview.host.gitrun import GitError, run_git
 
 BATCH_TIMEOUT_S = 120.0
-STREAM_BATCH = 64  # blobs handed from the draining thread to the reader at a time
+READ_CHUNK = 1024 * 1024  # bytes of git's output the draining thread reads at once
 _HEX_DIGITS = b"0123456789abcdef"
 # one record of `git ls-tree -r -z` that is a blob: "<mode> blob <oid>\t<path>\0", matched only where a record
 # starts (a path cannot hold a NUL, so no match begins inside one)
@@ -111,6 +113,8 @@ def stream_blobs(cwd: Path, oids: Sequence[str]) -> Generator[tuple[str, bytes |
     asked = "".join(f"{oid}\n" for oid in oids).encode("ascii")
     found: queue.SimpleQueue[list[tuple[str, bytes | None]] | BaseException | None] = queue.SimpleQueue()
     read_fd, write_fd = os.pipe()
+    with contextlib.suppress(OSError, AttributeError):  # Linux: git writes a chunk a read takes, not 64 KiB
+        fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, READ_CHUNK)
     stop = threading.Event()
 
     def git() -> None:
@@ -119,16 +123,11 @@ def stream_blobs(cwd: Path, oids: Sequence[str]) -> Generator[tuple[str, bytes |
 
     def drain() -> None:
         try:
-            with _file(read_fd, "rb") as source:  # closed early when the caller stops: git's next write fails
-                batch: list[tuple[str, bytes | None]] = []
-                for record in _records(source):
-                    batch.append(record)
-                    if len(batch) == STREAM_BATCH:  # handed over a few at a time: fewer thread switches
-                        if stop.is_set():
-                            return
-                        found.put(batch)
-                        batch = []
-                found.put(batch)
+            with _file(read_fd, "rb", buffering=0) as source:  # closed early when the caller stops: git's next
+                for records in _record_chunks(source):  # write fails
+                    if stop.is_set():
+                        return
+                    found.put(records)
             found.put(None)
         except BaseException as exc:  # handed to the caller
             found.put(exc)
@@ -146,26 +145,44 @@ def stream_blobs(cwd: Path, oids: Sequence[str]) -> Generator[tuple[str, bytes |
         running.result()  # git's own failure (a timeout) is raised, not taken for the end of its output
 
 
-def _file(fd: int, mode: str) -> IO[bytes]:
+def _file(fd: int, mode: str, buffering: int = -1) -> IO[bytes]:
     """``fd`` as a file object that owns it (closed even when wrapping it fails, so no end of the pipe is left open
     for the other to wait on)."""
     try:
-        return open(fd, mode)
+        return open(fd, mode, buffering=buffering)
     except BaseException:
         os.close(fd)
         raise
 
 
-def _records(source: IO[bytes]) -> Iterator[tuple[str, bytes | None]]:
-    """The records of ``git cat-file --batch`` output: ``<oid> <type> <size>\n<bytes>\n``, or ``<oid> missing\n``."""
-    while header := source.readline():
-        parts = header.split()
-        if len(parts) != 3 or not parts[2].isdigit():
-            yield (parts[0].decode("ascii", "replace") if parts else ""), None  # no body follows
-            continue
-        size = int(parts[2])
-        body = source.read(size)
-        if len(body) != size or source.read(1) != b"\n":
-            oid = parts[0][:12].decode("ascii", "replace")
-            raise GitError(f"git cat-file --batch: the output of {oid} is cut short")
-        yield parts[0].decode("ascii"), body if parts[1] == b"blob" else None
+def _record_chunks(source: IO[bytes]) -> Iterator[list[tuple[str, bytes | None]]]:
+    """The records of ``git cat-file --batch`` output, ``<oid> <type> <size>\n<bytes>\n`` or ``<oid> missing\n``,
+    as ``(oid, bytes)`` (None: not a blob), those complete after each read of up to :data:`READ_CHUNK` bytes
+    together: a thread that took the interpreter lock back once per record would wait for it behind a busy
+    caller every time."""
+    buffer = bytearray()
+    while chunk := source.read(READ_CHUNK):
+        buffer += chunk
+        records: list[tuple[str, bytes | None]] = []
+        start = 0
+        while (newline := buffer.find(b"\n", start)) != -1:
+            parts = buffer[start:newline].split()
+            if len(parts) != 3 or not parts[2].isdigit():
+                records.append(((parts[0].decode("ascii", "replace") if parts else ""), None))  # no body follows
+                start = newline + 1
+                continue
+            end = newline + 1 + int(parts[2])
+            if end >= len(buffer):  # the body and its newline are not all here yet
+                break
+            if buffer[end] != 0x0A:
+                oid = parts[0][:12].decode("ascii", "replace")
+                raise GitError(f"git cat-file --batch: the output of {oid} is cut short")
+            body = bytes(buffer[newline + 1 : end]) if parts[1] == b"blob" else None
+            records.append((parts[0].decode("ascii"), body))
+            start = end + 1
+        del buffer[:start]
+        if records:
+            yield records
+    if buffer:
+        oid = bytes(buffer[:12]).decode("ascii", "replace")
+        raise GitError(f"git cat-file --batch: the output of {oid} is cut short")

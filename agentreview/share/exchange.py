@@ -21,6 +21,8 @@ from agentreview.share.notes import (
     add_lines,
     fetch_and_merge,
     head_commit,
+    note_lines,
+    parse_line,
     parse_note,
     push,
     read_note,
@@ -29,8 +31,11 @@ from agentreview.share.notes import (
 from agentreview.store.layout import LedgerError
 
 if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import Callable
+
     from agentreview.model.attestation import Attestation
     from agentreview.plugins.registry import Registry
+    from agentreview.store.entries import Summary
     from agentreview.store.foreign import ForeignStore
 
 
@@ -162,6 +167,10 @@ def fetch(cwd: Path, store: ForeignStore, *, remote: str, registry: Registry | N
 def _import(cwd: Path, store: ForeignStore, entries: list[NoteEntry], budget: _Budget, out: Fetched, *,
             signers: Path | None, registry: Registry | None) -> tuple[bool, str | None]:  # fmt: skip
     """Import ``entries`` within ``budget``: whether all were read, and the id of the last note read in full."""
+    from agentreview.store.listed_line import listed_summary  # msgspec: loaded only by a fetch that reads notes
+
+    trusting = signers is not None and registry is not None
+    listed = None if trusting else listed_summary  # a line whose signature is checked is read whole
     with ThreadPoolExecutor(max_workers=1) as side:  # the sizes of the first notes while their commits are looked up
         sizing = side.submit(object_sizes, cwd, (e.blob for e in entries[: budget.notes]))
         present = existing_commits(cwd, (e.commit for e in entries))
@@ -208,7 +217,7 @@ def _import(cwd: Path, store: ForeignStore, entries: list[NoteEntry], budget: _B
                 out.notes.append(f"the note of {entry.commit[:12]} is larger than {note_limit} bytes — skipped")
             elif data is None:
                 out.notes.append(f"{where} is not a readable blob — skipped")
-            elif not _import_note(data, where, store, out, budget, signers=signers, registry=registry):
+            elif not _import_note(data, where, store, out, budget, listed=listed, signers=signers, registry=registry):
                 out.notes.append(
                     f"fetch: {MAX_SIGNATURE_CHECKS_PER_FETCH} signatures checked, the most one fetch checks; run "
                     "'agentreview fetch' again to read the rest"
@@ -225,29 +234,38 @@ def _import(cwd: Path, store: ForeignStore, entries: list[NoteEntry], budget: _B
 
 
 def _import_note(data: bytes, where: str, store: ForeignStore, out: Fetched, budget: _Budget, *,
-                 signers: Path | None, registry: Registry | None) -> bool:  # fmt: skip
-    """Import the attestations of one note; False when the signature budget ran out before its
-    end (what it stored stays stored, and is not checked again when the note is read again)."""
+                 listed: Callable[[bytes], Summary | None] | None, signers: Path | None,
+                 registry: Registry | None) -> bool:  # fmt: skip
+    """Import the attestations of one note; False when the signature budget ran out before its end (what it
+    stored stays stored, and is not checked again when the note is read again). ``listed``: the index columns
+    straight from a line's bytes, or None when it cannot tell (then, and without it, the line is read whole)."""
     trusting = signers is not None and registry is not None
-    # the strict read waits for the entry's use; a signature is checked over the document as the standard
-    # library reads it, else only the listed string members are read, and orjson may read the line
-    lines, skipped = parse_note(data, where, strict=False, fast=not trusting)
-    if skipped:
-        out.notes.extend(skipped)
-    for number, line, document in lines:
+    lines, skipped = note_lines(data, where)
+    out.notes.extend(skipped)
+    for number, line in lines:
+        # the strict read waits for the entry's use; a signature is checked over the document the standard
+        # library reads, and so is every line ``listed`` cannot read
+        summary = None if listed is None else listed(line)
+        document: dict[str, Any] = {}
+        if summary is None:
+            parsed = parse_line(number, line, where, strict=False)
+            if isinstance(parsed, str):
+                out.notes.append(parsed)
+                continue
+            document = parsed
         out.found += 1
         try:
-            incoming = store.accept(document, line)
+            incoming = store.accept(line, document if summary is None else summary)
             principal = None
             if trusting:
                 if store.has(incoming):  # a stored one is not checked again
                     continue
-                store.check(incoming.document)  # the whole shape is checked before any signer runs
+                store.check(document)  # the whole shape is checked before any signer runs
                 if budget.signatures <= 0:
                     out.found -= 1
                     return False
                 budget.signatures -= 1
-                principal = _principal(incoming.document, signers, registry, where, out.notes)
+                principal = _principal(document, signers, registry, where, out.notes)
             if store.add(incoming, remote=out.remote, principal=principal, durable=False):  # False: stored
                 out.new += 1
         except (LedgerError, ValueError) as exc:  # AttestationShapeError is a ValueError

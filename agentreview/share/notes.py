@@ -55,30 +55,16 @@ def read_note(cwd: Path, commit: str, ref: str = NOTES_REF) -> bytes:
     return data
 
 
-def _loads_loose(line: bytes, fast: bool = False) -> Any:
-    """``json.loads(line, parse_constant=refuse_constant)`` with its decoder built once, not per line. ``fast``:
-    orjson reads it first (three times faster; a fetch reads thousands of lines), the standard library only
-    what orjson refuses, so the same lines are read and refused; but orjson reads an integer beyond 64 bits as
-    a float, so ``fast`` is only for a caller that reads the listed string members, never numbers or bytes."""
-    if fast:
-        import orjson
-
-        try:
-            return orjson.loads(line)
-        except orjson.JSONDecodeError:
-            pass  # lone surrogates, UTF-16 or -32, numbers beyond a double: the standard library decides
+def _loads_loose(line: bytes) -> Any:
+    """``json.loads(line, parse_constant=refuse_constant)`` with its decoder built once, not per line."""
     utf8 = line[:1] == b"{" and line[1:2] != b"\x00"  # what json.detect_encoding says of such a line
     encoding = "utf-8" if utf8 else json.detect_encoding(line)
     return _LOOSE.decode(line.decode(encoding, "surrogatepass"))
 
 
-def parse_note(
-    data: bytes, where: str = "note", *, strict: bool = True, fast: bool = False
-) -> tuple[list[tuple[int, bytes, dict[str, Any]]], list[str]]:
-    """The JSON objects of a note, one per line, each with its line number and bytes, and a message
-    for every line skipped. ``strict``: duplicate keys refused too (else the later one wins, as in JavaScript);
-    NaN and Infinity are refused either way. ``fast`` (not strict): as :func:`_loads_loose` says."""
-    out: list[tuple[int, bytes, dict[str, Any]]] = []
+def note_lines(data: bytes, where: str = "note") -> tuple[list[tuple[int, bytes]], list[str]]:
+    """The lines of a note that are not blank, each with its number, and a message for every line over the bound."""
+    out: list[tuple[int, bytes]] = []
     skipped: list[str] = []
     for number, line in enumerate(data.split(b"\n"), start=1):
         if not line.strip():
@@ -86,15 +72,35 @@ def parse_note(
         if len(line) > MAX_LINE_BYTES:
             skipped.append(f"{where}: line {number} is larger than {MAX_LINE_BYTES} bytes — skipped")
             continue
-        try:
-            value = loads_strict(line) if strict else _loads_loose(line, fast)
-        except (ValueError, UnicodeDecodeError, RecursionError) as exc:  # a note nested deep to crash a fetch
-            skipped.append(f"{where}: line {number} is not JSON ({str(exc)[:120]}) — skipped")
-            continue
-        if not isinstance(value, dict):
-            skipped.append(f"{where}: line {number} is not a JSON object — skipped")
-            continue
-        out.append((number, line, value))
+        out.append((number, line))
+    return out, skipped
+
+
+def parse_line(number: int, line: bytes, where: str = "note", *, strict: bool = True) -> dict[str, Any] | str:
+    """The JSON object of a note's line, or the message that skips it. ``strict``: duplicate keys refused too
+    (else the later one wins, as in JavaScript); NaN and Infinity are refused either way."""
+    try:
+        value = loads_strict(line) if strict else _loads_loose(line)
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:  # a note nested deep to crash a fetch
+        return f"{where}: line {number} is not JSON ({str(exc)[:120]}) — skipped"
+    if not isinstance(value, dict):
+        return f"{where}: line {number} is not a JSON object — skipped"
+    return value
+
+
+def parse_note(
+    data: bytes, where: str = "note", *, strict: bool = True
+) -> tuple[list[tuple[int, bytes, dict[str, Any]]], list[str]]:
+    """The JSON objects of a note, one per line, each with its line number and bytes, and a message
+    for every line skipped; ``strict`` as :func:`parse_line` says."""
+    lines, skipped = note_lines(data, where)
+    out: list[tuple[int, bytes, dict[str, Any]]] = []
+    for number, line in lines:
+        value = parse_line(number, line, where, strict=strict)
+        if isinstance(value, str):
+            skipped.append(value)
+        else:
+            out.append((number, line, value))
     return out, skipped
 
 

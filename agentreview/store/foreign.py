@@ -36,9 +36,8 @@ WRITE_BATCH = 4096  # entries per pack: the writer indexes one batch while the i
 
 
 class Incoming(NamedTuple):
-    """An attestation read once: its JSON members, its bytes as stored, their digest, its folder and index columns."""
+    """An attestation read once: its bytes as stored, their digest, its folder and index columns."""
 
-    document: dict[str, Any]
     text: bytes
     digest: str
     folder: Path
@@ -68,14 +67,14 @@ class ForeignStore:
         document = att.to_json_dict()
         text = canonical_json(document)
         summary = listable_summary(document)
-        return Incoming(document, text, sha256_hex(text), self._folder(att.target.repoRemote), summary)
+        return Incoming(text, sha256_hex(text), self._folder(att.target.repoRemote), summary)
 
-    def accept(self, document: dict[str, Any], line: bytes) -> Incoming:
-        """Take a note's line (``document`` its JSON) as an import does: listed members well formed (the strict
-        read waits for its use), digest that of the line (canonical JSON, as published). Raises as :meth:`check`."""
-        summary = listable_summary(document)
-        digest = hashlib.sha256(line).hexdigest()
-        return Incoming(document, line, digest, self._folder(summary.key.repo_remote), summary)
+    def accept(self, line: bytes, listed: Summary | dict[str, Any]) -> Incoming:
+        """Take a note's line as an import does: its listed members well formed (``listed``: their summary, or the
+        line's JSON to take it from; the strict read waits for its use), its digest that of the line (canonical
+        JSON, as published). Raises as :meth:`check`."""
+        summary = listed if isinstance(listed, Summary) else listable_summary(listed)
+        return Incoming(line, hashlib.sha256(line).hexdigest(), self._folder(summary.key.repo_remote), summary)
 
     def _folder(self, repo_remote: str) -> Path:
         if (folder := self._folders.get(repo_remote)) is None:
