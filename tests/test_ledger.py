@@ -170,6 +170,11 @@ def test_paths_cannot_escape_the_root(root: Path) -> None:
             led.entry_path(REMOTE, MSHA, bad_binding, "d" * 64)
     with pytest.raises(LedgerError):
         led.entry_path(REMOTE, "../" + "a" * 61, "default", "d" * 64)
+    # a pattern's `$` also matches before a final newline: each part is matched whole
+    for msha, binding, rsha in ((MSHA + "\n", "default", "d" * 64), (MSHA, "default\n", "d" * 64),
+                                (MSHA, "default", "d" * 64 + "\n")):  # fmt: skip
+        with pytest.raises(LedgerError):
+            led.entry_path(REMOTE, msha, binding, rsha)
     for remote in ("..", "."):  # repoSlug keeps dots; the ledger must still stay under its root
         assert led.entry_path(remote, MSHA, "default", "d" * 64).parent.parent.parent == root / "repo"
     for bad_run in ("review-../../x", "../review-1", "review-a/b"):

@@ -466,6 +466,7 @@ def test_the_quick_read_of_a_line_agrees_with_the_full_read_or_leaves_the_line_t
         line(',"x":NaN'),
         line(',"x":' + "[" * 100_000 + "]" * 100_000),
         line(',"manifestSha":"NOT-HEX"'),
+        line(',"manifestSha":"' + "d" * 64 + '\\n"'),  # hex and a newline: not a path segment
         line(',"reviewId":1'),
         line(',"binding":"../up"'),
         line(',"x":"\t"'),

@@ -143,7 +143,7 @@ class _Linker:
 
     def range_sha_of(self, range_sha: str | None, range_: str | None) -> str:
         value = (range_sha or range_ or "").strip()
-        if HEX64.match(value):
+        if HEX64.fullmatch(value):
             return value
         if ".." not in value:
             raise PrError("invalid_argument", f"range {value!r} must be BASE..HEAD or a 64-hex rangeSha")

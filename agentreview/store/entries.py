@@ -169,7 +169,7 @@ def summarize(doc: Any) -> Summary:
     remote, base, head = (_str(target, k, "attestation.target") for k in ("repoRemote", "baseSha", "headSha"))
     run_id, review_id, binding, created = (_str(att, k) for k in ("runId", "reviewId", "binding", "createdAt"))
     manifest_sha, rsha = _str(att, "manifestSha"), _str(att, "rangeSha")
-    if not run_id.startswith("review-") or not HEX64.match(manifest_sha) or not HEX64.match(rsha):
+    if not run_id.startswith("review-") or not HEX64.fullmatch(manifest_sha) or not HEX64.fullmatch(rsha):
         raise ValueError("attestation.runId, manifestSha or rangeSha has the wrong shape")
     if rsha != range_sha(base, head):
         raise ValueError("rangeSha does not match target.baseSha..target.headSha")

@@ -53,11 +53,11 @@ def check_key(key: LedgerKey) -> None:
     """Raise :class:`LedgerError` unless every part of ``key`` can safely name a path segment."""
     if not isinstance(key.repo_remote, str) or not key.repo_remote:
         raise LedgerError("ledger key: repoRemote must be a non-empty string")
-    if not HEX64.match(key.manifest_sha or ""):
+    if not HEX64.fullmatch(key.manifest_sha or ""):
         raise LedgerError(f"ledger key: manifestSha '{key.manifest_sha}' is not 64 lowercase hex")
-    if not HEX64.match(key.range_sha or ""):
+    if not HEX64.fullmatch(key.range_sha or ""):
         raise LedgerError(f"ledger key: rangeSha '{key.range_sha}' is not 64 lowercase hex")
-    if not BINDING_SEGMENT.match(key.binding or ""):
+    if not BINDING_SEGMENT.fullmatch(key.binding or ""):
         raise LedgerError(
             f"ledger key: binding '{key.binding}' cannot name a ledger directory (letters, digits, '.', '_', '-')"
         )
@@ -79,5 +79,5 @@ def valid_child(depth: int, name: str) -> bool:
     if depth == 0:
         return name not in (".", "..")
     if depth == 1:
-        return bool(HEX64.match(name))
-    return bool(BINDING_SEGMENT.match(name))
+        return bool(HEX64.fullmatch(name))
+    return bool(BINDING_SEGMENT.fullmatch(name))
