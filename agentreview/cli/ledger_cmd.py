@@ -15,8 +15,8 @@ from agentreview.cli.helptext import RangeOption, epilog
 from agentreview.model.digests import json_text, range_sha
 from agentreview.model.errors import AgentreviewError, UsageError
 
-FULL_SHA = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
-RANGE_SHA = re.compile(r"^[0-9a-f]{64}$")
+FULL_SHA = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})\Z")
+RANGE_SHA = re.compile(r"^[0-9a-f]{64}\Z")
 
 
 def parse_range(value: str, cwd: Path | None) -> str:

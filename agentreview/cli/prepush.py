@@ -16,8 +16,8 @@ from agentreview.model.record import record
 
 __all__ = ["PushedRef", "pushed_refs", "review_pushed", "skip_reason", "worst_exit"]
 
-_OID = re.compile(r"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")
-_ZERO = re.compile(r"^0+$")
+_OID = re.compile(r"^[0-9a-f]{40}(?:[0-9a-f]{24})?\Z")
+_ZERO = re.compile(r"^0+\Z")
 MAX_LINES = 10_000  # a push updates a few refs; a hook's stdin this long is not git's
 # Which exit wins when refs end differently: a block first, then could-not-run, then incomplete.
 _PRECEDENCE = (EXIT_BLOCK, EXIT_ERROR, EXIT_INCOMPLETE, EXIT_USAGE)

@@ -24,8 +24,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 # How many last lines of a finding's detail (a command lane's output tail) the summary repeats.
 DETAIL_LINES = 5
-FAMILY_NAME = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
-PR_URL = re.compile(r"^(?:https?://)?github\.com/([^/]+/[^/]+)/pull/(\d+)(?:[/?#].*)?$")
+FAMILY_NAME = re.compile(r"^[a-z][a-z0-9-]{0,39}\Z")
+PR_URL = re.compile(r"^(?:https?://)?github\.com/([^/]+/[^/]+)/pull/(\d+)(?:[/?#].*)?\Z")
 
 
 def parse_pr_url(url: str) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from agentreview.model.digests import sha256_hex
 from agentreview.model.errors import AgentreviewError
 
 # ``<name>.tmp.<pid>.<hex>``: the temporary file of an atomic write (agentreview.host.files).
-TEMP_NAME = re.compile(r"^.+\.tmp\.(\d+)\.[0-9a-f]+$")
+TEMP_NAME = re.compile(r"^.+\.tmp\.(\d+)\.[0-9a-f]+\Z")
 # A temporary file this old whose writer is gone is debris, not a write in progress.
 STALE_TEMP_S = 60.0
 

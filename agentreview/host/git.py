@@ -47,7 +47,7 @@ def origin_url(root: Path) -> str | None:
     return url if proc.returncode == 0 and url else None
 
 
-_SCP = re.compile(r"^[^@/]+@([^:/]+):(.+)$")
+_SCP = re.compile(r"^[^@/]+@([^:/]+):(.+)\Z")
 _SCHEME = re.compile(r"^[a-z+]+://", re.IGNORECASE)
 _CREDENTIALS = re.compile(r"^[^@/]+@")
 
@@ -83,7 +83,7 @@ def rev_parse_commit(root: Path, ref: str) -> str:
     return resolve(root, ref).commit
 
 
-_SHA = re.compile(r"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")
+_SHA = re.compile(r"^[0-9a-f]{40}(?:[0-9a-f]{24})?\Z")
 
 
 def root_and_commit(cwd: Path | str, ref: str) -> tuple[Path, str | None]:

@@ -16,7 +16,7 @@ from agentreview.model.contracts.reviewers import PresetSpec, ReviewerProvider
 from agentreview.model.errors import AgentreviewError
 
 PRESETS_FILE = "presets.toml"
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
 
 
 def presets_path(home: Path) -> Path:

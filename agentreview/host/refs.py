@@ -18,11 +18,11 @@ __all__ = ["RangeRefs", "RefError", "ResolvedRef", "candidates", "head_ref", "re
 
 # A name, then ~N / ^N steps. The name has no character git's revision syntax gives a meaning
 # (whitespace, control characters, ~ ^ : ? * [ \) and never starts with '-'.
-_REVISION = re.compile(r"^([^\s\x00-\x1f~^:?*\[\\]+)((?:[~^]\d*)*)$")
-_FULL_OID = re.compile(r"^(?:[0-9a-fA-F]{40}|[0-9a-fA-F]{64})$")
-_SHORT_OID = re.compile(r"^[0-9a-fA-F]{4,63}$")
+_REVISION = re.compile(r"^([^\s\x00-\x1f~^:?*\[\\]+)((?:[~^]\d*)*)\Z")
+_FULL_OID = re.compile(r"^(?:[0-9a-fA-F]{40}|[0-9a-fA-F]{64})\Z")
+_SHORT_OID = re.compile(r"^[0-9a-fA-F]{4,63}\Z")
 # What git prints for `rev-parse --verify <x>^{commit}`.
-_OID = re.compile(r"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")
+_OID = re.compile(r"^[0-9a-f]{40}(?:[0-9a-f]{24})?\Z")
 
 
 class RefError(GitError):

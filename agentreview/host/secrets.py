@@ -17,7 +17,7 @@ from agentreview.model.errors import AgentreviewError
 # What agentreview itself reads as a GitHub credential (agentreview.pr.github.token), and what the
 # ``gh`` it may ask reads for another host.
 HOST_ENV = ("GH_TOKEN", "GITHUB_TOKEN", "GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN")
-ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 def _names(section: Mapping[str, Any], key: str, config_file: Path) -> frozenset[str]:

@@ -9,9 +9,9 @@ from typing import Any
 
 from agentreview.model.errors import AgentreviewError
 
-FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
-RANGE_SHA = re.compile(r"^[0-9a-f]{64}$")
-PR_REPO = re.compile(r"^[^/\s]+/[^/\s]+$")
+FULL_SHA = re.compile(r"^[0-9a-f]{40}\Z")
+RANGE_SHA = re.compile(r"^[0-9a-f]{64}\Z")
+PR_REPO = re.compile(r"^[^/\s]+/[^/\s]+\Z")
 
 
 class ToolFailure(AgentreviewError):
@@ -106,6 +106,6 @@ def pr_ref(value: dict[str, Any] | None) -> dict[str, Any] | None:
         raise ToolFailure(f"pr.repo {repo!r} must be owner/name")
     if not isinstance(number, int) or isinstance(number, bool) or number < 1:
         raise ToolFailure(f"pr.number {number!r} must be a positive integer")
-    if not isinstance(url, str) or not re.match(r"^https?://\S+$", url):
+    if not isinstance(url, str) or not re.match(r"^https?://\S+\Z", url):
         raise ToolFailure(f"pr.url {url!r} must be a URL")
     return {"provider": "github", "repo": repo, "number": number, "url": url}

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-GIT_PACK_REF = re.compile(r"^git\+(https://[^\s#]+)#([0-9a-f]{40})$")
+GIT_PACK_REF = re.compile(r"^git\+(https://[^\s#]+)#([0-9a-f]{40})\Z")
 # Any reference that is not a git one, or a pinned git+https one (the JSON Schema's pattern).
 PACK_REF_PATTERN = r"^(?!git\+)\S+$|^git\+https://[^\s#]+#[0-9a-f]{40}$"
 

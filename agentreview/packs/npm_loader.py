@@ -17,7 +17,7 @@ from agentreview.model.contracts.packs import LoadedPack, PackLoadContext, PackL
 from agentreview.packs.confine import read_pack_manifest
 
 # One path segment of an npm name: no separators, no whitespace, no control characters.
-_SEGMENT = re.compile(r"^[A-Za-z0-9._~-]+$")
+_SEGMENT = re.compile(r"^[A-Za-z0-9._~-]+\Z")
 
 
 def package_segments(name: str) -> list[str]:

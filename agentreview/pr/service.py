@@ -18,11 +18,11 @@ from agentreview.model.digests import range_sha as digest
 from agentreview.pr.github import GitHub, GitHubError, PullState, api_base, api_host
 from agentreview.store.ledger import Ledger, LedgerError
 
-GITHUB_REMOTE = re.compile(r"^(?:ssh\.)?github\.com(?:-[A-Za-z0-9._-]+)?/([^/]+/[^/]+)$", re.IGNORECASE)
-PR_URL = re.compile(r"^(?:https?://)?([^/]+)/([^/]+/[^/]+)/pull/(\d+)(?:[/?#].*)?$", re.IGNORECASE)
-HEX40 = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
-HEX64 = re.compile(r"^[0-9a-f]{64}$")
-RUN_ID = re.compile(r"^review-[A-Za-z0-9._-]{1,200}$")
+GITHUB_REMOTE = re.compile(r"^(?:ssh\.)?github\.com(?:-[A-Za-z0-9._-]+)?/([^/]+/[^/]+)\Z", re.IGNORECASE)
+PR_URL = re.compile(r"^(?:https?://)?([^/]+)/([^/]+/[^/]+)/pull/(\d+)(?:[/?#].*)?\Z", re.IGNORECASE)
+HEX40 = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})\Z")
+HEX64 = re.compile(r"^[0-9a-f]{64}\Z")
+RUN_ID = re.compile(r"^review-[A-Za-z0-9._-]{1,200}\Z")
 MAX_ROWS = 500
 
 

@@ -25,7 +25,7 @@ from agentreview.host.home import ledger_root, runs_dir
 from agentreview.host.locks import is_held
 from agentreview.model.digests import json_text
 
-RUN_ID = re.compile(r"^review-[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+RUN_ID = re.compile(r"^review-[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
 ENV_LOCK_FD = "AGENTREVIEW_RUN_LOCK_FD"  # a detached run's inherited lock (see module doc)
 RECORD_LIMIT = 1 << 20
 KEEP_FINISHED = 200

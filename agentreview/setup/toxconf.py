@@ -19,8 +19,8 @@ from agentreview.setup.detect import toml_of
 __all__ = ["ToxConfig", "expand_envs", "interpreter_of", "normalize_name", "read_tox_config"]
 
 # py312, py3.12, py3, pypy3.11, py314t: a factor that names the interpreter of an environment
-_PY_FACTOR = re.compile(r"^(py|pypy)(\d)(?:\.?(\d+))?(t?)$")
-_BARE_VERSION = re.compile(r"^(\d)\.(\d+)(t?)$")  # tox 4's "3.12"
+_PY_FACTOR = re.compile(r"^(py|pypy)(\d)(?:\.?(\d+))?(t?)\Z")
+_BARE_VERSION = re.compile(r"^(\d)\.(\d+)(t?)\Z")  # tox 4's "3.12"
 _REQUIREMENT_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 # runners that a plugin provides, and the plugin (a distribution name) that provides them
 _RUNNER_PLUGINS = {"uv-venv-runner": "tox-uv", "uv-venv-lock-runner": "tox-uv", "uv-venv-pep-517": "tox-uv"}

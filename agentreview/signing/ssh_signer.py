@@ -104,7 +104,7 @@ def _read_public(public: Path) -> str:
 ARMOR_BEGIN = "-----BEGIN SSH SIGNATURE-----"
 ARMOR_END = "-----END SSH SIGNATURE-----"
 NOT_ONE_BLOCK = "signature sig is not exactly one armored SSH signature block"
-_BASE64_LINE = re.compile(r"^[A-Za-z0-9+/]+={0,2}$")
+_BASE64_LINE = re.compile(r"^[A-Za-z0-9+/]+={0,2}\Z")
 
 
 def sshsig_blob(armored: str) -> bytes | None:

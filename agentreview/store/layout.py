@@ -12,12 +12,12 @@ from agentreview.host.git import repo_slug
 if TYPE_CHECKING:  # pragma: no cover
     from agentreview.model.attestation import Attestation
 
-HEX64 = re.compile(r"^[0-9a-f]{64}$")
-ENTRY_NAME = re.compile(r"^([0-9a-f]{64})\.json$")
-PACK_NAME = re.compile(r"^pack-[0-9a-f]{24}\.jsonl$")  # foreign/: the entries one fetch imported, one a line
+HEX64 = re.compile(r"^[0-9a-f]{64}\Z")
+ENTRY_NAME = re.compile(r"^([0-9a-f]{64})\.json\Z")
+PACK_NAME = re.compile(r"^pack-[0-9a-f]{24}\.jsonl\Z")  # foreign/: the entries one fetch imported, one a line
 MEMBER = "#"  # ``<pack>#<offset>``: the entry on the line of a pack that starts at that byte
-BINDING_SEGMENT = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")
-RUN_ID = re.compile(r"^review-[A-Za-z0-9._-]{1,200}$")
+BINDING_SEGMENT = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}\Z")
+RUN_ID = re.compile(r"^review-[A-Za-z0-9._-]{1,200}\Z")
 ENTRY_SUFFIX = ".json"
 ANNOTATIONS_SUFFIX = ".annotations.json"
 LOCK_SUFFIX = ".lock"

@@ -16,7 +16,7 @@ MERGE_COMMIT = (
     "HEAD is the merge commit GitHub made; check out the pull request's head "
     "(actions/checkout: ref: ${{ github.event.pull_request.head.sha }})"
 )
-_PULL_MERGE = re.compile(r"^refs/pull/\d+/merge$")
+_PULL_MERGE = re.compile(r"^refs/pull/\d+/merge\Z")
 
 
 def _parents(root: Path, commit: str) -> list[str]:

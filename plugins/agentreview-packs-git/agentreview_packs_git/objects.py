@@ -24,7 +24,7 @@ from git.db import GitCmdObjectDB
 from agentreview_packs_git.gitrun import HARDENING, MISSING_GIT, GitRunError, git_executable
 from agentreview_packs_git.tree import MODE_EXEC, MODE_FILE, MODE_LINK, TreeEntry, TreeMismatchError, commit_tree_id
 
-_SHA = re.compile(r"^[0-9a-f]{40}$")
+_SHA = re.compile(r"^[0-9a-f]{40}\Z")
 _FILE_MODES = {0o100644: MODE_FILE, 0o100755: MODE_EXEC, 0o120000: MODE_LINK}
 _FORBIDDEN_NAMES = {b"", b".", b"..", b".git"}
 _ALLOWED_CALLS = (["cat-file", "--batch"], ["cat-file", "--batch-check"])
