@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import hashlib  # OpenSSL's sha256: a fetch hashes every line, four times faster than the builtin
+import itertools
 import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -50,7 +51,8 @@ class ForeignStore:
     def __init__(self, ledger_root: Path, *, warn: Callable[[str], None] | None = None):
         self.root = Path(ledger_root)
         self._warn = warn or (lambda _msg: None)
-        self._pending: dict[str, tuple[Path, Summary, bytes]] = {}  # by digest: (folder, summary, line) to write
+        self._pending: dict[Path, dict[str, tuple[Summary, bytes]]] = {}  # by folder, by digest: to write
+        self._pending_count = 0
         self._added: set[str] = set()  # digests added with durable=False: pending, or with the writer
         self._writer: ThreadPoolExecutor | None = None  # writes full batches while the caller reads on
         self._writes: list[Future[bool]] = []
@@ -107,9 +109,12 @@ class ForeignStore:
         if not durable:
             if self._marked is None:  # a crash before sync() leaves a pack the index has not seen: say so
                 self._marked = self._index.begin_writes()
-            self._pending[found.digest] = (found.folder, summary, line)
+            if (entries := self._pending.get(found.folder)) is None:
+                entries = self._pending[found.folder] = {}
+            entries[found.digest] = (summary, line)
             self._added.add(found.digest)
-            if len(self._pending) >= WRITE_BATCH:
+            self._pending_count += 1
+            if self._pending_count >= WRITE_BATCH:
                 self._hand_over()
             return True
         path = found.folder / f"{found.digest}.json"
@@ -124,7 +129,7 @@ class ForeignStore:
         """Give the pending entries to the writer thread (started on first use)."""
         if self._writer is None:
             self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentreview-foreign")
-        pending, self._pending = self._pending, {}
+        pending, self._pending, self._pending_count = self._pending, {}, 0
         self._writes.append(self._writer.submit(self._write, pending))
 
     def sync(self) -> None:
@@ -137,28 +142,24 @@ class ForeignStore:
             self._index.end_writes()
         self._marked = None
 
-    def _write(self, pending: dict[str, tuple[Path, Summary, bytes]]) -> bool:
+    def _write(self, pending: dict[Path, dict[str, tuple[Summary, bytes]]]) -> bool:
         """One pack per folder of ``pending``, then their index rows in one transaction; False when
         the index could not take them (the marker stays, so a reader re-scans)."""
-        folders: dict[Path, list[tuple[str, Summary, bytes]]] = {}
-        for digest, (folder, summary, line) in pending.items():
-            folders.setdefault(folder, []).append((digest, summary, line))
         indexed = True
-        for folder, entries in folders.items():
+        for folder, entries in pending.items():
             rel = folder.relative_to(self.root).as_posix()
-            # another fetch's, meanwhile
-            stored = self._index.digests(rel, among=list(pending)) if folder.is_dir() else set()
-            members = [member for member in entries if member[0] not in stored]
-            if not members:
+            if folder.is_dir() and (stored := self._index.digests(rel, among=list(entries))):  # another fetch's
+                entries = {digest: entry for digest, entry in entries.items() if digest not in stored}
+            if not entries:
                 continue
             folder.mkdir(parents=True, exist_ok=True, mode=0o700)
             pack = folder / f"pack-{os.urandom(12).hex()}.jsonl"
-            atomic_write_bytes(pack, b"".join(line for _digest, _summary, line in members))
-            rows, offset = [], 0
-            for digest, summary, line in members:
-                rows.append((offset, summary, digest))
-                offset += len(line)
-            indexed = self._index.record_pack(rel, pack.name, pack.stat(), rows) and indexed
+            lines = [line for _summary, line in entries.values()]
+            atomic_write_bytes(pack, b"".join(lines))
+            offsets = itertools.accumulate(map(len, lines), initial=0)  # where each line starts
+            summaries = (summary for summary, _line in entries.values())
+            members = list(zip(offsets, summaries, entries, strict=False))  # the offsets go one past the end
+            indexed = self._index.record_pack(rel, pack.name, pack.stat(), members) and indexed
         return indexed
 
     @functools.cached_property

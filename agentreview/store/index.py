@@ -4,6 +4,7 @@ file's (mtime, size, inode), and an unreadable or misfiled entry is never listed
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import sqlite3
@@ -159,7 +160,7 @@ def _insert_rows(conn: sqlite3.Connection, rows: Sequence[tuple[Any, ...]]) -> N
     for start in range(0, len(rows), per):
         chunk = rows[start : start + per]
         values = ", ".join([_UPSERT_ROW] * len(chunk))
-        conn.execute(f"{_UPSERT_HEAD} VALUES {values}", [v for row in chunk for v in row])
+        conn.execute(f"{_UPSERT_HEAD} VALUES {values}", list(itertools.chain.from_iterable(chunk)))
 
 
 @contextlib.contextmanager
@@ -277,9 +278,12 @@ class LedgerIndex:
     def record_pack(self, rel: str, pack: str, st: os.stat_result, members: Sequence[tuple[int, Summary, str]]) -> bool:
         """Index a pack of imported entries just written: a row per member ``(offset, summary, digest)``, named
         ``<pack>#<offset>`` with the pack's stat, and the pack's own row (listing nothing); False as :meth:`_upsert`."""
-        sig, prefix = _stat_sig(st), f"{pack}{MEMBER}"
-        rows = [_row(rel, f"{prefix}{offset}", sig, summary, foreign=True, digest=digest)
-                for offset, summary, digest in members]  # fmt: skip
+        head, prefix = (*_stat_sig(st), 1), f"{pack}{MEMBER}"
+        # _row's columns, without its call and its JSON for each of thousands of members (a member has no row)
+        rows: list[tuple[Any, ...]] = [
+            (rel, f"{prefix}{offset}", *head, *summary.key, *summary[1:7], int(summary.dirty), 1, None, digest)
+            for offset, summary, digest in members
+        ]
         rows.append(_not_ok(rel, pack, st, foreign=True))
         return self._upsert(rows)
 
