@@ -494,3 +494,27 @@ def test_the_quick_read_of_a_line_agrees_with_the_full_read_or_leaves_the_line_t
     assert verdicts == ["block", "block"]
     dirty = [summary.dirty for t in ordinary[4:8] if (summary := listed_summary(t)) is not None]
     assert dirty == [True, False, False, False]
+
+
+def test_a_note_is_split_into_its_lines_the_same_way_with_one_line_or_many() -> None:
+    """One line ending in a newline (a note as publish writes it) takes a shorter path; every shape of note
+    near it reads as the general split says: blank lines dropped, a line over the bound skipped with a note."""
+    from agentreview.share.notes import MAX_LINE_BYTES, note_lines
+
+    over = f"n: line 1 is larger than {MAX_LINE_BYTES} bytes — skipped"
+    cases = {
+        b"": [],
+        b"\n": [],
+        b"  \t\r\n": [],
+        b"x": [(1, b"x")],
+        b"x\n": [(1, b"x")],
+        b"x\r\n": [(1, b"x\r")],
+        b"\nx\n": [(2, b"x")],
+        b"x\n\n": [(1, b"x")],
+        b"x\ny\n": [(1, b"x"), (2, b"y")],
+        b"a" * MAX_LINE_BYTES + b"\n": [(1, b"a" * MAX_LINE_BYTES)],
+    }
+    for data, lines in cases.items():
+        assert note_lines(data, "n") == (lines, []), data[:20]
+    assert note_lines(b"a" * (MAX_LINE_BYTES + 1) + b"\n", "n") == ([], [over])
+    assert note_lines(b"a" * (MAX_LINE_BYTES + 1), "n") == ([], [over])

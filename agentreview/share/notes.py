@@ -64,6 +64,8 @@ def _loads_loose(line: bytes) -> Any:
 
 def note_lines(data: bytes, where: str = "note") -> tuple[list[tuple[int, bytes]], list[str]]:
     """The lines of a note that are not blank, each with its number, and a message for every line over the bound."""
+    if data.find(b"\n") == len(data) - 1 and len(data) <= MAX_LINE_BYTES + 1 and data.strip():
+        return [(1, data[:-1])], []  # one line, as publish writes a note of one attestation
     out: list[tuple[int, bytes]] = []
     skipped: list[str] = []
     for number, line in enumerate(data.split(b"\n"), start=1):
