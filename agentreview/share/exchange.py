@@ -27,6 +27,7 @@ from agentreview.share.notes import (
     push,
     read_note,
     remote_commit,
+    single_line,
 )
 from agentreview.store.layout import LedgerError
 
@@ -201,23 +202,27 @@ def _import(cwd: Path, store: ForeignStore, entries: list[NoteEntry], budget: _B
     last: str | None = None
     with contextlib.closing(stream_blobs(cwd, list(dict.fromkeys(wanted)))) as stream:
         for entry in chosen:
-            where = f"{NOTES_REF} note of {entry.commit[:12]}"
-            size = sizes.get(entry.blob)
             out.read += 1
             budget.notes -= 1
-            data = None
-            if entry.blob in readable:
-                if entry.blob in kept:
-                    data = kept[entry.blob]
-                elif (read := next(stream, None)) is not None and read[0] == entry.blob:  # asked in this order
+            blob, data = entry.blob, None
+            if blob in readable:
+                if blob in kept:
+                    data = kept[blob]
+                elif (read := next(stream, None)) is not None and read[0] == blob:  # asked in this order
                     data = read[1]
-                if entry.blob in twice:
-                    kept[entry.blob] = data
-            if size is not None and size > note_limit:
+                if blob in twice:
+                    kept[blob] = data
+            if (data is not None and listed is not None and (line := single_line(data)) is not None
+                    and (summary := listed(line)) is not None):  # a note as publish writes it: the common case
+                out.found += 1
+                if store.take(line, summary, remote=out.remote):
+                    out.new += 1
+            elif (size := sizes.get(blob)) is not None and size > note_limit:
                 out.notes.append(f"the note of {entry.commit[:12]} is larger than {note_limit} bytes — skipped")
             elif data is None:
-                out.notes.append(f"{where} is not a readable blob — skipped")
-            elif not _import_note(data, where, store, out, budget, listed=listed, signers=signers, registry=registry):
+                out.notes.append(f"{NOTES_REF} note of {entry.commit[:12]} is not a readable blob — skipped")
+            elif not _import_note(data, f"{NOTES_REF} note of {entry.commit[:12]}", store, out, budget,
+                                  listed=listed, signers=signers, registry=registry):  # fmt: skip
                 out.notes.append(
                     f"fetch: {MAX_SIGNATURE_CHECKS_PER_FETCH} signatures checked, the most one fetch checks; run "
                     "'agentreview fetch' again to read the rest"

@@ -59,7 +59,7 @@ class ForeignStore:
         self._marked: bool | None = None  # whether the index's re-scan marker is ours (None: none set)
         self._folders: dict[str, Path] = {}  # by repoRemote
         self._stored: dict[Path, set[str]] = {}  # the digests each folder held when first asked
-        self._hosts: dict[tuple[str, str | None], tuple[dict[str, Any], bytes]] = {}  # one importedAt per store
+        self._hosts: dict[tuple[str, str | None], bytes] = {}  # the host member's JSON: one importedAt per store
 
     def check(self, attestation: dict[str, Any]) -> Incoming:
         """Read ``attestation`` with the strict model; ValueError when it is not well formed, LedgerError when its
@@ -86,12 +86,45 @@ class ForeignStore:
     def has(self, incoming: dict[str, Any] | Incoming) -> bool:
         """True when the attestation is stored already (or added, waiting for :meth:`sync`)."""
         found = incoming if isinstance(incoming, Incoming) else self.check(incoming)
-        if found.digest in self._added:
-            return True
-        if (stored := self._stored.get(found.folder)) is None:
-            rel = found.folder.relative_to(self.root).as_posix()
-            stored = self._stored[found.folder] = self._index.digests(rel) if found.folder.is_dir() else set()
-        return found.digest in stored
+        return found.digest in self._added or found.digest in self._stored_in(found.folder)
+
+    def _stored_in(self, folder: Path) -> set[str]:
+        """The digests ``folder`` held when first asked (this store's own additions are in ``_added``)."""
+        if (stored := self._stored.get(folder)) is None:
+            rel = folder.relative_to(self.root).as_posix()
+            stored = self._stored[folder] = self._index.digests(rel) if folder.is_dir() else set()
+        return stored
+
+    def take(self, line: bytes, summary: Summary, *, remote: str) -> bool:
+        """``add(accept(line, summary), remote=remote, principal=None, durable=False)`` without building what
+        those build for one entry: a fetch without team trust takes thousands of lines this way."""
+        digest = hashlib.sha256(line).hexdigest()
+        folder = self._folders.get(summary.key.repo_remote) or self._folder(summary.key.repo_remote)
+        if digest in self._added or digest in self._stored_in(folder):
+            return False
+        self._pend(folder, digest, summary, line, self._host_text(remote, None))
+        return True
+
+    def _host_text(self, remote: str, principal: str | None) -> bytes:
+        """The pack lines' ``host`` member for ``(remote, principal)``: one importedAt per store."""
+        if (text := self._hosts.get((remote, principal))) is None:
+            now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+            text = self._hosts[(remote, principal)] = pack_host(
+                {"foreign": {"remote": remote, "principal": principal, "importedAt": now}}
+            )
+        return text
+
+    def _pend(self, folder: Path, digest: str, summary: Summary, text: bytes, host_text: bytes) -> None:
+        """Keep an entry for the writer thread; each :data:`WRITE_BATCH` of them is handed over as one pack."""
+        if self._marked is None:  # a crash before sync() leaves a pack the index has not seen: say so
+            self._marked = self._index.begin_writes()
+        if (entries := self._pending.get(folder)) is None:
+            entries = self._pending[folder] = {}
+        entries[digest] = (summary, pack_line(text, host_text))
+        self._added.add(digest)
+        self._pending_count += 1
+        if self._pending_count >= WRITE_BATCH:
+            self._hand_over()
 
     def add(self, incoming: dict[str, Any] | Incoming, *, remote: str, principal: str | None,
             durable: bool = True) -> bool:  # fmt: skip
@@ -100,23 +133,11 @@ class ForeignStore:
         found = incoming if isinstance(incoming, Incoming) else self.check(incoming)
         if self.has(found):
             return False
-        if (made := self._hosts.get((remote, principal))) is None:
-            now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-            host = {"foreign": {"remote": remote, "principal": principal, "importedAt": now}}
-            made = self._hosts[(remote, principal)] = (host, pack_host(host))
-        host, host_text = made
-        line, summary = pack_line(found.text, host_text), found.summary
+        host_text = self._host_text(remote, principal)
         if not durable:
-            if self._marked is None:  # a crash before sync() leaves a pack the index has not seen: say so
-                self._marked = self._index.begin_writes()
-            if (entries := self._pending.get(found.folder)) is None:
-                entries = self._pending[found.folder] = {}
-            entries[found.digest] = (summary, line)
-            self._added.add(found.digest)
-            self._pending_count += 1
-            if self._pending_count >= WRITE_BATCH:
-                self._hand_over()
+            self._pend(found.folder, found.digest, found.summary, found.text, host_text)
             return True
+        line, summary = pack_line(found.text, host_text), found.summary
         path = found.folder / f"{found.digest}.json"
         found.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         atomic_write_bytes(path, line)
