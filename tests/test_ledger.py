@@ -185,6 +185,21 @@ def test_paths_cannot_escape_the_root(root: Path) -> None:
     assert led.list() == []  # the runs directory is not mistaken for entries
 
 
+def test_a_remote_too_long_for_one_path_segment_still_names_one_directory_of_its_own(root: Path) -> None:
+    """A repoSlug past NAME_MAX (a long origin URL here; anyone's text in a note) could name no directory:
+    it keeps its first characters and a digest of the whole remote, and a shorter one is left as the spec has it."""
+    from agentreview.store.layout import MAX_SLUG
+
+    led = Ledger(root)
+    long_remote = "https://example.com/" + "a/" * 200
+    path = led.entry_path(long_remote, MSHA, "default", "d" * 64)
+    slug = path.relative_to(root).parts[0]
+    assert len(slug) == MAX_SLUG and slug.startswith("https_example.com_a_a")
+    path.parent.mkdir(parents=True)  # a name the filesystem takes
+    assert led.entry_path(long_remote + "b", MSHA, "default", "d" * 64).relative_to(root).parts[0] != slug
+    assert led.entry_path(REMOTE, MSHA, "default", "d" * 64).relative_to(root).parts[0] == "github.com_acme_widgets"
+
+
 # --------------------------------------------------------------------------- the cache rule
 
 

@@ -399,6 +399,32 @@ def test_a_note_nested_deep_enough_to_crash_a_parser_is_one_skipped_line(hosts: 
     assert again["unchanged"] is True, again
 
 
+def test_a_repo_remote_too_long_for_a_directory_name_is_imported_under_a_bounded_one(hosts: Hosts, keys: dict) -> None:
+    """The attack: a note line whose target.repoRemote is 300 characters. Its repoSlug names the folder of
+    the imported entries, and no filesystem takes a name that long: the writer's mkdir failed, and every
+    fetch of the ref ended with an internal error. Now a slug longer than a path segment keeps its first
+    characters and a digest of the whole remote; both lines are imported and the ref reads as unchanged."""
+    from agentreview.store.layout import MAX_SLUG, ledger_slug
+
+    raw = sign(hosts.a.attestation(), keys["trusted"])
+    git(hosts.a.root, "push", "-q", "shared", "feature")
+    git(hosts.b, "pull", "-q", "--ff-only", "shared", "feature")
+    long_remote = "https://example.com/" + "x" * 300
+    other = {**raw, "target": {**raw["target"], "repoRemote": long_remote}}
+    other.pop("attestor", None)  # unsigned: imported untrusted, as any line anyone pushes
+    note = hosts.a.root / "long-note"
+    note.write_bytes(canonical_json(raw) + b"\n" + canonical_json(other) + b"\n")
+    git(hosts.a.root, "notes", f"--ref={NOTES}", "add", "-f", "-F", str(note), raw["target"]["headSha"])
+    git(hosts.a.root, "push", "-q", "shared", f"{NOTES}:{NOTES}")
+    first = body(cli(hosts.home_b, hosts.b, "fetch", "--remote", "shared", "--json"))
+    assert (first["found"], first["new"], first["complete"]) == (2, 2, True), first
+    folder = hosts.home_b / "reviews" / ledger_slug(long_remote)
+    assert len(folder.name) == MAX_SLUG and folder.name.startswith("https_example.com_xxx") and folder.is_dir()
+    assert ledger_slug(long_remote + "y") != ledger_slug(long_remote)  # one directory per remote
+    again = body(cli(hosts.home_b, hosts.b, "fetch", "--remote", "shared", "--json"))
+    assert again["unchanged"] is True, again
+
+
 def test_a_partial_clone_is_asked_which_commits_exist_without_fetching_from_its_promisor(
     repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

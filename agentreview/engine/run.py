@@ -30,6 +30,7 @@ from agentreview.model.errors import EXIT_USAGE, AgentreviewError
 from agentreview.report.progress import QuietReporter, Reporter
 from agentreview.runs.detach import new_run_id
 from agentreview.runs.registry import RUN_ID
+from agentreview.store.layout import ledger_slug
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentreview.engine.execute import LaneContext
@@ -128,7 +129,7 @@ def _run_planned(plan: RunPlan, reporter: Reporter, cancel: threading.Event, tra
         reporter.phase(warning)
     if cancel.is_set():
         raise Cancelled()
-    slug_dir = plan.host.home / "reviews" / git.repo_slug(plan.repo_remote)
+    slug_dir = plan.host.home / "reviews" / ledger_slug(plan.repo_remote)
     inflight = InflightRegistry(slug_dir)
     me = plan.inflight_run()
     with inflight.advertise(me), _ledger_for(plan) as ledger:

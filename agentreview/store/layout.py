@@ -3,6 +3,7 @@ anything, so a crafted binding or sha never climbs out of the root (drawn in doc
 
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -23,6 +24,7 @@ ANNOTATIONS_SUFFIX = ".annotations.json"
 LOCK_SUFFIX = ".lock"
 INDEX_NAME = "index.sqlite"
 FOREIGN_DIR = "foreign"  # <repoSlug>/foreign/: the attestations `agentreview fetch` imported
+MAX_SLUG = 255  # the longest name of one path segment (NAME_MAX on Linux, macOS and Windows)
 
 
 class LedgerError(Exception):
@@ -44,9 +46,16 @@ class LedgerKey(NamedTuple):
 
 def ledger_slug(repo_remote: str) -> str:
     """The directory of a repository: its repoSlug, or the spec's fallback ``repo`` when that is '.' or '..'
-    (which would not name a directory below the root)."""
+    (which would not name a directory below the root). A repoSlug longer than a path segment can be (a note's
+    repoRemote is anyone's text) keeps its first characters and a digest of the whole remote, so it still names
+    one directory per remote."""
     slug = repo_slug(repo_remote)
-    return "repo" if slug in (".", "..") else slug
+    if slug in (".", ".."):
+        return "repo"
+    if len(slug) > MAX_SLUG:  # a repoSlug is ASCII: its length is its size in bytes
+        digest = hashlib.sha256(repo_remote.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        return f"{slug[: MAX_SLUG - len(digest) - 1]}_{digest}"
+    return slug
 
 
 def check_key(key: LedgerKey) -> None:
