@@ -425,6 +425,27 @@ def test_a_repo_remote_too_long_for_a_directory_name_is_imported_under_a_bounded
     assert again["unchanged"] is True, again
 
 
+def test_a_lone_surrogate_in_an_index_column_is_one_skipped_line(hosts: Hosts, keys: dict) -> None:
+    """The attack: a note line whose runId holds the JSON escape of a lone surrogate. JSON can carry one, but
+    the index keeps runIds as UTF-8 text: the writer's insert failed, every fetch of the ref ended with an
+    internal error, and so did every `ledger` after it (the pack, re-read for the index, failed the same way).
+    Now the line is skipped with a note; the real one beside it is imported and listed."""
+    raw = sign(hosts.a.attestation(), keys["trusted"])
+    git(hosts.a.root, "push", "-q", "shared", "feature")
+    git(hosts.b, "pull", "-q", "--ff-only", "shared", "feature")
+    hostile = canonical_json(raw).replace(f'"runId":"{raw["runId"]}"'.encode(), b'"runId":"review-\\ud800"')
+    assert hostile != canonical_json(raw)
+    note = hosts.a.root / "surrogate-note"
+    note.write_bytes(hostile + b"\n" + canonical_json(raw) + b"\n")
+    git(hosts.a.root, "notes", f"--ref={NOTES}", "add", "-f", "-F", str(note), raw["target"]["headSha"])
+    git(hosts.a.root, "push", "-q", "shared", f"{NOTES}:{NOTES}")
+    first = body(cli(hosts.home_b, hosts.b, "fetch", "--remote", "shared", "--json"))
+    assert (first["found"], first["new"], first["complete"]) == (2, 1, True), first
+    assert [n for n in first["notes"] if "line 1 is not a valid attestation" in n] == first["notes"], first
+    listed = cli(hosts.home_b, hosts.b, "ledger", "--json")
+    assert [row["runId"] for row in json.loads(listed.stdout)] == [raw["runId"]], listed.stderr
+
+
 def test_a_partial_clone_is_asked_which_commits_exist_without_fetching_from_its_promisor(
     repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -489,6 +510,7 @@ def test_the_quick_read_of_a_line_agrees_with_the_full_read_or_leaves_the_line_t
         line(',"lanes":{}'),
         line(',"verdict":"maybe"'),
         line(',"x":"\\ud800"'),  # a lone surrogate: refused by msgspec, read by the standard library
+        line(',"runId":"run-\\ud800"'),  # one in an index column: neither reads it
         line(',"x":NaN'),
         line(',"x":' + "[" * 100_000 + "]" * 100_000),
         line(',"manifestSha":"NOT-HEX"'),

@@ -48,6 +48,17 @@ def foreign_row(att: dict[str, Any], host: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
+def _is_text(value: str) -> bool:
+    """Whether ``value`` is Unicode text: JSON can escape a lone surrogate into a string, UTF-8 cannot hold one."""
+    if value.isascii():
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def listable_summary(att: Any) -> Summary:
     """The index columns of the foreign entry of ``att`` when its listed members are well formed (the strict read
     waits for its use); ValueError, or LedgerError when its key cannot name a path."""
@@ -66,6 +77,9 @@ def listable_summary(att: Any) -> Summary:
             raise ValueError("target.repoRemote, manifestSha, binding and rangeSha must be strings")
     key = LedgerKey(*cast(tuple[str, str, str, str], parts))
     check_key(key)
+    if not all(map(_is_text, (run_id, created_at, base, head, key.repo_remote))):  # the index keeps them as text
+        raise ValueError("runId, createdAt, target.baseSha, target.headSha and target.repoRemote must be text "
+                         "(a lone surrogate is not)")  # fmt: skip
     # no requester session: a foreign entry was requested by no session of this host
     return Summary(key, base, head, run_id, None, created_at, verdict, get("dirty") is True, None)
 
