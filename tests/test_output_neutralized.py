@@ -161,8 +161,13 @@ def test_check_text_of_the_manifest_carries_no_workflow_command(loud) -> None:
     [
         ("::warning::x", "%3A:warning::x"),
         ("a\n  ::add-mask::s", "a\n  %3A:add-mask::s"),
-        ("a\r::error::x\r\n\t::stop-commands::t", "a\r%3A:error::x\r\n\t%3A:stop-commands::t"),
-        ("a\u2028::x\x85::y\x0b::z", "a\u2028%3A:x\x85%3A:y\x0b%3A:z"),
+        ("a\r::error::x\r\n\t::stop-commands::t", "a\\x0d::error::x\\x0d\n\t%3A:stop-commands::t"),
+        ("a\u2028::x\x85::y\x0b::z", "a\u2028%3A:x\\x85::y\\x0b::z"),
+        # what a terminal obeys: clear and home, conceal, a title (OSC), the clipboard (OSC 52), C1, DEL, bidi
+        ("a\x1b[2J\x1b[Hb\x1b[8mc", "a\\x1b[2J\\x1b[Hb\\x1b[8mc"),
+        ("t\x1b]0;pwned\x07 \x1b]52;c;ZWNobw==\x1b\\", "t\\x1b]0;pwned\\x07 \\x1b]52;c;ZWNobw==\\x1b\\"),
+        ("c1\x9b2J del\x7f nul\x00", "c1\\x9b2J del\\x7f nul\\x00"),
+        ("fn\u202eevil\u2066x\u2069", "fn\\u202eevil\\u2066x\\u2069"),
         ("\u00a0\u3000\ufeff\u200b::x", "\u00a0\u3000\ufeff\u200b%3A:x"),
         ("ok: a::b, c :: d", "ok: a::b, c :: d"),
         ("x ##[warning]y ##VSO[task.x]z", "x #%23[warning]y #%23VSO[task.x]z"),

@@ -446,6 +446,29 @@ def test_a_lone_surrogate_in_an_index_column_is_one_skipped_line(hosts: Hosts, k
     assert [row["runId"] for row in json.loads(listed.stdout)] == [raw["runId"]], listed.stderr
 
 
+def test_terminal_control_sequences_in_a_note_reach_no_terminal(hosts: Hosts, keys: dict) -> None:
+    """The attack: note lines whose text carries what a terminal obeys: clear the screen, set the title (OSC),
+    write the clipboard (OSC 52). `fetch` quotes a malformed line's value in its warning and `ledger` prints an
+    imported entry's runId and createdAt; on a terminal the sequences ran. Now each control character is shown
+    as its escape, and the entry is still imported and listed."""
+    raw = sign(hosts.a.attestation(), keys["trusted"])
+    git(hosts.a.root, "push", "-q", "shared", "feature")
+    git(hosts.b, "pull", "-q", "--ff-only", "shared", "feature")
+    loud = {**raw, "runId": "review-\x1b[2J\x1b[Hcalm", "createdAt": raw["createdAt"] + "\x1b]0;pwned\x07"}
+    bad_key = {**raw, "manifestSha": "\x1b]52;c;ZWNobyBwd25lZA==\x07"}
+    note = hosts.a.root / "loud-note"
+    note.write_bytes(canonical_json(loud) + b"\n" + canonical_json(bad_key) + b"\n")
+    git(hosts.a.root, "notes", f"--ref={NOTES}", "add", "-f", "-F", str(note), raw["target"]["headSha"])
+    git(hosts.a.root, "push", "-q", "shared", f"{NOTES}:{NOTES}")
+    fetched = cli(hosts.home_b, hosts.b, "fetch", "--remote", "shared")
+    assert fetched.returncode == 0 and "1 new" in fetched.stdout, fetched.stdout + fetched.stderr
+    assert "\\x1b]52;c;" in fetched.stderr  # the malformed line's value, quoted as escapes
+    listed = cli(hosts.home_b, hosts.b, "ledger")
+    assert "review-\\x1b[2J\\x1b[Hcalm" in listed.stdout and "\\x1b]0;pwned\\x07" in listed.stdout, listed.stdout
+    for text in (fetched.stdout, fetched.stderr, listed.stdout, listed.stderr):
+        assert not any(ord(c) < 0x20 and c not in "\n\t" for c in text), repr(text)
+
+
 def test_a_partial_clone_is_asked_which_commits_exist_without_fetching_from_its_promisor(
     repo: Repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

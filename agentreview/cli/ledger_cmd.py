@@ -14,6 +14,7 @@ import typer
 from agentreview.cli.helptext import RangeOption, epilog
 from agentreview.model.digests import json_text, range_sha
 from agentreview.model.errors import AgentreviewError, UsageError
+from agentreview.report.neutral import neutralize
 
 FULL_SHA = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})\Z")
 RANGE_SHA = re.compile(r"^[0-9a-f]{64}\Z")
@@ -122,7 +123,7 @@ def register(app: typer.Typer) -> None:
         if as_json:
             typer.echo(json_text(rows))
         elif rows:
-            typer.echo(_table(rows))
+            typer.echo(neutralize(_table(rows)))  # imported rows are anyone's text
         else:
             filtered = repo or binding or range_ or requester
             typer.echo("no attestations match" if filtered else "the ledger holds no attestations")

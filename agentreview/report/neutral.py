@@ -1,7 +1,9 @@
-"""Text that others wrote, made safe to print into a CI log.
+"""Text that others wrote, made safe to print into a CI log or a terminal.
 
-A CI runner obeys some printed lines (``::command``, ``##[``, ``##vso[``) and that text is the change's to steer,
-so :func:`neutralize` escapes those openings; :func:`printable` keeps a lone surrogate from an encoding error.
+A CI runner obeys some printed lines (``::command``, ``##[``, ``##vso[``) and a terminal obeys control sequences
+(clear the screen, hide text, set the title, write the clipboard), and that text is the change's or a note
+pusher's to steer, so :func:`neutralize` escapes those openings and every control character but a line break
+and a tab; :func:`printable` keeps a lone surrogate from an encoding error.
 """
 
 from __future__ import annotations
@@ -16,8 +18,21 @@ _COMMAND_LINE = re.compile(rf"((?:^|[{_BREAK}]){_LEAD}):(?=:)")
 _LEGACY_COMMAND = re.compile(r"##(?=(?:vso)?\[)", re.IGNORECASE)
 
 
+# C0 controls but the line feed and the tab, DEL, C1 controls, and the bidirectional embeddings, overrides and
+# isolates (which make a terminal show text in another order than it is)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
 def neutralize(text: str) -> str:
-    """``text`` with no line that a CI runner would take as a command (see the module docstring)."""
+    """``text`` with no control character a terminal would obey (each shown as its ``\\xNN`` or ``\\uNNNN``
+    escape) and no line that a CI runner would take as a command (see the module docstring)."""
+    if not text.isprintable():  # a line feed or a tab too: the common case of many lines skips the search
+        text = _CONTROL.sub(_escape, text)
     if "::" in text:
         text = _COMMAND_LINE.sub(r"\1%3A", text)
     if "##" in text:
