@@ -3,7 +3,6 @@ anything, so a crafted binding or sha never climbs out of the root (drawn in doc
 
 from __future__ import annotations
 
-import hashlib
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -53,7 +52,9 @@ def ledger_slug(repo_remote: str) -> str:
     if slug in (".", ".."):
         return "repo"
     if len(slug) > MAX_SLUG:  # a repoSlug is ASCII: its length is its size in bytes
-        digest = hashlib.sha256(repo_remote.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        from agentreview.model.digests import sha256_hex  # the builtin sha256: a cache hit loads no OpenSSL
+
+        digest = sha256_hex(repo_remote.encode("utf-8", "surrogatepass"))[:32]
         return f"{slug[: MAX_SLUG - len(digest) - 1]}_{digest}"
     return slug
 
