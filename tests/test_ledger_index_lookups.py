@@ -219,7 +219,7 @@ def _packed(root: Path, docs: list[dict[str, Any]]) -> Path:
     store = ForeignStore(root)
     for doc in docs:
         line = json.dumps(doc, separators=(",", ":")).encode()
-        incoming = store.accept(line, json.loads(line))
+        incoming = store.accept(json.loads(line), line)
         assert store.add(incoming, remote="origin", principal=None, durable=False)
     store.sync()
     store.close()

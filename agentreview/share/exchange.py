@@ -27,7 +27,6 @@ from agentreview.share.notes import (
     push,
     read_note,
     remote_commit,
-    single_line,
 )
 from agentreview.store.layout import LedgerError
 
@@ -212,12 +211,7 @@ def _import(cwd: Path, store: ForeignStore, entries: list[NoteEntry], budget: _B
                     data = read[1]
                 if blob in twice:
                     kept[blob] = data
-            if (data is not None and listed is not None and (line := single_line(data)) is not None
-                    and (summary := listed(line)) is not None):  # a note as publish writes it: the common case
-                out.found += 1
-                if store.take(line, summary, remote=out.remote):
-                    out.new += 1
-            elif (size := sizes.get(blob)) is not None and size > note_limit:
+            if (size := sizes.get(blob)) is not None and size > note_limit:
                 out.notes.append(f"the note of {entry.commit[:12]} is larger than {note_limit} bytes — skipped")
             elif data is None:
                 out.notes.append(f"{NOTES_REF} note of {entry.commit[:12]} is not a readable blob — skipped")
@@ -250,17 +244,18 @@ def _import_note(data: bytes, where: str, store: ForeignStore, out: Fetched, bud
     for number, line in lines:
         # the strict read waits for the entry's use; a signature is checked over the document the standard
         # library reads, and so is every line ``listed`` cannot read
-        summary = None if listed is None else listed(line)
-        document: dict[str, Any] = {}
-        if summary is None:
-            parsed = parse_line(number, line, where, strict=False)
-            if isinstance(parsed, str):
-                out.notes.append(parsed)
-                continue
-            document = parsed
+        if listed is not None and (summary := listed(line)) is not None:  # the common case: no document built
+            out.found += 1
+            if store.take(line, summary, remote=out.remote):
+                out.new += 1
+            continue
+        document = parse_line(number, line, where, strict=False)
+        if isinstance(document, str):
+            out.notes.append(document)
+            continue
         out.found += 1
         try:
-            incoming = store.accept(line, document if summary is None else summary)
+            incoming = store.accept(document, line)
             principal = None
             if trusting:
                 if store.has(incoming):  # a stored one is not checked again

@@ -62,16 +62,10 @@ def _loads_loose(line: bytes) -> Any:
     return _LOOSE.decode(line.decode(encoding, "surrogatepass"))
 
 
-def single_line(data: bytes) -> bytes | None:
-    """The line of a note that is one line ending in a newline within the line bound (as publish writes a note of
-    one attestation), else None."""
-    return data[:-1] if data.find(b"\n") == len(data) - 1 and len(data) <= MAX_LINE_BYTES + 1 else None
-
-
 def note_lines(data: bytes, where: str = "note") -> tuple[list[tuple[int, bytes]], list[str]]:
     """The lines of a note that are not blank, each with its number, and a message for every line over the bound."""
-    if (line := single_line(data)) is not None and line.strip():
-        return [(1, line)], []
+    if data.find(b"\n") == len(data) - 1 and len(data) <= MAX_LINE_BYTES + 1 and data.strip():
+        return [(1, data[:-1])], []  # one line, as publish writes a note of one attestation
     out: list[tuple[int, bytes]] = []
     skipped: list[str] = []
     for number, line in enumerate(data.split(b"\n"), start=1):

@@ -71,11 +71,10 @@ class ForeignStore:
         summary = listable_summary(document)
         return Incoming(text, sha256_hex(text), self._folder(att.target.repoRemote), summary)
 
-    def accept(self, line: bytes, listed: Summary | dict[str, Any]) -> Incoming:
-        """Take a note's line as an import does: its listed members well formed (``listed``: their summary, or the
-        line's JSON to take it from; the strict read waits for its use), its digest that of the line (canonical
-        JSON, as published). Raises as :meth:`check`."""
-        summary = listed if isinstance(listed, Summary) else listable_summary(listed)
+    def accept(self, document: dict[str, Any], line: bytes) -> Incoming:
+        """Take a note's line (``document`` its JSON) as an import does: listed members well formed (the strict
+        read waits for its use), digest that of the line (canonical JSON, as published). Raises as :meth:`check`."""
+        summary = listable_summary(document)
         return Incoming(line, hashlib.sha256(line).hexdigest(), self._folder(summary.key.repo_remote), summary)
 
     def _folder(self, repo_remote: str) -> Path:
@@ -96,10 +95,11 @@ class ForeignStore:
         return stored
 
     def take(self, line: bytes, summary: Summary, *, remote: str) -> bool:
-        """``add(accept(line, summary), remote=remote, principal=None, durable=False)`` without building what
-        those build for one entry: a fetch without team trust takes thousands of lines this way."""
+        """``add(..., remote=remote, principal=None, durable=False)`` of a note's line whose listed members are
+        ``summary``, without the document and the :class:`Incoming` an add needs: a fetch without team trust takes
+        thousands of lines this way."""
         digest = hashlib.sha256(line).hexdigest()
-        folder = self._folders.get(summary.key.repo_remote) or self._folder(summary.key.repo_remote)
+        folder = self._folder(summary.key.repo_remote)
         if digest in self._added or digest in self._stored_in(folder):
             return False
         self._pend(folder, digest, summary, line, self._host_text(remote, None))

@@ -278,12 +278,9 @@ class LedgerIndex:
     def record_pack(self, rel: str, pack: str, st: os.stat_result, members: Sequence[tuple[int, Summary, str]]) -> bool:
         """Index a pack of imported entries just written: a row per member ``(offset, summary, digest)``, named
         ``<pack>#<offset>`` with the pack's stat, and the pack's own row (listing nothing); False as :meth:`_upsert`."""
-        head, prefix = (*_stat_sig(st), 1), f"{pack}{MEMBER}"
-        # _row's columns, without its call and its JSON for each of thousands of members (a member has no row)
-        rows: list[tuple[Any, ...]] = [
-            (rel, f"{prefix}{offset}", *head, *summary.key, *summary[1:7], int(summary.dirty), 1, None, digest)
-            for offset, summary, digest in members
-        ]
+        sig, prefix = _stat_sig(st), f"{pack}{MEMBER}"
+        rows = [_row(rel, f"{prefix}{offset}", sig, summary, foreign=True, digest=digest)
+                for offset, summary, digest in members]  # fmt: skip
         rows.append(_not_ok(rel, pack, st, foreign=True))
         return self._upsert(rows)
 
