@@ -25,7 +25,7 @@ from agentreview.model.digests import range_sha
 from agentreview.store.foreign import ForeignStore
 from agentreview.store.foreign_entry import foreign_row
 from agentreview.store.index import INDEX_STALE
-from agentreview.store.layout import INDEX_NAME
+from agentreview.store.layout import INDEX_NAME, ledger_slug
 from agentreview.store.ledger import Ledger, LedgerKey
 
 REMOTE = "github.com/acme/widgets"
@@ -366,3 +366,38 @@ def test_a_long_walk_is_asked_in_chunks_and_merged_newest_first(root: Path) -> N
     led.put(att(9, "1" * 40, "f" * 40), HOST)  # not on the walk
     got = led.candidates(REMOTE, MSHA, "default", base_sha="1" * 40, heads=heads, passing=True)
     assert [a.runId for a in got] == ["review-0003", "review-0002", "review-0001"]
+
+
+def test_every_lookup_is_answered_by_its_own_index(root: Path) -> None:
+    """Each query the host asks (listings, the prior's heads, the key, team trust's range, heads and digests, a run
+    id, a requester) searches the index it was meant for, by the columns' 64-bit keys: never a walk of the table,
+    and never the broad repository index when a selective one applies (a walk grows with the ledger)."""
+    led = Ledger(root)
+    led.put(att(1, "1" * 40, "2" * 40), HOST)
+    ForeignStore(root).add(_foreign(2), remote="origin", principal=None)
+    conn = led._index._connection()
+    asked: list[str] = []
+    conn.set_trace_callback(asked.append)
+    head, rsha, slug = "2" * 40, range_sha("1" * 40, "2" * 40), ledger_slug(REMOTE)
+    expected = [
+        (lambda: led.list(foreign=None), "SCAN entries USING INDEX entries_created"),
+        (lambda: led.list(repo=REMOTE, foreign=None), "entries_repo (repo_key=?)"),
+        (lambda: led.list(range_sha=rsha, foreign=None), "entries_range (range_key=?)"),
+        (lambda: led.list(repo=REMOTE, range_sha=rsha, binding="default"), "entries_range (range_key=?)"),
+        (lambda: led.list(run_id="review-0001", limit=1), "entries_run (run_key=?)"),
+        (lambda: led.list(requester_session_id="s-1"), "entries_session (session_key=?)"),
+        (lambda: list(led.candidates(REMOTE, MSHA, "default", base_sha="1" * 40, heads=[head], passing=True)),
+         "entries_head (head_key=?)"),
+        (lambda: list(led.candidates(REMOTE, MSHA, "default")), "entries_key (key_key=?)"),
+        (lambda: list(led.foreign_candidates(REMOTE, MSHA, "default", range_sha=rsha)), "entries_range (range_key=?)"),
+        (lambda: list(led.foreign_candidates(REMOTE, MSHA, "default", digests=["c" * 64])),
+         "entries_digest (digest_key=?)"),
+        (lambda: led._index.digests(f"{slug}/foreign", among=["c" * 64]), "entries_digest (digest_key=?)"),
+    ]  # fmt: skip
+    for ask, index in expected:
+        asked.clear()
+        ask()
+        (sql,) = [s for s in asked if s.startswith("SELECT") and "FROM entries" in s]
+        plan = " | ".join(row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}"))
+        assert index in plan, (sql, plan)
+        assert "SCAN entries" not in plan.replace("SCAN entries USING INDEX entries_created", ""), plan

@@ -88,14 +88,19 @@ def test_a_second_fetch_reads_only_the_new_notes_and_an_unchanged_ref_costs_one_
 def test_a_fetch_writes_its_entries_as_one_durable_pack_indexed_before_it_records_what_it_read(
     hosts: Hosts, keys: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The entries of one fetch are one pack file, written with one fsync, then indexed in one
-    transaction, both before the fetch state says the notes were read."""
+    """The entries of one fetch are one pack file, indexed in one transaction and made durable (the pack, then
+    its folder, fsynced while the rows go in), all before the fetch state says the notes were read."""
     from agentreview.share import exchange, fetchstate
     from agentreview.store import foreign, index
 
     publish_batch(hosts, keys, 0)
     events: list[tuple[str, Any]] = []
     real_write, real_record, real_save = foreign.atomic_write_bytes, index.LedgerIndex.record_pack, fetchstate.save
+    real_fsync = foreign.fsync_path
+
+    def fsync(path: Path, **kw: Any) -> None:
+        events.append(("fsync", path.name))
+        real_fsync(path, **kw)
 
     def write(path: Path, data: bytes, **kw: Any) -> Path:
         events.append(("write", (path.name, kw.get("durable", True), data.count(b"\n"))))
@@ -106,6 +111,7 @@ def test_a_fetch_writes_its_entries_as_one_durable_pack_indexed_before_it_record
         return real_record(self, rel, pack, st, members)
 
     monkeypatch.setattr(foreign, "atomic_write_bytes", write)
+    monkeypatch.setattr(foreign, "fsync_path", fsync)
     monkeypatch.setattr(index.LedgerIndex, "record_pack", record_pack)
     monkeypatch.setattr(fetchstate, "save", lambda *a, **kw: (events.append(("saved", None)), real_save(*a, **kw))[1])
     root = tmp_path / "ledger"
@@ -117,7 +123,10 @@ def test_a_fetch_writes_its_entries_as_one_durable_pack_indexed_before_it_record
         store.close()
     (pack,) = root.glob("*/foreign/pack-*.jsonl")
     assert result.new == BATCH and len(listed) == BATCH
-    assert events == [("write", (pack.name, True, BATCH)), ("index", BATCH), ("saved", None)]
+    assert events[0] == ("write", (pack.name, False, BATCH)) and events[-1] == ("saved", None)
+    durable = [event for event in events if event[0] == "fsync"]
+    assert durable == [("fsync", pack.name), ("fsync", "foreign")]  # the pack, then the folder naming it
+    assert sorted(events[1:-1]) == sorted([("index", BATCH), *durable])  # the disk's wait beside the index's work
     assert not (root / index.INDEX_STALE).exists()  # the rows are in: no reader has to re-scan
 
 

@@ -5,7 +5,9 @@ fetch reads only what changed, bounded in notes, bytes and signature checks; the
 from __future__ import annotations
 
 import contextlib
+import gc
 from collections import Counter
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -132,6 +134,18 @@ def fetch(cwd: Path, store: ForeignStore, *, remote: str, registry: Registry | N
     incoming = fetch_and_merge(cwd, remote)
     if incoming is None:
         return out
+    with _no_cycle_collection():
+        state = _import_until(cwd, store, state, incoming, limit, out, signers=signers, registry=registry)
+        store.sync()  # every imported entry is on disk before the state says it was read
+    if state_file is not None:
+        fetchstate.save(state_file, state)
+    return out
+
+
+def _import_until(cwd: Path, store: ForeignStore, state: FetchState, incoming: str, limit: int, out: Fetched, *,
+                  signers: Path | None, registry: Registry | None) -> FetchState:  # fmt: skip
+    """Import the notes changed from ``state`` up to the notes commit ``incoming``, within one fetch's caps; the
+    state to record once the entries are on disk."""
     budget = _Budget(max(1, limit), MAX_FETCH_BYTES, MAX_SIGNATURE_CHECKS_PER_FETCH)
     while True:
         target = state.importing or incoming
@@ -158,10 +172,20 @@ def fetch(cwd: Path, store: ForeignStore, *, remote: str, registry: Registry | N
         state = FetchState(target)
         if target == incoming:
             break
-    store.sync()  # every imported entry is on disk before the state says it was read
-    if state_file is not None:
-        fetchstate.save(state_file, state)
-    return out
+    return state
+
+
+@contextlib.contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """Python's cycle collector paused: an import makes tens of thousands of objects that form no cycle, and the
+    collector walked all of them again and again (~7% of a fetch's CPU for 10,000 notes)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _import(cwd: Path, store: ForeignStore, entries: list[NoteEntry], budget: _Budget, out: Fetched, *,

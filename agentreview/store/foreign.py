@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from agentreview.host.files import atomic_write_bytes
+from agentreview.host.files import atomic_write_bytes, fsync_path
 from agentreview.model.attestation import Attestation
 from agentreview.model.canonical import canonical_json
 from agentreview.model.digests import sha256_hex
@@ -56,6 +56,8 @@ class ForeignStore:
         self._added: set[str] = set()  # digests added with durable=False: pending, or with the writer
         self._writer: ThreadPoolExecutor | None = None  # writes full batches while the caller reads on
         self._writes: list[Future[bool]] = []
+        self._syncer: ThreadPoolExecutor | None = None  # makes each pack durable while the writer indexes the next
+        self._syncs: list[Future[None]] = []
         self._marked: bool | None = None  # whether the index's re-scan marker is ours (None: none set)
         self._folders: dict[str, Path] = {}  # by repoRemote
         self._stored: dict[Path, set[str]] = {}  # the digests each folder held when first asked
@@ -159,6 +161,9 @@ class ForeignStore:
             self._hand_over()
         writes, self._writes = self._writes, []
         indexed = [write.result() for write in writes]  # in order: the first failure is raised
+        syncs, self._syncs = self._syncs, []
+        for done in syncs:  # every pack is on disk before the caller records what it read
+            done.result()
         if self._marked and all(indexed):
             self._index.end_writes()
         self._marked = None
@@ -176,12 +181,24 @@ class ForeignStore:
             folder.mkdir(parents=True, exist_ok=True, mode=0o700)
             pack = folder / f"pack-{os.urandom(12).hex()}.jsonl"
             lines = [line for _summary, line in entries.values()]
-            atomic_write_bytes(pack, b"".join(lines))
+            atomic_write_bytes(pack, b"".join(lines), durable=False)  # made durable beside the indexing
+            self._sync_later(pack)
             offsets = itertools.accumulate(map(len, lines), initial=0)  # where each line starts
             summaries = (summary for summary, _line in entries.values())
             members = list(zip(offsets, summaries, entries, strict=False))  # the offsets go one past the end
             indexed = self._index.record_pack(rel, pack.name, pack.stat(), members) and indexed
         return indexed
+
+    def _sync_later(self, pack: Path) -> None:
+        """fsync ``pack`` and its folder on a thread of their own: the disk's wait overlaps the index's work."""
+        if self._syncer is None:
+            self._syncer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentreview-fsync")
+
+        def durable() -> None:
+            fsync_path(pack)
+            fsync_path(pack.parent, reported_as=pack)
+
+        self._syncs.append(self._syncer.submit(durable))
 
     @functools.cached_property
     def _index(self) -> LedgerIndex:
@@ -194,6 +211,9 @@ class ForeignStore:
         if self._writer is not None:  # a batch being written is finished; one not begun is dropped
             self._writer.shutdown(wait=True, cancel_futures=True)
             self._writer = None
+        if self._syncer is not None:  # a pack written is made durable even when the fetch failed after it
+            self._syncer.shutdown(wait=True)
+            self._syncer = None
         if "_index" in self.__dict__:
             self._index.close()
 
