@@ -279,6 +279,25 @@ def test_changed_notes_lists_what_was_added_or_changed_between_notes_commits(rep
     assert existing_commits(repo.root, [one, "f" * 40, changed[0].blob]) == {one}
 
 
+def test_which_commits_are_here_and_the_notes_sizes_are_one_git_process(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fetch asks which annotated commits exist and how large their notes are in one ``git cat-file
+    --batch-check`` (ten thousand notes: one process, one pass), answered exactly as the two questions apart."""
+    from agentreview.share import batch
+
+    git(repo.root, "notes", f"--ref={NOTES}", "add", "-m", "a note", repo.head)
+    blob = git(repo.root, "notes", f"--ref={NOTES}", "list", repo.head)
+    commits, blobs = [repo.base, repo.head, "f" * 40, blob], [blob, repo.head, "e" * 40, blob]
+    separately = (batch.existing_commits(repo.root, commits), batch.object_sizes(repo.root, blobs))
+    calls: list[list[str]] = []
+    real = batch.run_git
+    monkeypatch.setattr(batch, "run_git", lambda args, *a, **kw: (calls.append(list(args)), real(args, *a, **kw))[1])
+    assert batch.commits_and_sizes(repo.root, commits, blobs) == separately
+    assert separately == ({repo.base, repo.head}, {blob: len("a note\n"), repo.head: None, "e" * 40: None})
+    assert [args[0] for args in calls] == ["config", "cat-file"]  # the promisor check, then one question
+
+
 def test_blobs_stream_in_the_order_asked_and_a_stream_closed_early_leaves_no_git(repo: Repo) -> None:
     """``stream_blobs`` hands each object over in the order asked (None for a missing one or a
     non-blob); closed after the first of many, it returns and leaves no git process behind."""

@@ -19,10 +19,10 @@ from agentreview.host.gitrun import GitError, run_git
 BATCH_TIMEOUT_S = 120.0
 READ_CHUNK = 1024 * 1024  # bytes of git's output the draining thread reads at once
 _HEX_DIGITS = b"0123456789abcdef"
-# one record of `git ls-tree -r -z` that is a blob: "<mode> blob <oid>\t<path>\0", matched only where a record
-# starts (a path cannot hold a NUL, so no match begins inside one)
-_LS_TREE_BLOB = re.compile(rb"(?<![^\0])(\d{6}) blob ([0-9a-f]{40,64})\t([^\0]*)(?:\0|\Z)")
-_BLOB_SIZE = re.compile(r"^([0-9a-f]{40,64}) blob (\d+)$", re.MULTILINE)  # a blob's line of --batch-check
+# one record of `git ls-tree -r -z` that can be a note: "<mode> blob <oid>\t<path>\0", a file whose path is hex
+# digits split by fan-out directories; matched only where a record starts (a path cannot hold a NUL, so no match
+# begins inside one)
+_LS_TREE_NOTE = re.compile(rb"(?<![^\0])(?:100644|100755) blob ([0-9a-f]{40,64})\t([0-9a-f/]+)(?:\0|\Z)")
 
 
 class NoteEntry(NamedTuple):
@@ -45,11 +45,14 @@ def changed_notes(cwd: Path, base: str | None, target: str) -> list[NoteEntry]:
     """The notes of ``target`` added or changed since ``base`` (all of them when ``base`` is None),
     sorted by annotated object id. Deleted notes are not listed: nothing is un-imported."""
     out: list[NoteEntry | None] = []
-    if base is None:  # records "<mode> <type> <oid>\t<path>\0"
+    if base is None:  # records "<mode> <type> <oid>\t<path>\0", read in a few passes over all of them at once
         proc = run_git(["ls-tree", "-r", "-z", "--full-tree", "--end-of-options", target], cwd,
                        timeout=BATCH_TIMEOUT_S)  # fmt: skip
-        for mode, oid, path in _LS_TREE_BLOB.findall(proc.stdout):
-            out.append(_entry(path, mode, oid))
+        if found := _LS_TREE_NOTE.findall(proc.stdout):
+            blobs = b"\n".join(oid for oid, _path in found).decode("ascii").split("\n")
+            commits = b"\n".join(path for _oid, path in found).replace(b"/", b"").decode("ascii").split("\n")
+            out.extend(NoteEntry(commit, blob) for commit, blob in zip(commits, blobs, strict=True)
+                       if len(commit) in (40, 64))  # fmt: skip
     else:  # records ":<old mode> <new mode> <old oid> <new oid> <status>\0<path>\0"
         proc = run_git(["diff-tree", "-r", "-z", "--raw", "--no-renames", "--no-abbrev", "--end-of-options",
                         base, target], cwd, timeout=BATCH_TIMEOUT_S)  # fmt: skip
@@ -62,23 +65,55 @@ def changed_notes(cwd: Path, base: str | None, target: str) -> list[NoteEntry]:
     return [unique[commit] for commit in sorted(unique)]
 
 
+def _batch_check(cwd: Path, oids: Sequence[str]) -> list[str]:
+    """``git cat-file --batch-check`` of ``oids`` (hex object ids), one answer each in their order:
+    ``<type> <size>``, or ``<oid> missing``."""
+    if not oids:
+        return []
+    proc = run_git(["cat-file", "--buffer", "--batch-check=%(objecttype) %(objectsize)"], cwd,
+                   input_bytes="".join(f"{oid}\n" for oid in oids).encode("ascii"),
+                   timeout=BATCH_TIMEOUT_S)  # fmt: skip
+    answers = proc.stdout.decode("ascii", "replace").split("\n")
+    if len(answers) != len(oids) + 1 or answers[-1]:
+        raise GitError(f"git cat-file --batch-check answered {len(answers) - 1} lines for {len(oids)} objects")
+    return answers[:-1]
+
+
+def _blob_sizes(blobs: Sequence[str], answers: Sequence[str]) -> dict[str, int | None]:
+    """The size of each of ``blobs`` whose answer says it is a blob (None: missing, or not a blob)."""
+    return {oid: int(answer[5:]) if answer.startswith("blob ") else None
+            for oid, answer in zip(blobs, answers, strict=True)}  # fmt: skip
+
+
+def object_sizes(cwd: Path, oids: Iterable[str]) -> dict[str, int | None]:
+    """The size of each blob of ``oids`` (None: missing, or not a blob), from one process."""
+    wanted = list(dict.fromkeys(oids))
+    return _blob_sizes(wanted, _batch_check(cwd, wanted))
+
+
 def existing_commits(cwd: Path, oids: Iterable[str]) -> set[str]:
     """Those of ``oids`` that are commits here, their type read with ``git cat-file --batch-check``; where a
     promisor remote would fetch a missing object (a round trip per junk note), ``git rev-list --missing=print``."""
-    wanted = sorted(set(oids))
+    wanted = list(dict.fromkeys(oids))
     if not wanted:
         return set()
-    asked = "".join(f"{oid}\n" for oid in wanted).encode("ascii")
     if _has_promisor(cwd):
+        asked = "".join(f"{oid}\n" for oid in wanted).encode("ascii")
         proc = run_git(["rev-list", "--no-walk", "--ignore-missing", "--missing=print", "--stdin"], cwd,
                        input_bytes=asked, timeout=BATCH_TIMEOUT_S)  # fmt: skip
-        listed = {ln.strip() for ln in proc.stdout.decode("ascii", "replace").splitlines()}
-    else:
-        proc = run_git(["cat-file", "--buffer", "--batch-check=%(objecttype) %(objectname)"], cwd,
-                       input_bytes=asked, timeout=BATCH_TIMEOUT_S)  # fmt: skip
-        lines = proc.stdout.decode("ascii", "replace").splitlines()
-        listed = {line[len("commit ") :] for line in lines if line.startswith("commit ")}
-    return listed.intersection(wanted)
+        return {ln.strip() for ln in proc.stdout.decode("ascii", "replace").splitlines()}.intersection(wanted)
+    return {oid for oid, answer in zip(wanted, _batch_check(cwd, wanted), strict=True) if answer.startswith("commit ")}
+
+
+def commits_and_sizes(cwd: Path, commits: Sequence[str],
+                      blobs: Sequence[str]) -> tuple[set[str], dict[str, int | None]]:  # fmt: skip
+    """Which of ``commits`` are commits here, and the size of each of ``blobs`` (None: missing, or not a blob),
+    from one ``git cat-file --batch-check``; two processes where a promisor remote would fetch missing commits."""
+    if _has_promisor(cwd):
+        return existing_commits(cwd, commits), object_sizes(cwd, blobs)
+    answers = _batch_check(cwd, [*commits, *blobs])
+    present = {oid for oid, answer in zip(commits, answers, strict=False) if answer.startswith("commit ")}  # then blobs
+    return present, _blob_sizes(blobs, answers[len(commits) :])
 
 
 def _has_promisor(cwd: Path) -> bool:
@@ -86,21 +121,6 @@ def _has_promisor(cwd: Path) -> bool:
     pattern = r"^(extensions\.partialclone|remote\..*\.promisor)$"
     proc = run_git(["config", "--get-regexp", pattern], cwd, check=False)
     return bool(proc.stdout.strip())
-
-
-def object_sizes(cwd: Path, oids: Iterable[str]) -> dict[str, int | None]:
-    """The size of each blob of ``oids`` (None: missing, or not a blob), from one process."""
-    wanted = sorted(set(oids))
-    if not wanted:
-        return {}
-    proc = run_git(["cat-file", "--buffer", "--batch-check=%(objectname) %(objecttype) %(objectsize)"], cwd,
-                   input_bytes="".join(f"{oid}\n" for oid in wanted).encode("ascii"),
-                   timeout=BATCH_TIMEOUT_S)  # fmt: skip
-    sizes: dict[str, int | None] = dict.fromkeys(wanted)
-    for oid, size in _BLOB_SIZE.findall(proc.stdout.decode("ascii", "replace")):
-        if oid in sizes:
-            sizes[oid] = int(size)
-    return sizes
 
 
 def stream_blobs(cwd: Path, oids: Sequence[str]) -> Generator[tuple[str, bytes | None], None, None]:

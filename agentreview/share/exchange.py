@@ -8,7 +8,6 @@ import contextlib
 import gc
 from collections import Counter
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from agentreview.host.gitrun import GitError
 from agentreview.model.digests import canonical_json
 from agentreview.share import fetchstate, notes
-from agentreview.share.batch import NoteEntry, changed_notes, existing_commits, object_sizes, stream_blobs
+from agentreview.share.batch import NoteEntry, changed_notes, commits_and_sizes, object_sizes, stream_blobs
 from agentreview.share.fetchstate import FetchState
 from agentreview.share.notes import (
     NOTES_REF,
@@ -195,10 +194,8 @@ def _import(cwd: Path, store: ForeignStore, entries: list[NoteEntry], budget: _B
 
     trusting = signers is not None and registry is not None
     listed = None if trusting else listed_summary  # a line whose signature is checked is read whole
-    with ThreadPoolExecutor(max_workers=1) as side:  # the sizes of the first notes while their commits are looked up
-        sizing = side.submit(object_sizes, cwd, (e.blob for e in entries[: budget.notes]))
-        present = existing_commits(cwd, (e.commit for e in entries))
-        sizes = sizing.result()
+    # which commits are here, and the sizes of the first notes: one git process
+    present, sizes = commits_and_sizes(cwd, [e.commit for e in entries], [e.blob for e in entries[: budget.notes]])
     relevant = [e for e in entries if e.commit in present]
     if unsized := [e.blob for e in relevant[: budget.notes] if e.blob not in sizes]:  # absent commits' notes first
         sizes.update(object_sizes(cwd, unsized))

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import functools
 import hashlib  # OpenSSL's sha256: a fetch hashes every line, four times faster than the builtin
-import itertools
 import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -27,7 +26,7 @@ from agentreview.store.foreign_entry import (
     read_foreign_at,
     read_or_warn,
 )
-from agentreview.store.layout import FOREIGN_DIR, LedgerError, LedgerKey, check_key, ledger_slug
+from agentreview.store.layout import FOREIGN_DIR, MEMBER, LedgerError, LedgerKey, check_key, ledger_slug
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentreview.store.index import LedgerIndex
@@ -45,13 +44,48 @@ class Incoming(NamedTuple):
     summary: Summary
 
 
+class _Batch:
+    """The entries of one folder waiting for the writer: one pack's lines, and their index rows made as each comes
+    (by the importing thread, so the writer's work is mostly the pack's write and sqlite's, without the GIL)."""
+
+    def __init__(self, rel: str) -> None:
+        from agentreview.store.index import entry_row
+
+        self.rel = rel
+        self.pack = f"pack-{os.urandom(12).hex()}.jsonl"
+        self.lines: list[bytes] = []
+        self.rows: list[tuple[Any, ...]] = []
+        self.digests: list[str] = []
+        self._offset = 0  # where the next line starts
+        self._entry_row = entry_row
+
+    def add(self, digest: str, summary: Summary, line: bytes) -> None:
+        name = f"{self.pack}{MEMBER}{self._offset}"
+        self.rows.append(self._entry_row(self.rel, name, summary, foreign=True, digest=digest))
+        self.lines.append(line)
+        self.digests.append(digest)
+        self._offset += len(line)
+
+    def without(self, stored: set[str]) -> _Batch:
+        """This batch but the entries whose digest is in ``stored`` (their offsets, and so names, made again)."""
+        kept = _Batch(self.rel)
+        kept.pack = self.pack
+        for digest, row, line in zip(self.digests, self.rows, self.lines, strict=True):
+            if digest not in stored:
+                kept.rows.append((row[0], f"{kept.pack}{MEMBER}{kept._offset}", *row[2:]))
+                kept.lines.append(line)
+                kept.digests.append(digest)
+                kept._offset += len(line)
+        return kept
+
+
 class ForeignStore:
     """Imported attestations of other hosts, one entry per attestation digest."""
 
     def __init__(self, ledger_root: Path, *, warn: Callable[[str], None] | None = None):
         self.root = Path(ledger_root)
         self._warn = warn or (lambda _msg: None)
-        self._pending: dict[Path, dict[str, tuple[Summary, bytes]]] = {}  # by folder, by digest: to write
+        self._pending: dict[Path, _Batch] = {}  # by folder: to write
         self._pending_count = 0
         self._added: set[str] = set()  # digests added with durable=False: pending, or with the writer
         self._writer: ThreadPoolExecutor | None = None  # writes full batches while the caller reads on
@@ -120,9 +154,9 @@ class ForeignStore:
         """Keep an entry for the writer thread; each :data:`WRITE_BATCH` of them is handed over as one pack."""
         if self._marked is None:  # a crash before sync() leaves a pack the index has not seen: say so
             self._marked = self._index.begin_writes()
-        if (entries := self._pending.get(folder)) is None:
-            entries = self._pending[folder] = {}
-        entries[digest] = (summary, pack_line(text, host_text))
+        if (batch := self._pending.get(folder)) is None:
+            batch = self._pending[folder] = _Batch(folder.relative_to(self.root).as_posix())
+        batch.add(digest, summary, pack_line(text, host_text))
         self._added.add(digest)
         self._pending_count += 1
         if self._pending_count >= WRITE_BATCH:
@@ -168,25 +202,20 @@ class ForeignStore:
             self._index.end_writes()
         self._marked = None
 
-    def _write(self, pending: dict[Path, dict[str, tuple[Summary, bytes]]]) -> bool:
-        """One pack per folder of ``pending``, then their index rows in one transaction; False when
-        the index could not take them (the marker stays, so a reader re-scans)."""
+    def _write(self, pending: dict[Path, _Batch]) -> bool:
+        """One pack per folder of ``pending``, then its index rows in one transaction; False when the index could
+        not take them (the marker stays, so a reader re-scans)."""
         indexed = True
-        for folder, entries in pending.items():
-            rel = folder.relative_to(self.root).as_posix()
-            if folder.is_dir() and (stored := self._index.digests(rel, among=list(entries))):  # another fetch's
-                entries = {digest: entry for digest, entry in entries.items() if digest not in stored}
-            if not entries:
+        for folder, batch in pending.items():
+            if folder.is_dir() and (stored := self._index.digests(batch.rel, among=batch.digests)):  # another fetch's
+                batch = batch.without(stored)
+            if not batch.lines:
                 continue
             folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-            pack = folder / f"pack-{os.urandom(12).hex()}.jsonl"
-            lines = [line for _summary, line in entries.values()]
-            atomic_write_bytes(pack, b"".join(lines), durable=False)  # made durable beside the indexing
+            pack = folder / batch.pack
+            atomic_write_bytes(pack, b"".join(batch.lines), durable=False)  # made durable beside the indexing
             self._sync_later(pack)
-            offsets = itertools.accumulate(map(len, lines), initial=0)  # where each line starts
-            summaries = (summary for summary, _line in entries.values())
-            members = list(zip(offsets, summaries, entries, strict=False))  # the offsets go one past the end
-            indexed = self._index.record_pack(rel, pack.name, pack.stat(), members) and indexed
+            indexed = self._index.record_pack(batch.rel, batch.pack, pack.stat(), batch.rows) and indexed
         return indexed
 
     def _sync_later(self, pack: Path) -> None:

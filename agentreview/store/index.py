@@ -12,12 +12,12 @@ import sqlite3
 import stat
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 from agentreview.host.files import MissingFileError, UnreadableFileError, read_regular_file
-from agentreview.model.digests import sha256_hex
 from agentreview.store.entries import MAX_ENTRY_BYTES, Summary, summarize
 from agentreview.store.layout import (
     ENTRY_NAME,
@@ -85,16 +85,16 @@ CREATE INDEX IF NOT EXISTS entries_repo ON entries (repo_key, created_at);
 CREATE INDEX IF NOT EXISTS entries_key ON entries (key_key, created_at);
 CREATE INDEX IF NOT EXISTS entries_range ON entries (range_key);
 CREATE INDEX IF NOT EXISTS entries_head ON entries (head_key);
-CREATE INDEX IF NOT EXISTS entries_run ON entries (run_key);
+CREATE INDEX IF NOT EXISTS entries_run ON entries (run_key) WHERE run_key IS NOT NULL;  -- own entries only
 CREATE INDEX IF NOT EXISTS entries_session ON entries (session_key) WHERE session_key IS NOT NULL;
 CREATE INDEX IF NOT EXISTS entries_digest ON entries (digest_key) WHERE digest_key IS NOT NULL;
 """
 
-_UPSERT = (
-    "INSERT OR REPLACE INTO entries (dir, name, mtime_ns, size, ino, ok, repo_remote, manifest_sha, binding, "
-    "range_sha, base_sha, head_sha, run_id, requester_session, created_at, verdict, dirty, foreign_entry, row_json, "
-    "digest, repo_key, key_key, range_key, head_key, run_key, session_key, digest_key) VALUES (?, ?, ?, ?, ?, ?, ?, "
-    "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_UPSERT = (  # the file's (mtime, size, inode) last: the rows of a pack's members share them, and are made first
+    "INSERT OR REPLACE INTO entries (dir, name, ok, repo_remote, manifest_sha, binding, range_sha, base_sha, head_sha, "
+    "run_id, requester_session, created_at, verdict, dirty, foreign_entry, row_json, digest, repo_key, key_key, "
+    "range_key, head_key, run_key, session_key, digest_key, mtime_ns, size, ino) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, "
+    "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 _UPSERT_HEAD, _, _UPSERT_ROW = _UPSERT.partition(" VALUES ")  # a statement of many rows repeats the row
@@ -126,7 +126,6 @@ def _stat_sig(st: os.stat_result) -> tuple[int, int, int]:
     return (st.st_mtime_ns, st.st_size, st.st_ino)
 
 
-_HEX_DIGITS = frozenset("0123456789abcdef")
 _KEY_BIAS = 1 << 63  # a key is a signed 64-bit integer, sqlite's widest
 # the column of each filter column's key, and the key of (repo_remote, manifest_sha, binding) together
 KEY_COLUMNS = {"repo_remote": "repo_key", "range_sha": "range_key", "head_sha": "head_key", "run_id": "run_key",
@@ -135,14 +134,18 @@ LEDGER_KEY_PARTS = ("repo_remote", "manifest_sha", "binding")
 
 
 def lookup_key(value: str) -> int:
-    """The 64-bit key the index holds for ``value``: its first 16 hex digits when it starts with them (every digest
-    and commit the ledger looks up), else 64 bits of its SHA-256. An index of such keys is a fifth the size of one
-    of the text, and as fast to search; every query also compares the value, so two values with one key cost a
-    row read, never a wrong answer (whoever writes a note can already give a row any value)."""
-    head = value[:16]
-    if len(head) == 16 and _HEX_DIGITS.issuperset(head):
-        return int(head, 16) - _KEY_BIAS
-    return int(sha256_hex(value.encode("utf-8", "surrogatepass"))[:16], 16) - _KEY_BIAS
+    """The 64-bit key the index holds for ``value``: a digest's or a commit's first 16 hex digits, else the value's
+    CRC-32 and Adler-32. An index of such keys is a fifth the size of one of the text, and as fast to search; every
+    query also compares the value, so two values with one key cost a row read, never a wrong answer (and whoever
+    writes a note can already give a row any value)."""
+    try:
+        number = int(value[:16], 16)
+    except ValueError:
+        number = -1
+    if number < 0:
+        data = value.encode("utf-8", "surrogatepass")
+        number = zlib.crc32(data) << 32 | zlib.adler32(data)
+    return number - _KEY_BIAS
 
 
 @functools.lru_cache(maxsize=64)
@@ -151,16 +154,21 @@ def _text_key(value: str) -> int:
     return lookup_key(value)
 
 
+def entry_row(rel: str, name: str, summary: Summary, *, foreign: bool, digest: str | None = None) -> tuple[Any, ...]:
+    """The index row of an ok entry (a file, or a pack's member) but its file's :func:`_stat_sig`, which ends it."""
+    key, row, session = summary.key, summary.row, summary.requester_session
+    return (rel, name, 1, key.repo_remote, key.manifest_sha, key.binding, key.range_sha, summary.base_sha,
+            summary.head_sha, summary.run_id, session, summary.created_at, summary.verdict, int(summary.dirty),
+            int(foreign), None if row is None else json.dumps(row), digest, _text_key(key.repo_remote),
+            _text_key(_ledger_key_text(key.repo_remote, key.manifest_sha, key.binding)), lookup_key(key.range_sha),
+            lookup_key(summary.head_sha), None if foreign else lookup_key(summary.run_id),
+            None if session is None else lookup_key(session), None if digest is None else lookup_key(digest))
+
+
 def _row(rel: str, name: str, sig: tuple[int, int, int], summary: Summary, *, foreign: bool,
          digest: str | None = None) -> tuple[Any, ...]:  # fmt: skip
-    """The index row of an ok entry (a file, or a pack's member; ``sig`` its file's :func:`_stat_sig`)."""
-    key, row, session = summary.key, summary.row, summary.requester_session
-    return (rel, name, *sig, 1, key.repo_remote, key.manifest_sha, key.binding, key.range_sha,
-            summary.base_sha, summary.head_sha, summary.run_id, session, summary.created_at,
-            summary.verdict, int(summary.dirty), int(foreign), None if row is None else json.dumps(row), digest,
-            _text_key(key.repo_remote), _text_key(_ledger_key_text(key.repo_remote, key.manifest_sha, key.binding)),
-            lookup_key(key.range_sha), lookup_key(summary.head_sha), lookup_key(summary.run_id),
-            None if session is None else lookup_key(session), None if digest is None else lookup_key(digest))
+    """The index row of an ok entry (``sig`` its file's :func:`_stat_sig`)."""
+    return entry_row(rel, name, summary, foreign=foreign, digest=digest) + sig
 
 
 def _ledger_key_text(repo_remote: str, manifest_sha: str, binding: str) -> str:
@@ -170,8 +178,8 @@ def _ledger_key_text(repo_remote: str, manifest_sha: str, binding: str) -> str:
 
 def _not_ok(rel: str, name: str, st: os.stat_result, *, foreign: bool) -> tuple[Any, ...]:
     """The row of a file that lists nothing: unusable, or the pack whose members have rows of their own."""
-    head = (rel, name, *_stat_sig(st), 0, *([None] * 11), int(foreign))
-    return head + (None,) * (_COLUMNS - len(head))  # no row, digest or key
+    head = (rel, name, 0, *([None] * 11), int(foreign))
+    return head + (None,) * (_COLUMNS - len(head) - 3) + _stat_sig(st)  # no row, digest or key
 
 
 def _digests(conn: sqlite3.Connection, rel: str, among: Sequence[str] | None = None) -> set[str]:
@@ -263,6 +271,8 @@ class LedgerIndex:
         unknown = columns - FILTER_COLUMNS
         if unknown:
             raise ValueError(f"unknown index column(s): {', '.join(sorted(unknown))}")
+        if "run_id" in columns and foreign is not False:  # a run id names a run of this host
+            raise ValueError("the run ids of imported entries are not indexed: look one up with foreign=False")
         # a selective column's own index is the one to use: the broad columns are then only checked
         # (sqlite, without statistics, would otherwise walk the repository's index instead); the indexes hold
         # the columns' keys, so each keyed column is matched by its key, then by its value
@@ -334,14 +344,12 @@ class LedgerIndex:
         return self._upsert([_row(rel, name, _stat_sig(st), summary, foreign=foreign, digest=digest)
                              for rel, name, st, summary, digest in entries])  # fmt: skip
 
-    def record_pack(self, rel: str, pack: str, st: os.stat_result, members: Sequence[tuple[int, Summary, str]]) -> bool:
-        """Index a pack of imported entries just written: a row per member ``(offset, summary, digest)``, named
-        ``<pack>#<offset>`` with the pack's stat, and the pack's own row (listing nothing); False as :meth:`_upsert`."""
-        sig, prefix = _stat_sig(st), f"{pack}{MEMBER}"
-        rows = [_row(rel, f"{prefix}{offset}", sig, summary, foreign=True, digest=digest)
-                for offset, summary, digest in members]  # fmt: skip
-        rows.append(_not_ok(rel, pack, st, foreign=True))
-        return self._upsert(rows)
+    def record_pack(self, rel: str, pack: str, st: os.stat_result, rows: Sequence[tuple[Any, ...]]) -> bool:
+        """Index a pack of imported entries just written: its members' :func:`entry_row` (each named
+        ``<pack>#<offset>``), given the pack's stat, and the pack's own row (listing nothing); False as
+        :meth:`_upsert`."""
+        sig = _stat_sig(st)
+        return self._upsert([*(row + sig for row in rows), _not_ok(rel, pack, st, foreign=True)])
 
     def end_writes(self) -> None:
         """The rows of every entry written since :meth:`begin_writes` are in: remove its marker."""

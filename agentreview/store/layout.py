@@ -61,15 +61,33 @@ def ledger_slug(repo_remote: str) -> str:
 
 def check_key(key: LedgerKey) -> None:
     """Raise :class:`LedgerError` unless every part of ``key`` can safely name a path segment."""
-    if not isinstance(key.repo_remote, str) or not key.repo_remote:
-        raise LedgerError("ledger key: repoRemote must be a non-empty string")
-    if not HEX64.fullmatch(key.manifest_sha or ""):
-        raise LedgerError(f"ledger key: manifestSha '{key.manifest_sha}' is not 64 lowercase hex")
+    folder = (key.repo_remote, key.manifest_sha, key.binding)
+    try:
+        known = folder in _CHECKED_FOLDERS
+    except TypeError:  # a part that is not a string (unhashable): checked, and refused, below
+        known = False
+    if not known:
+        _check_folder(*folder)
+        if len(_CHECKED_FOLDERS) < MAX_CHECKED_FOLDERS:
+            _CHECKED_FOLDERS.add(folder)
     if not HEX64.fullmatch(key.range_sha or ""):
         raise LedgerError(f"ledger key: rangeSha '{key.range_sha}' is not 64 lowercase hex")
-    if not BINDING_SEGMENT.fullmatch(key.binding or ""):
+
+
+MAX_CHECKED_FOLDERS = 1024
+# (repoRemote, manifestSha, binding) already found good: a fetch checks thousands of keys that share a few
+_CHECKED_FOLDERS: set[tuple[str, str, str]] = set()
+
+
+def _check_folder(repo_remote: object, manifest_sha: object, binding: object) -> None:
+    """Raise :class:`LedgerError` unless the parts of a key above its rangeSha can safely name path segments."""
+    if not isinstance(repo_remote, str) or not repo_remote:
+        raise LedgerError("ledger key: repoRemote must be a non-empty string")
+    if not isinstance(manifest_sha, str) or not HEX64.fullmatch(manifest_sha):
+        raise LedgerError(f"ledger key: manifestSha '{manifest_sha}' is not 64 lowercase hex")
+    if not isinstance(binding, str) or not BINDING_SEGMENT.fullmatch(binding):
         raise LedgerError(
-            f"ledger key: binding '{key.binding}' cannot name a ledger directory (letters, digits, '.', '_', '-')"
+            f"ledger key: binding '{binding}' cannot name a ledger directory (letters, digits, '.', '_', '-')"
         )
 
 
