@@ -216,18 +216,23 @@ class ForeignStore:
             atomic_write_bytes(pack, b"".join(batch.lines), durable=False)  # made durable beside the indexing
             self._sync_later(pack)
             indexed = self._index.record_pack(batch.rel, batch.pack, pack.stat(), batch.rows) and indexed
+        self._after_writes(self._index.checkpoint)  # the index's log copied into it while the next batch goes in
         return indexed
 
     def _sync_later(self, pack: Path) -> None:
-        """fsync ``pack`` and its folder on a thread of their own: the disk's wait overlaps the index's work."""
-        if self._syncer is None:
-            self._syncer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentreview-fsync")
+        """fsync ``pack`` and its folder beside the writer: the disk's wait overlaps the index's work."""
 
         def durable() -> None:
             fsync_path(pack)
             fsync_path(pack.parent, reported_as=pack)
 
-        self._syncs.append(self._syncer.submit(durable))
+        self._syncs.append(self._after_writes(durable))
+
+    def _after_writes(self, work: Callable[[], None]) -> Future[None]:
+        """Run ``work`` on the thread that follows the writer (started on first use): the disk's waits go there."""
+        if self._syncer is None:
+            self._syncer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentreview-fsync")
+        return self._syncer.submit(work)
 
     @functools.cached_property
     def _index(self) -> LedgerIndex:

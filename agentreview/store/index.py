@@ -370,6 +370,18 @@ class LedgerIndex:
                 return False
         return True
 
+    def checkpoint(self) -> None:
+        """Copy the pages committed to the write-ahead log into the index file (sqlite's passive checkpoint) on a
+        connection of its own, so a writer goes on meanwhile and the close of the last connection has little left
+        to copy; nothing when the index is not a file (or is busy: the next checkpoint copies them)."""
+        uri = f"{(self.root / INDEX_NAME).as_uri()}?mode=rw"  # never creates an index
+        with contextlib.suppress(sqlite3.Error):
+            conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+            try:
+                conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            finally:
+                conn.close()
+
     def digests(self, rel: str, among: Sequence[str] | None = None) -> set[str]:
         """The attestation digests of the usable entries in the directory ``rel`` (of ``among`` only, when given)."""
         return self._read(lambda conn: _digests(conn, rel, among))
