@@ -8,6 +8,7 @@ import contextlib
 import gc
 from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -130,7 +131,10 @@ def fetch(cwd: Path, store: ForeignStore, *, remote: str, registry: Registry | N
     if not checked and _unchanged(cwd, remote, state):
         out.unchanged = True
         return out
-    incoming = fetch_and_merge(cwd, remote)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentreview-load") as side:
+        loading = side.submit(_load_readers)  # while git fetches (on this thread, so an interrupt stops git)
+        incoming = fetch_and_merge(cwd, remote)
+        loading.result()
     if incoming is None:
         return out
     with _no_cycle_collection():
@@ -172,6 +176,13 @@ def _import_until(cwd: Path, store: ForeignStore, state: FetchState, incoming: s
         if target == incoming:
             break
     return state
+
+
+def _load_readers() -> None:
+    """Import what reading notes needs (msgspec, sqlite, the index): done while git fetches, it costs no time."""
+    import agentreview.host.locks
+    import agentreview.store.index
+    import agentreview.store.listed_line  # noqa: F401
 
 
 @contextlib.contextmanager
