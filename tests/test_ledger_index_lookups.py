@@ -401,3 +401,24 @@ def test_every_lookup_is_answered_by_its_own_index(root: Path) -> None:
         plan = " | ".join(row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}"))
         assert index in plan, (sql, plan)
         assert "SCAN entries" not in plan.replace("SCAN entries USING INDEX entries_created", ""), plan
+
+
+def test_values_that_share_an_index_key_are_told_apart_by_their_value(root: Path) -> None:
+    """The index holds 64-bit keys of its columns (a sha's first 16 hex digits): heads and ranges that share
+    them, as anyone who writes notes can make, cost a row read each and are never taken for one another."""
+    from agentreview.store.index import lookup_key
+
+    led = Ledger(root)
+    prefix = "ab" * 8
+    heads = [prefix + f"{n:024x}" for n in (1, 2, 3)]
+    assert len({lookup_key(h) for h in heads}) == 1
+    store = ForeignStore(root)
+    docs = [_foreign(n, head=head) for n, head in zip((1, 2, 3), heads, strict=True)]
+    for doc in docs:
+        assert store.add(doc, remote="origin", principal=None)
+    by_head = led.foreign_candidates(REMOTE, MSHA, "default", heads=[heads[1]])
+    assert [a["target"]["headSha"] for _p, a, _h in by_head] == [heads[1]]
+    ranged = [d["rangeSha"] for d in docs]
+    by_range = led.foreign_candidates(REMOTE, MSHA, "default", range_sha=ranged[2])
+    assert [a["runId"] for _p, a, _h in by_range] == ["review-0003"]
+    assert [r.run_id for r in led.list(foreign=None, range_sha=ranged[0])] == ["review-0001"]
