@@ -422,3 +422,14 @@ def test_values_that_share_an_index_key_are_told_apart_by_their_value(root: Path
     by_range = led.foreign_candidates(REMOTE, MSHA, "default", range_sha=ranged[2])
     assert [a["runId"] for _p, a, _h in by_range] == ["review-0003"]
     assert [r.run_id for r in led.list(foreign=None, range_sha=ranged[0])] == ["review-0001"]
+
+
+def test_run_ids_are_looked_up_among_this_hosts_entries_only(root: Path) -> None:
+    """Imported entries' run ids are not keyed (no lookup asks for one: a run id names a run of this host), so a
+    query for a run id among them is refused rather than answered without them."""
+    led = Ledger(root)
+    led.put(att(1, "1" * 40, "2" * 40), HOST)
+    ForeignStore(root).add(_foreign(1), remote="origin", principal=None)  # the same run id, imported
+    assert [(r.run_id, r.to_json().get("foreign")) for r in led.list(run_id="review-0001")] == [("review-0001", None)]
+    with pytest.raises(ValueError, match="not indexed"):
+        led.list(run_id="review-0001", foreign=None)
