@@ -268,3 +268,22 @@ def test_advertising_over_a_planted_fifo_lock_is_a_clear_error(tmp_path: Path) -
         pass
     assert (registry.dir / "review-mine.lock").exists(), "a file we refused is not ours to remove"
     assert registry.running() == []
+
+
+@pytest.mark.parametrize("suffix", ["", "-wal"])
+def test_a_fifo_in_place_of_the_index_cannot_hang_the_checkpoint_beside_a_fetch(home: Path, suffix: str) -> None:
+    """A fetch copies the index's log into it on a connection of its own while it imports; with a FIFO planted
+    where the index (or its log) lives, that connection must not be opened at all (sqlite would wait on it
+    forever, and the fetch with it)."""
+    reviews = home / "reviews"
+    reviews.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(reviews / f"{INDEX_NAME}{suffix}")
+    if suffix:
+        (reviews / INDEX_NAME).write_bytes(b"")
+    probe = (
+        "import sys; from pathlib import Path; from agentreview.store.index import LedgerIndex; "
+        "index = LedgerIndex(Path(sys.argv[1]), print); index.digests('x/foreign'); index.checkpoint(); print('done')"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe, str(reviews)], capture_output=True, text=True,
+                          timeout=TIMEOUT_S)  # fmt: skip
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("done"), proc.stderr

@@ -376,6 +376,7 @@ class LedgerIndex:
         to copy; nothing when the index is not a file (or is busy: the next checkpoint copies them)."""
         uri = f"{(self.root / INDEX_NAME).as_uri()}?mode=rw"  # never creates an index
         with contextlib.suppress(sqlite3.Error):
+            self._check_files()  # a FIFO planted in place of a file of the index is never opened
             conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
             try:
                 conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
