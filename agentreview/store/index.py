@@ -134,10 +134,10 @@ LEDGER_KEY_PARTS = ("repo_remote", "manifest_sha", "binding")
 
 
 def lookup_key(value: str) -> int:
-    """The 64-bit key the index holds for ``value``: a digest's or a commit's first 16 hex digits, else the value's
-    CRC-32 and Adler-32. An index of such keys is a fifth the size of one of the text, and as fast to search; every
-    query also compares the value, so two values with one key cost a row read, never a wrong answer (and whoever
-    writes a note can already give a row any value)."""
+    """The 64-bit key the index holds for ``value``: the number its first 16 characters spell in hex when they do
+    (a digest, a commit), else its CRC-32 and Adler-32. An index entry of such a key is a fifth the size of one of
+    64 hex digits, and as fast to search; every query also compares the value, so two values with one key cost a
+    row read, never a wrong answer (and whoever writes a note can already give a row any value)."""
     try:
         number = int(value[:16], 16)
     except ValueError:
@@ -149,9 +149,15 @@ def lookup_key(value: str) -> int:
 
 
 @functools.lru_cache(maxsize=64)
-def _text_key(value: str) -> int:
-    """:func:`lookup_key` of a value many rows share (a repository, a ledger key), computed once."""
-    return lookup_key(value)
+def _repo_key(repo_remote: str) -> int:
+    """:func:`lookup_key` of a repository, which many rows share, computed once."""
+    return lookup_key(repo_remote)
+
+
+@functools.lru_cache(maxsize=64)
+def _ledger_key(repo_remote: str, manifest_sha: str, binding: str) -> int:
+    """The key of ``(repo_remote, manifest_sha, binding)`` together (NUL is in none of them), computed once."""
+    return lookup_key(f"{repo_remote}\0{manifest_sha}\0{binding}")
 
 
 def entry_row(rel: str, name: str, summary: Summary, *, foreign: bool, digest: str | None = None) -> tuple[Any, ...]:
@@ -159,8 +165,8 @@ def entry_row(rel: str, name: str, summary: Summary, *, foreign: bool, digest: s
     key, row, session = summary.key, summary.row, summary.requester_session
     return (rel, name, 1, key.repo_remote, key.manifest_sha, key.binding, key.range_sha, summary.base_sha,
             summary.head_sha, summary.run_id, session, summary.created_at, summary.verdict, int(summary.dirty),
-            int(foreign), None if row is None else json.dumps(row), digest, _text_key(key.repo_remote),
-            _text_key(_ledger_key_text(key.repo_remote, key.manifest_sha, key.binding)), lookup_key(key.range_sha),
+            int(foreign), None if row is None else json.dumps(row), digest, _repo_key(key.repo_remote),
+            _ledger_key(key.repo_remote, key.manifest_sha, key.binding), lookup_key(key.range_sha),
             lookup_key(summary.head_sha), None if foreign else lookup_key(summary.run_id),
             None if session is None else lookup_key(session), None if digest is None else lookup_key(digest))
 
@@ -169,11 +175,6 @@ def _row(rel: str, name: str, sig: tuple[int, int, int], summary: Summary, *, fo
          digest: str | None = None) -> tuple[Any, ...]:  # fmt: skip
     """The index row of an ok entry (``sig`` its file's :func:`_stat_sig`)."""
     return entry_row(rel, name, summary, foreign=foreign, digest=digest) + sig
-
-
-def _ledger_key_text(repo_remote: str, manifest_sha: str, binding: str) -> str:
-    """The one text the key of ``(repo_remote, manifest_sha, binding)`` is taken of (NUL: in none of them)."""
-    return f"{repo_remote}\0{manifest_sha}\0{binding}"
 
 
 def _not_ok(rel: str, name: str, st: os.stat_result, *, foreign: bool) -> tuple[Any, ...]:
@@ -282,11 +283,11 @@ class LedgerIndex:
         params: list[Any] = []
         if whole_key:  # the key index: (repo_remote, manifest_sha, binding), newest first
             where.append("key_key = ?")
-            params.append(_text_key(_ledger_key_text(*(given[col] for col in LEDGER_KEY_PARTS))))
+            params.append(_ledger_key(*(str(given[col]) for col in LEDGER_KEY_PARTS)))
         for col, value in given.items():
             if (keyed := KEY_COLUMNS.get(col)) is not None and (col in SELECTIVE_COLUMNS or not (narrow or whole_key)):
                 where.append(f"{keyed} = ?")
-                params.append(_text_key(value) if col == "repo_remote" else lookup_key(value))
+                params.append(_repo_key(value) if col == "repo_remote" else lookup_key(value))
             where.append(f"{'+' if narrow and col in BROAD_COLUMNS else ''}{col} = ?")
             params.append(value)
         if foreign is not None:
