@@ -217,6 +217,34 @@ def test_two_fetches_importing_the_same_notes_at_once_store_them_once(hosts: Hos
     assert len(list(root.glob("*/foreign/pack-*.jsonl"))) == 1
 
 
+def test_a_fetch_that_finds_some_of_its_entries_stored_meanwhile_writes_and_indexes_only_the_rest(
+    hosts: Hosts, tmp_path: Path
+) -> None:
+    """Two fetches in one home read overlapping notes; the one that writes second drops what the first stored, and
+    every entry of its pack is indexed at the offset it was written at (each listed, each readable)."""
+    from agentreview.store.foreign import ForeignStore
+
+    root = tmp_path / "ledger"
+    first, second = ForeignStore(root), ForeignStore(root)
+    heads = [hosts.a.commit(f"c {n}", {"src/app.py": f"n = {n}\n"}) for n in range(4)]
+    docs = {head: hosts.a.attestation(head=head) for head in heads}
+    for store, mine in ((first, heads[:2]), (second, heads[1:])):
+        for head in mine:
+            assert store.add(docs[head], remote="shared", principal=None, durable=False)
+    first.sync()
+    second.sync()
+    packs = sorted(root.glob("*/foreign/pack-*.jsonl"), key=lambda p: p.stat().st_size)
+    assert [p.read_bytes().count(b"\n") for p in packs] == [2, 2]  # heads 0, 1, then 2, 3: head 1 once
+    reader = ForeignStore(root)
+    try:
+        listed = sorted(att["target"]["headSha"] for att, _host in reader.all())
+    finally:
+        reader.close()
+    assert listed == sorted(heads)
+    for store in (first, second):
+        store.close()
+
+
 def fast_import_notes(hosts: Hosts, lines: dict[str, bytes]) -> None:
     """A notes commit holding ``lines[commit]`` as the note of each commit, made by one ``git
     fast-import`` in A and pushed to the shared remote."""
