@@ -94,26 +94,27 @@ def object_sizes(cwd: Path, oids: Iterable[str]) -> dict[str, int | None]:
 def existing_commits(cwd: Path, oids: Iterable[str]) -> set[str]:
     """Those of ``oids`` that are commits here, their type read with ``git cat-file --batch-check``; where a
     promisor remote would fetch a missing object (a round trip per junk note), ``git rev-list --missing=print``."""
-    wanted = list(dict.fromkeys(oids))
-    if not wanted:
-        return set()
-    if _has_promisor(cwd):
-        asked = "".join(f"{oid}\n" for oid in wanted).encode("ascii")
-        proc = run_git(["rev-list", "--no-walk", "--ignore-missing", "--missing=print", "--stdin"], cwd,
-                       input_bytes=asked, timeout=BATCH_TIMEOUT_S)  # fmt: skip
-        return {ln.strip() for ln in proc.stdout.decode("ascii", "replace").splitlines()}.intersection(wanted)
-    return {oid for oid, answer in zip(wanted, _batch_check(cwd, wanted), strict=True) if answer.startswith("commit ")}
+    return commits_and_sizes(cwd, list(dict.fromkeys(oids)), [])[0]
 
 
 def commits_and_sizes(cwd: Path, commits: Sequence[str],
                       blobs: Sequence[str]) -> tuple[set[str], dict[str, int | None]]:  # fmt: skip
     """Which of ``commits`` are commits here, and the size of each of ``blobs`` (None: missing, or not a blob),
     from one ``git cat-file --batch-check``; two processes where a promisor remote would fetch missing commits."""
-    if _has_promisor(cwd):
-        return existing_commits(cwd, commits), object_sizes(cwd, blobs)
+    if commits and _has_promisor(cwd):
+        return _listed_commits(cwd, commits), object_sizes(cwd, blobs)
     answers = _batch_check(cwd, [*commits, *blobs])
     present = {oid for oid, answer in zip(commits, answers, strict=False) if answer.startswith("commit ")}  # then blobs
     return present, _blob_sizes(blobs, answers[len(commits) :])
+
+
+def _listed_commits(cwd: Path, oids: Sequence[str]) -> set[str]:
+    """Those of ``oids`` that are commits here, asked of ``git rev-list --missing=print`` (which, unlike
+    ``cat-file``, never fetches a missing object from a promisor remote)."""
+    asked = "".join(f"{oid}\n" for oid in oids).encode("ascii")
+    proc = run_git(["rev-list", "--no-walk", "--ignore-missing", "--missing=print", "--stdin"], cwd,
+                   input_bytes=asked, timeout=BATCH_TIMEOUT_S)  # fmt: skip
+    return {ln.strip() for ln in proc.stdout.decode("ascii", "replace").splitlines()}.intersection(oids)
 
 
 def _has_promisor(cwd: Path) -> bool:
