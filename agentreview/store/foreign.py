@@ -60,11 +60,7 @@ class _Batch:
         self._entry_row = entry_row
 
     def add(self, digest: str, summary: Summary, line: bytes) -> None:
-        name = f"{self.pack}{MEMBER}{self._offset}"
-        self.rows.append(self._entry_row(self.rel, name, summary, foreign=True, digest=digest))
-        self.lines.append(line)
-        self.digests.append(digest)
-        self._offset += len(line)
+        self._append(digest, self._entry_row(self.rel, self._next_name(), summary, foreign=True, digest=digest), line)
 
     def without(self, stored: set[str]) -> _Batch:
         """This batch but the entries whose digest is in ``stored`` (their offsets, and so names, made again)."""
@@ -72,11 +68,18 @@ class _Batch:
         kept.pack = self.pack
         for digest, row, line in zip(self.digests, self.rows, self.lines, strict=True):
             if digest not in stored:
-                kept.rows.append((row[0], f"{kept.pack}{MEMBER}{kept._offset}", *row[2:]))
-                kept.lines.append(line)
-                kept.digests.append(digest)
-                kept._offset += len(line)
+                kept._append(digest, (row[0], kept._next_name(), *row[2:]), line)
         return kept
+
+    def _next_name(self) -> str:
+        """``<pack>#<offset>``: the name of the entry whose line is appended next."""
+        return f"{self.pack}{MEMBER}{self._offset}"
+
+    def _append(self, digest: str, row: tuple[Any, ...], line: bytes) -> None:
+        self.rows.append(row)
+        self.lines.append(line)
+        self.digests.append(digest)
+        self._offset += len(line)
 
 
 class ForeignStore:
