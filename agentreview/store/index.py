@@ -35,7 +35,7 @@ INDEX_FILE_SUFFIXES = ("", "-wal", "-shm", "-journal")
 INDEX_STALE = ".index.stale"
 INDEX_SCHEMA_VERSION = 4  # 4: the indexes hold 64-bit keys of the columns (lookup_key), not the text
 BUSY_TIMEOUT_MS = 5000
-PAGE_BYTES = 8192  # a new index's page: a fetch's rows (eight index entries each) go in ~10% faster than with 4096
+PAGE_BYTES = 8192  # a new index's page: a fetch's rows went in ~10% faster than with 4096 (text indexes, issue 23)
 CACHE_KIB = 32 * 1024  # sqlite's page cache (grown only as used): a fetch's batch of rows is written without spilling
 FIRST_SYNC_LOCK_TIMEOUT_S = 600
 # A directory changed this recently may change again within the same timestamp tick
