@@ -280,6 +280,10 @@ def test_without_a_published_review_the_gate_fails_and_an_export_commit_still_pa
         ran = runner_for(workflow, ci, tmp_path / branch, server, event, os.environ["PATH"]).run_job()
         assert ran[0].proc.returncode == 0 and "no published reviews" in ran[0].proc.stdout
         codes[branch] = ran[1].proc.returncode
+        if branch == "unreviewed":  # the pull request's author reads where the gate looked, and what to do
+            said = ran[1].proc.stdout + ran[1].proc.stderr
+            assert f"HEAD {head[:10]} has no refs/notes/agentreview note" in said, said
+            assert "--publish')" in said and "--export')" in said, said
     assert codes == {"unreviewed": 4, "exported": 0}
 
 
@@ -401,3 +405,11 @@ def test_a_note_is_found_beside_an_export_folder_without_the_range(
     commit_all(repo, "unreviewed on top")
     again = ar(repo, "verify", "--policy-from", "refs/remotes/origin/main", "--require-signed")
     assert again.returncode == 4, again.stdout + again.stderr
+    top = git(repo, "rev-parse", "HEAD").strip()
+    said = again.stdout + again.stderr
+    assert f"in {repo / '.reviews'}, and HEAD {top[:10]} has no refs/notes/agentreview note here" in said, said
+    assert "'agentreview run --publish'" in said and "'agentreview run --export'" in said, said
+    git(repo, "notes", "--ref=refs/notes/agentreview", "add", "-m", '{"not": "an attestation"}', top)
+    other = ar(repo, "verify", "--policy-from", "refs/remotes/origin/main", "--require-signed")
+    assert other.returncode == 4, other.stdout + other.stderr
+    assert f"the refs/notes/agentreview note of {top[:10]} has none for" in other.stdout + other.stderr

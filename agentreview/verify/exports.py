@@ -258,14 +258,31 @@ def _published_instead(
 
     listed = run_git(["notes", f"--ref={NOTES_REF}", "list", "--end-of-options", head_sha], root, check=False)
     if listed.returncode != 0 or not listed.stdout.strip():
-        raise stop
+        raise _looked_in_both(stop, f"HEAD {head_sha[:10]} has no {NOTES_REF} note here (a published one is read "
+                                    f"once fetched: {_fetch_notes()})", options.binding)  # fmt: skip
     try:
         located = locate_in_notes(options, root, base_sha, head_sha, notes=notes)
     except VerifyStop:
-        raise stop from None
+        raise _looked_in_both(stop, f"the {NOTES_REF} note of {head_sha[:10]} has none for {base_sha[:10]}.."
+                                    f"{head_sha[:10]}", options.binding) from None  # fmt: skip
     notes.append(f"no export for the range; verified the attestation published in the {NOTES_REF} note of "
                  f"{head_sha[:10]}")  # fmt: skip
     return located
+
+
+def _fetch_notes() -> str:
+    """How a checkout gets the published notes, as the refusals that did not find one say."""
+    from agentreview.share.notes import NOTES_REF
+
+    return f"'git fetch origin {NOTES_REF}:{NOTES_REF}' or 'agentreview fetch'"
+
+
+def _looked_in_both(stop: VerifyStop, in_notes: str, binding: str | None) -> VerifyStop:
+    """``stop`` (nothing for the range where the exports are) saying what the head's note held too, and the two
+    ways to hand the gate a review: the most common failure of a gate, read by whoever opened the pull request."""
+    run = "agentreview run" + (f" --binding {binding}" if binding else "")
+    return VerifyStop(stop.exit_code, stop.reason, f"{stop}, and {in_notes} — review the change and publish it "
+                      f"('{run} --publish'), or export and commit it ('{run} --export')", path=stop.path)  # fmt: skip
 
 
 # --------------------------------------------------------------------------- step 3 from git notes
@@ -319,9 +336,8 @@ def locate_in_notes(options: VerifyOptions, root: Path, base_sha: str, head_sha:
     docs = _note_docs(root, head_sha, notes)
     found = find_for_range(docs, base_sha, head_sha, options.binding)
     if found is None:
-        fetch = f"('git fetch origin {NOTES_REF}:{NOTES_REF}' or 'agentreview fetch')"
         where = f"in the {NOTES_REF} note of {head_sha[:10]} — publish it ('agentreview publish') and fetch the notes"
-        raise _not_found(base_sha, head_sha, options.binding, f"{where} {fetch}")
+        raise _not_found(base_sha, head_sha, options.binding, f"{where} ({_fetch_notes()})")
     seen = {head_sha}
     pending = _prior_heads(found.raw)
     while pending and len(seen) < MAX_NOTE_COMMITS:
