@@ -269,6 +269,40 @@ def test_a_users_files_are_kept_unless_force(git_repo: GitRepoFactory, team_bot:
     assert ar(repo, "check").returncode == 0
 
 
+def test_a_teammates_first_init_keeps_the_policy_and_says_how_their_key_gets_trusted(
+    git_repo: GitRepoFactory, team_bot: str
+) -> None:
+    """A repository that adopted agentreview on another host: a newcomer's ``init`` installs the hook and keeps every
+    file, and its next steps are the newcomer's (their key trusted through a pull request a trusted teammate
+    attests), not the adoption commit, nor a ``--force`` that would replace the team's REVIEW.md."""
+    first = git_repo(files=PY_FILES)
+    assert ar(first, "init", "--reviewer", team_bot).returncode == 0
+    team_md = (first / "REVIEW.md").read_text()
+    other_key = (
+        'ada@example.com namespaces="agentproto-review" '
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIM08VGQkaM6WUEBbbRnVIH0gyUbqN8/ERYYVez4/58Wp"
+    )
+    repo = git_repo(files={**PY_FILES, "REVIEW.md": team_md, "rubrics/correctness.md":
+                           (first / "rubrics" / "correctness.md").read_text(),
+                           ".agentproto/allowed_signers": other_key + "\n"})  # fmt: skip
+    proc = ar(repo, "init", "--reviewer", team_bot)
+    assert proc.returncode == 0, proc.stderr
+    steps = proc.stdout.split("next steps:\n", 1)[1]
+    assert "adopt agentreview" not in steps and "--force" not in steps, proc.stdout
+    assert "agentreview key | tail -1 >> .agentproto/allowed_signers" in steps, steps
+    assert "a teammate whose key it trusts attests the pull request" in steps, steps
+    assert "skipped   .agentproto/allowed_signers  (exists without this host's key: see the next steps)" in proc.stdout
+    assert (repo / "REVIEW.md").read_text() == team_md
+    assert (repo / ".agentproto" / "allowed_signers").read_text() == other_key + "\n"
+    assert (repo / ".git" / "hooks" / "pre-push").is_file()
+    # the adopter's own next steps are the adoption until REVIEW.md is committed, however often init runs
+    again = ar(first, "init", "--reviewer", team_bot)
+    assert "git commit -m 'review: adopt agentreview'" in again.stdout and "tail -1 >>" not in again.stdout
+    git(first, "add", "-A")
+    git(first, "commit", "-q", "-m", "review: adopt agentreview")
+    assert "adopt agentreview" not in ar(first, "init", "--reviewer", team_bot).stdout
+
+
 def test_init_outside_a_git_repository_exits_3(tmp_path: Path) -> None:
     proc = ar(tmp_path, "init")
     assert proc.returncode == 3

@@ -24,7 +24,7 @@ from agentreview.setup.manifest import (
     render_manifest,
     review_id,
 )
-from agentreview.setup.signers import write_allowed_signers
+from agentreview.setup.signers import ALLOWED_SIGNERS, UNTRUSTED, write_allowed_signers
 from agentreview.setup.workflow import DEFAULT_ACTION_REF, write_workflow
 from agentreview.setup.writer import Outcome, place
 
@@ -52,6 +52,7 @@ class InitReport:
     checks: list[DetectedCheck] = field(default_factory=list)
     preset: str | None = None
     base: str = ""
+    adopted: bool = False  # REVIEW.md is committed already: this is a teammate's first init, not the adoption
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -65,17 +66,25 @@ class InitReport:
         }
 
     def next_steps(self) -> list[str]:
-        paths = ["REVIEW.md", "rubrics", ".agentproto"] + [
-            o.path for o in self.outcomes if o.path.startswith(".github/")
-        ]
-        return [
-            "agentreview check    # what each binding runs",
-            f"git add {' '.join(paths)} && git commit -m 'review: adopt agentreview'",
-            "  and merge it first: the gate reads REVIEW.md and allowed_signers from the base branch",
-            "on a branch: agentreview run --publish   # the signed review as a git note",
-            "  (a fork, which cannot push notes: --export && git add .reviews && git commit)",
-            "git push             # the pre-push hook reviews what you push; the gate verifies the review",
-        ]
+        """What to do now: adopt (commit what was written, merge it), or, in a repository that has adopted
+        agentreview already (a teammate's first ``init``), have this host's key trusted, then review and push."""
+        joining = self.adopted
+        untrusted = any(o.path == ALLOWED_SIGNERS and o.reason == UNTRUSTED for o in self.outcomes)
+        steps = ["agentreview check    # what each binding runs"]
+        if not joining:
+            paths = ["REVIEW.md", "rubrics", ".agentproto"]
+            paths += [o.path for o in self.outcomes if o.path.startswith(".github/")]
+            steps.append(f"git add {' '.join(paths)} && git commit -m 'review: adopt agentreview'")
+            steps.append("  and merge it first: the gate reads REVIEW.md and allowed_signers from the base branch")
+        if untrusted:
+            steps.append(f"agentreview key | tail -1 >> {ALLOWED_SIGNERS}   # the gate does not trust this key yet")
+        if untrusted and joining:
+            steps.append("  on a branch: a teammate whose key it trusts attests the pull request (docs/sharing.md, "
+                         "adding a new teammate's key)")  # fmt: skip
+        steps.append("on a branch: agentreview run --publish   # the signed review as a git note")
+        steps.append("  (a fork, which cannot push notes: --export && git add .reviews && git commit)")
+        steps.append("git push             # the pre-push hook reviews what you push; the gate verifies the review")
+        return steps
 
 
 NO_REVIEWER = (
@@ -123,6 +132,7 @@ def init_repository(
         checks=report.checks,
         preset=report.preset,
     )
+    report.adopted = _committed(root, "REVIEW.md")
     report.outcomes.append(place(root / "REVIEW.md", text.encode(), root=root, force=opts.force))
     report.outcomes.append(place(root / RUBRIC_PATH, RUBRIC.encode(), root=root, force=opts.force))
     if signers_line is not None:
@@ -134,3 +144,10 @@ def init_repository(
     if opts.ci == "github":
         report.outcomes.append(write_workflow(root, force=opts.force, action_ref=opts.action_ref))
     return report
+
+
+def _committed(root: Path, path: str) -> bool:
+    """Whether ``path`` is in the tree of HEAD (a repository with no commit has none)."""
+    from agentreview.host.gitrun import run_git
+
+    return run_git(["cat-file", "-e", f"HEAD:{path}"], root, check=False).returncode == 0

@@ -10,9 +10,12 @@ from pathlib import Path
 from agentreview.host.files import UnreadableFileError, read_regular_file
 from agentreview.setup.writer import Outcome, place, shown
 
-__all__ = ["ALLOWED_SIGNERS", "write_allowed_signers"]
+__all__ = ["ALLOWED_SIGNERS", "UNTRUSTED", "write_allowed_signers"]
 
 ALLOWED_SIGNERS = ".agentproto/allowed_signers"
+# the file exists without this host's key: the next steps say how to add it (``--force`` would append it, but also
+# overwrite every other file init writes that differs, a teammate's REVIEW.md among them)
+UNTRUSTED = "exists without this host's key: see the next steps"
 _LIMIT = 1 << 20
 
 
@@ -28,7 +31,7 @@ def write_allowed_signers(root: Path, line: str, *, force: bool) -> Outcome:
     if line in (raw.strip() for raw in current.splitlines()):
         return Outcome(shown(path, root), "unchanged", "already trusts this host's key")
     if not force:
-        return Outcome(shown(path, root), "skipped", "exists without this host's key; --force appends it")
+        return Outcome(shown(path, root), "skipped", UNTRUSTED)
     joined = current if current.endswith("\n") or not current else current + "\n"
     result = place(path, (joined + line + "\n").encode(), root=root, force=True)
     return Outcome(

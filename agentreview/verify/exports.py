@@ -265,8 +265,8 @@ def _published_instead(
     except VerifyStop:
         raise _looked_in_both(stop, f"the {NOTES_REF} note of {head_sha[:10]} has none for {base_sha[:10]}.."
                                     f"{head_sha[:10]}", options.binding) from None  # fmt: skip
-    notes.append(f"no export for the range; verified the attestation published in the {NOTES_REF} note of "
-                 f"{head_sha[:10]}")  # fmt: skip
+    notes.append(f"no export for the range; the attestation checked is the one published in the {NOTES_REF} note "
+                 f"of {head_sha[:10]}")  # fmt: skip
     return located
 
 
