@@ -163,6 +163,22 @@ def test_key_prints_the_allowed_signers_line(env: dict[str, Any], capsys: pytest
     assert f'ci@acme.example namespaces="agentproto-review" {algo} {blob}' in out.splitlines()
 
 
+def test_key_for_another_principal_than_reviews_are_signed_as_says_how_to_sign_as_it(
+    env: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A newcomer printing their line for an identity their reviews do not claim would get a key trusted that no
+    review of theirs verifies against: the warning names both, and the setting that makes them agree."""
+    code, _, err = cli(capsys, "key", "--principal", "ci@acme.example", "--cwd", str(env["repo"]))
+    assert code == 0
+    assert "signed as 'dev@acme.example', not 'ci@acme.example'" in err, err
+    assert f'[signing] principal = "ci@acme.example" in {env["home"] / "config.toml"}' in err, err
+    (env["home"] / "config.toml").write_text('[signing]\nprincipal = "ci@acme.example"\n')
+    code, _, err = cli(capsys, "key", "--principal", "ci@acme.example", "--cwd", str(env["repo"]))
+    assert code == 0 and "warning" not in err, err
+    code, _, err = cli(capsys, "key", "--cwd", str(env["repo"]))
+    assert code == 0 and "warning" not in err, err
+
+
 def test_key_refuses_a_principal_with_spaces(env: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = cli(capsys, "key", "--principal", "two words")
     assert code == 3 and out == "" and "cannot be written in allowed_signers" in err

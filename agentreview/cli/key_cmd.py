@@ -49,8 +49,17 @@ def register(app: typer.Typer) -> None:
         try:
             signer = configured_signer(load_registry(), home)
             info = signer.key_info(SignerContext(home=home, repo_root=root, principal=principal))
+            signs_as = info.principal if principal is None else signer.key_info(
+                SignerContext(home=home, repo_root=root)).principal  # fmt: skip
         except SigningError as exc:
             raise AgentreviewError(str(exc)) from exc
+        if signs_as != info.principal:  # the line would trust an identity no review of this host claims
+            typer.echo(
+                f"agentreview key: warning: reviews here are signed as {signs_as!r}, not {info.principal!r}, so a gate "
+                f"that trusts only this line refuses them: set [signing] principal = {json.dumps(info.principal)} in "
+                f"{home / 'config.toml'} to sign as {info.principal!r}",
+                err=True,
+            )
         if as_json:
             typer.echo(
                 json.dumps(
