@@ -68,17 +68,16 @@ class InitReport:
     def next_steps(self) -> list[str]:
         """What to do now: adopt (commit what was written, merge it), or, in a repository that has adopted
         agentreview already (a teammate's first ``init``), have this host's key trusted, then review and push."""
-        joining = self.adopted
         untrusted = any(o.path == ALLOWED_SIGNERS and o.reason == UNTRUSTED for o in self.outcomes)
         steps = ["agentreview check    # what each binding runs"]
-        if not joining:
+        if not self.adopted:
             paths = ["REVIEW.md", "rubrics", ".agentproto"]
             paths += [o.path for o in self.outcomes if o.path.startswith(".github/")]
             steps.append(f"git add {' '.join(paths)} && git commit -m 'review: adopt agentreview'")
             steps.append("  and merge it first: the gate reads REVIEW.md and allowed_signers from the base branch")
         if untrusted:
             steps.append(f"agentreview key | tail -1 >> {ALLOWED_SIGNERS}   # the gate does not trust this key yet")
-        if untrusted and joining:
+        if untrusted and self.adopted:
             steps.append("  on a branch: a teammate whose key it trusts attests the pull request (docs/sharing.md, "
                          "adding a new teammate's key)")  # fmt: skip
         steps.append("on a branch: agentreview run --publish   # the signed review as a git note")
