@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentreview.host.gitrun import run_git
 from agentreview.model.record import record
 from agentreview.setup.choose import choose_checks
 from agentreview.setup.detect import DetectedCheck, detect_checks, read_text
@@ -147,6 +148,4 @@ def init_repository(
 
 def _committed(root: Path, path: str) -> bool:
     """Whether ``path`` is in the tree of HEAD (a repository with no commit has none)."""
-    from agentreview.host.gitrun import run_git
-
     return run_git(["cat-file", "-e", f"HEAD:{path}"], root, check=False).returncode == 0
