@@ -130,6 +130,40 @@ def test_the_hook_reviews_the_pushed_branch_not_the_checked_out_one(repo: PushRe
     assert repo.remote_has("good")
 
 
+def test_an_uncommitted_fix_does_not_pass_the_broken_commit_it_hides(repo: PushRepo) -> None:
+    """Attack (or a slip): the pushed commit breaks the tests, and the checkout holds an uncommitted change to a
+    tracked file that fixes them. The lanes ran in the checkout, passed ("dirty") and let the broken commit
+    through. A pushed commit is now reviewed as pushed: in a worktree of it when the checkout has uncommitted
+    changes, so the push stops, and the checkout keeps its change."""
+    install_hook(repo)
+    (repo.path / "REVIEW.md").write_text(review_md(repo.counter, run="test ! -e BAD && grep -qx fine app.txt"))
+    repo.commit("tests read app.txt", **{"REVIEW.md": (repo.path / "REVIEW.md").read_text(), "app.txt": "fine\n"})
+    assert repo.push("main").returncode == 0
+    repo.git("switch", "-q", "-c", "slip", "main")
+    repo.commit("break it", **{"app.txt": "wrong\n"})
+    (repo.path / "app.txt").write_text("fine\n")  # the fix, not committed
+    pushed = repo.push("slip")
+    out = pushed.stdout + pushed.stderr
+    assert pushed.returncode != 0 and "verdict: block" in out, out
+    assert "uncommitted changes to tracked files: the pushed commit" in out and "dirty" not in out, out
+    assert not repo.remote_has("slip")
+    assert (repo.path / "app.txt").read_text() == "fine\n"  # the checkout's change is left as it was
+    assert not list((repo.home / "worktrees").glob("review-*")), "the review's worktree is removed"
+
+
+def test_a_commit_reviewed_clean_is_pushed_from_a_checkout_with_uncommitted_changes(repo: PushRepo) -> None:
+    """The pushed commit's earlier clean review answers the push though the checkout has work in progress:
+    the review is of the commit, and the cache is asked as for the clean worktree the lanes would run in."""
+    install_hook(repo)
+    repo.branches()  # `good` reviewed (pass, cached) and checked out
+    (repo.path / "app.txt").write_text("work in progress\n")
+    before = repo.lane_runs()
+    pushed = repo.push("good")
+    assert pushed.returncode == 0, pushed.stdout + pushed.stderr
+    assert "verdict: pass (cached)" in pushed.stdout and repo.lane_runs() == before
+    assert repo.remote_has("good")
+
+
 def test_deletions_and_tags_are_not_reviewed(repo: PushRepo) -> None:
     install_hook(repo)
     repo.branches()

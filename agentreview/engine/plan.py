@@ -68,6 +68,12 @@ class RunFlags:
     pr: dict[str, Any] | None = None
     join_timeout_s: float | None = None
     authored_by: frozenset[str] = frozenset()  # --authored-by: families no agent lane may review with
+    pushed: bool = False  # the head is a commit being pushed: its review never tests the checkout's changes
+
+    def isolated(self, checkout: git.CheckoutStatus) -> bool:
+        """Whether the lanes run in a worktree of the head even when the checkout holds it: a pushed commit
+        under a checkout with uncommitted changes to tracked files (what is pushed is what is reviewed)."""
+        return self.pushed and checkout.dirty()
 
     @property
     def exports(self) -> bool:
@@ -242,6 +248,7 @@ def build_plan(
             pr=options.pr,
             join_timeout_s=options.join_timeout_s,
             authored_by=frozenset(options.authored_by),
+            pushed=options.pushed,
         ),
         repo_root=root,
         repo_remote=remote,

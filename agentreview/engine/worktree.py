@@ -63,13 +63,18 @@ def tree_dirty(tree: LaneTree) -> bool:
 
 @contextlib.contextmanager
 def lane_tree(
-    repo_root: Path, head_ref: str, home: Path, run_id: str, report: Callable[[str], None]
+    repo_root: Path, head_ref: str, home: Path, run_id: str, report: Callable[[str], None], *, isolated: bool = False
 ) -> Iterator[LaneTree]:
-    """The checkout when ``head_ref`` names its ``HEAD`` now; else a temporary worktree of the
-    commit ``head_ref`` names, removed when the block ends (normally, by an exception, or by a cancel)."""
+    """The checkout when ``head_ref`` names its ``HEAD`` now (unless ``isolated``: a pushed commit under
+    uncommitted changes); else a temporary worktree of the commit ``head_ref`` names, removed when the block
+    ends (normally, by an exception, or by a cancel)."""
     sweep(home, repo_root)
-    head_sha = "" if head_ref == "HEAD" else git.rev_parse_commit(repo_root, head_ref)
-    if not head_sha or git.rev_parse_commit(repo_root, "HEAD") == head_sha:
+    if head_ref == "HEAD" and not isolated:
+        yield LaneTree(repo_root, detached=False)
+        return
+    head_sha = git.rev_parse_commit(repo_root, head_ref)
+    at_head = git.rev_parse_commit(repo_root, "HEAD") == head_sha
+    if at_head and not isolated:
         yield LaneTree(repo_root, detached=False)
         return
     folder = worktrees_dir(home)
@@ -77,7 +82,11 @@ def lane_tree(
     path = folder / run_id
     with FileLock(folder / f"{run_id}.lock", timeout=0) as lock:
         try:
-            report(f"the checkout is not at {head_sha[:10]}: prepare steps and lanes run in a worktree of it")
+            if at_head:
+                report(f"the checkout has uncommitted changes to tracked files: the pushed commit {head_sha[:10]} is "
+                       "reviewed in a worktree of it, as pushed (prepare steps and lanes run there)")  # fmt: skip
+            else:
+                report(f"the checkout is not at {head_sha[:10]}: prepare steps and lanes run in a worktree of it")
             try:
                 run_git(["worktree", "add", "--detach", "--", str(path), head_sha], repo_root,
                         env=tree_env(_CHECKOUT_ENV), timeout=ADD_TIMEOUT_S)  # fmt: skip
