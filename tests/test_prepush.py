@@ -146,6 +146,7 @@ def test_an_uncommitted_fix_does_not_pass_the_broken_commit_it_hides(repo: PushR
     out = pushed.stdout + pushed.stderr
     assert pushed.returncode != 0 and "verdict: block" in out, out
     assert "uncommitted changes to tracked files: the pushed commit" in out and "dirty" not in out, out
+    assert "if a lane needs it, stash the changes (git stash), push, then git stash pop" in out, out
     assert not repo.remote_has("slip")
     assert (repo.path / "app.txt").read_text() == "fine\n"  # the checkout's change is left as it was
     assert not list((repo.home / "worktrees").glob("review-*")), "the review's worktree is removed"

@@ -42,6 +42,15 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["RunOptions", "RunResult", "new_run_id", "run_review"]
 
 
+# After a review of a pushed commit that ran in a worktree of it (the checkout had uncommitted changes) and did
+# not pass: what only the checkout holds was not there, which may be why.
+ISOLATED_HINT = (
+    "the lanes ran in a worktree of the pushed commit, as pushed, since the checkout has uncommitted changes to "
+    "tracked files; what only the checkout holds (node_modules, a virtualenv, build outputs) was not there — if a "
+    "lane needs it, stash the changes (git stash), push, then git stash pop"
+)
+
+
 def run_review(options: RunOptions, reporter: Reporter | None = None, *, registry: Registry | None = None) -> RunResult:
     """Run one review; never raises for a run that could not happen (status ``failed``).
 
@@ -207,7 +216,10 @@ def _execute(
                 lanes = _run_lanes(lane_plans, ctx, reporter)
         if cancel.is_set():
             raise Cancelled()
-        return record_run(plan, frozen, lanes, ledger, reporter, cancel)
+        result = record_run(plan, frozen, lanes, ledger, reporter, cancel)
+        if tree.isolated and result.verdict != "pass":
+            reporter.phase(ISOLATED_HINT)
+        return result
     except PrepareFailed as exc:
         return RunResult.failed(plan.run_id, str(exc))
     except Cancelled:

@@ -34,6 +34,7 @@ class LaneTree:
 
     root: Path
     detached: bool
+    isolated: bool = False  # a worktree only because the checkout holds the pushed head under uncommitted changes
 
 
 def worktrees_dir(home: Path) -> Path:
@@ -92,7 +93,7 @@ def lane_tree(
                         env=tree_env(_CHECKOUT_ENV), timeout=ADD_TIMEOUT_S)  # fmt: skip
             except git.GitError as exc:
                 raise git.GitError(f"could not check {head_sha[:12]} out in a worktree for the lanes: {exc}") from exc
-            yield LaneTree(path, detached=True)
+            yield LaneTree(path, detached=True, isolated=at_head)
         finally:
             _remove(repo_root, path, Path(lock.lock_file))
 
