@@ -45,7 +45,7 @@ def serve_cached(plan: RunPlan, ledger: Ledger, reporter: Reporter) -> RunResult
 
     A headless run is never answered from the ledger (the reference runs headless on a
     temporary ledger): a full run's verdict would otherwise stand in for a run that reviews less."""
-    if plan.flags.no_cache or plan.flags.headless or (plan.checkout.dirty() and not plan.flags.isolated(plan.checkout)):
+    if plan.flags.no_cache or plan.flags.headless or (plan.checkout.dirty() and not plan.isolated):
         return None
     cached = ledger.lookup_cached(*plan.key, plan.rubrics, plan.packs)
     if cached is not None and not cached.attestor.signature and _can_sign_now(plan, cached):

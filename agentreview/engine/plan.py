@@ -70,11 +70,6 @@ class RunFlags:
     authored_by: frozenset[str] = frozenset()  # --authored-by: families no agent lane may review with
     pushed: bool = False  # the head is a commit being pushed: its review never tests the checkout's changes
 
-    def isolated(self, checkout: git.CheckoutStatus) -> bool:
-        """Whether the lanes run in a worktree of the head even when the checkout holds it: a pushed commit
-        under a checkout with uncommitted changes to tracked files (what is pushed is what is reviewed)."""
-        return self.pushed and checkout.dirty()
-
     @property
     def exports(self) -> bool:
         return self.export or self.export_to is not None
@@ -109,6 +104,12 @@ class RunPlan:
     policy_from: ResolvedRef | None = None  # --policy-from: the commit whose policy the run reviews under
     recorded_manifest: Path | None = None  # the checkout's manifest path, when the policy was read from REF
     export_commit: str | None = None  # the head asked for, when it only adds exports and its parent is reviewed
+
+    @property
+    def isolated(self) -> bool:
+        """Whether the lanes run in a worktree of the head even when the checkout holds it: a pushed commit
+        under a checkout with uncommitted changes to tracked files (what is pushed is what is reviewed)."""
+        return self.flags.pushed and self.checkout.dirty()
 
     @property
     def ledger_manifest_path(self) -> Path:

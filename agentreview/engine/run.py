@@ -205,9 +205,8 @@ def _execute(
     run_dir.mkdir(parents=True, exist_ok=True)
     try:
         # the checkout, or a worktree of the head removed when the lanes are done (cancel included)
-        isolated = plan.flags.isolated(plan.checkout)
         with lane_tree(plan.repo_root, plan.head_ref, plan.host.home, plan.run_id, reporter.phase,
-                       isolated=isolated) as tree:  # fmt: skip
+                       isolated=plan.isolated) as tree:  # fmt: skip
             prepared = prepare_context(plan, run_dir, cancel, tree)
             frozen = prepare_and_freeze(plan, prepared, reporter, tree)
             ctx = lane_context(plan, frozen, prepared)
