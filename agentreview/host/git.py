@@ -158,6 +158,11 @@ def is_tracked(root: Path, relpath: str) -> bool:
     return proc.returncode == 0
 
 
+def in_head(root: Path, relpath: str) -> bool:
+    """Whether ``relpath`` is in the tree of HEAD (committed, not only staged; a repository with no commit has none)."""
+    return git(["cat-file", "-e", f"HEAD:{relpath}"], root, check=False).returncode == 0
+
+
 def commit_author(root: Path, sha: str) -> tuple[str, str] | None:
     proc = git(["log", "-1", "--format=%an%x00%ae", sha], root, check=False)
     if proc.returncode != 0 or "\0" not in proc.stdout:

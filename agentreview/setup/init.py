@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentreview.host.gitrun import run_git
+from agentreview.host import git as repo
 from agentreview.model.record import record
 from agentreview.setup.choose import choose_checks
 from agentreview.setup.detect import DetectedCheck, detect_checks, read_text
@@ -132,7 +132,7 @@ def init_repository(
         checks=report.checks,
         preset=report.preset,
     )
-    report.adopted = _committed(root, "REVIEW.md")
+    report.adopted = repo.in_head(root, "REVIEW.md")
     report.outcomes.append(place(root / "REVIEW.md", text.encode(), root=root, force=opts.force))
     report.outcomes.append(place(root / RUBRIC_PATH, RUBRIC.encode(), root=root, force=opts.force))
     if signers_line is not None:
@@ -144,8 +144,3 @@ def init_repository(
     if opts.ci == "github":
         report.outcomes.append(write_workflow(root, force=opts.force, action_ref=opts.action_ref))
     return report
-
-
-def _committed(root: Path, path: str) -> bool:
-    """Whether ``path`` is in the tree of HEAD (a repository with no commit has none)."""
-    return run_git(["cat-file", "-e", f"HEAD:{path}"], root, check=False).returncode == 0
